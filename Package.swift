@@ -1,0 +1,127 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+/// Swift 6 language mode everywhere (complete concurrency checking is its default).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+]
+
+let package = Package(
+    name: "push-channel",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "registration", targets: ["Registration"]),
+        .executable(name: "delivery-planning", targets: ["DeliveryPlanning"]),
+        .executable(name: "apns-sender", targets: ["APNSSender"]),
+        .executable(name: "fcm-sender", targets: ["FCMSender"]),
+        .executable(name: "tracking-ingestion", targets: ["TrackingIngestion"]),
+        .executable(name: "pushctl", targets: ["PushCtl"]),
+        .executable(name: "kafka-bench", targets: ["KafkaBench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+    ],
+    targets: [
+        // MARK: librdkafka
+        .systemLibrary(
+            name: "CRdKafka",
+            path: "Shared/CRdKafka",
+            pkgConfig: "rdkafka",
+            providers: [.apt(["librdkafka-dev"])]
+        ),
+        .target(
+            name: "Kafka",
+            dependencies: [
+                "CRdKafka",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Shared/Kafka",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: domain, storage, runtime
+        .target(
+            name: "PushEvents",
+            dependencies: [],
+            path: "Shared/PushEvents",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "PushStore",
+            dependencies: [
+                "Kafka",
+                "PushEvents",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Shared/PushStore",
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "PushRuntime",
+            dependencies: [
+                "Kafka",
+                "PushEvents",
+                "PushStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Shared/PushRuntime",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: services (thin executables)
+        .executableTarget(name: "Registration", dependencies: ["PushRuntime"], path: "Services/Registration", swiftSettings: swiftSettings),
+        .executableTarget(name: "DeliveryPlanning", dependencies: ["PushRuntime"], path: "Services/DeliveryPlanning", swiftSettings: swiftSettings),
+        .executableTarget(name: "APNSSender", dependencies: ["PushRuntime"], path: "Services/APNSSender", swiftSettings: swiftSettings),
+        .executableTarget(name: "FCMSender", dependencies: ["PushRuntime"], path: "Services/FCMSender", swiftSettings: swiftSettings),
+        .executableTarget(name: "TrackingIngestion", dependencies: ["PushRuntime"], path: "Services/TrackingIngestion", swiftSettings: swiftSettings),
+
+        // MARK: tools
+        .executableTarget(
+            name: "PushCtl",
+            dependencies: [
+                "PushRuntime",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/PushCtl",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "KafkaBench",
+            dependencies: [
+                "Kafka",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "bench/KafkaBench",
+            swiftSettings: swiftSettings
+        ),
+
+        // MARK: tests
+        .testTarget(name: "PushEventsTests", dependencies: ["PushEvents"], swiftSettings: swiftSettings),
+        .testTarget(name: "KafkaTests", dependencies: ["Kafka"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PushStoreTests",
+            dependencies: ["PushStore", "PushRuntime", "Kafka", "PushEvents"],
+            swiftSettings: swiftSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,144 @@
+/// Settings shared by producers, consumers and the admin client.
+///
+/// Every field maps onto a librdkafka property; `properties` passes anything else through
+/// unchanged (for example `security.protocol`, `sasl.*`, `ssl.*`), and wins over the fields.
+public struct KafkaClientConfiguration: Sendable, Hashable {
+    /// Comma-separated `host:port` list (librdkafka `bootstrap.servers`).
+    public var bootstrapServers: String
+    /// Shown in broker logs and quotas (`client.id`).
+    public var clientID: String
+    /// Extra librdkafka properties, applied last.
+    public var properties: [String: String]
+
+    public init(bootstrapServers: String, clientID: String = "push-channel", properties: [String: String] = [:]) {
+        self.bootstrapServers = bootstrapServers
+        self.clientID = clientID
+        self.properties = properties
+    }
+
+    var baseProperties: [String: String] {
+        [
+            "bootstrap.servers": bootstrapServers,
+            "client.id": clientID,
+            // Surface "all brokers down" quickly as an error event instead of retrying silently.
+            "socket.connection.setup.timeout.ms": "10000",
+            // Topics come from the topic catalog (`pushctl topics create`); a misspelt name must
+            // fail with UNKNOWN_TOPIC_OR_PART instead of silently creating a new topic.
+            "allow.auto.create.topics": "false",
+        ]
+    }
+}
+
+/// Producer settings. Defaults follow `reference/event-sourcing.md`: idempotent, lz4, a small
+/// linger so that many concurrent `send` calls share one request, and a bounded delivery timeout
+/// so an awaited send always ends.
+public struct KafkaProducerConfiguration: Sendable, Hashable {
+    public var client: KafkaClientConfiguration
+    /// `enable.idempotence` (implies `acks=all`, at most 5 requests in flight). Default `true`.
+    public var idempotent: Bool
+    /// `compression.type`. Default `lz4`.
+    public var compression: String
+    /// `linger.ms`: how long librdkafka waits to fill a batch. Default 5 ms.
+    public var lingerMilliseconds: Int
+    /// `message.timeout.ms`: a record not acknowledged by then fails with a retriable
+    /// `deliveryTimedOut` error. Default 30 s.
+    public var deliveryTimeoutMilliseconds: Int
+    /// `partitioner`. Default `murmur2_random`, the Java client's, so upstream producers and ours
+    /// put the same key in the same partition.
+    public var partitioner: String
+
+    public init(
+        client: KafkaClientConfiguration,
+        idempotent: Bool = true,
+        compression: String = "lz4",
+        lingerMilliseconds: Int = 5,
+        deliveryTimeoutMilliseconds: Int = 30_000,
+        partitioner: String = "murmur2_random"
+    ) {
+        self.client = client
+        self.idempotent = idempotent
+        self.compression = compression
+        self.lingerMilliseconds = lingerMilliseconds
+        self.deliveryTimeoutMilliseconds = deliveryTimeoutMilliseconds
+        self.partitioner = partitioner
+    }
+
+    var rdKafkaProperties: [String: String] {
+        var properties = client.baseProperties
+        properties["enable.idempotence"] = idempotent ? "true" : "false"
+        properties["compression.type"] = compression
+        properties["linger.ms"] = String(lingerMilliseconds)
+        properties["message.timeout.ms"] = String(deliveryTimeoutMilliseconds)
+        properties["partitioner"] = partitioner
+        properties.merge(client.properties) { _, override in override }
+        return properties
+    }
+}
+
+/// Consumer-group settings.
+///
+/// Offsets are stored only when the application says a record is processed
+/// (`enable.auto.offset.store=false`); stored offsets are committed in the background and on close.
+public struct KafkaConsumerConfiguration: Sendable, Hashable {
+    public var client: KafkaClientConfiguration
+    /// `group.id`.
+    public var groupID: String
+    /// Topics to subscribe to.
+    public var topics: [String]
+    /// `partition.assignment.strategy`. Default `cooperative-sticky` (incremental rebalancing:
+    /// a member joining or leaving moves only the partitions that must move).
+    public var assignmentStrategy: String
+    /// `auto.offset.reset` when neither the start-position provider nor the group has an offset.
+    /// Default `earliest`: topics are the source of truth and a new projection replays them.
+    public var offsetReset: String
+    /// `session.timeout.ms`. Default 45 s (librdkafka's); tests use 6 s.
+    public var sessionTimeoutMilliseconds: Int
+    /// `heartbeat.interval.ms`. Default 3 s.
+    public var heartbeatIntervalMilliseconds: Int
+    /// `max.poll.interval.ms`: a member that does not ask for records for this long leaves the group.
+    public var maxPollIntervalMilliseconds: Int
+    /// `auto.commit.interval.ms`: how often stored offsets are committed. Default 1 s.
+    public var commitIntervalMilliseconds: Int
+    /// Records fetched per `batches` element at most. Default 500.
+    public var maxBatchSize: Int
+
+    public init(
+        client: KafkaClientConfiguration,
+        groupID: String,
+        topics: [String],
+        assignmentStrategy: String = "cooperative-sticky",
+        offsetReset: String = "earliest",
+        sessionTimeoutMilliseconds: Int = 45_000,
+        heartbeatIntervalMilliseconds: Int = 3_000,
+        maxPollIntervalMilliseconds: Int = 300_000,
+        commitIntervalMilliseconds: Int = 1_000,
+        maxBatchSize: Int = 500
+    ) {
+        self.client = client
+        self.groupID = groupID
+        self.topics = topics
+        self.assignmentStrategy = assignmentStrategy
+        self.offsetReset = offsetReset
+        self.sessionTimeoutMilliseconds = sessionTimeoutMilliseconds
+        self.heartbeatIntervalMilliseconds = heartbeatIntervalMilliseconds
+        self.maxPollIntervalMilliseconds = maxPollIntervalMilliseconds
+        self.commitIntervalMilliseconds = commitIntervalMilliseconds
+        self.maxBatchSize = maxBatchSize
+    }
+
+    var rdKafkaProperties: [String: String] {
+        var properties = client.baseProperties
+        properties["group.id"] = groupID
+        properties["partition.assignment.strategy"] = assignmentStrategy
+        properties["auto.offset.reset"] = offsetReset
+        properties["enable.auto.offset.store"] = "false"
+        properties["enable.auto.commit"] = "true"
+        properties["auto.commit.interval.ms"] = String(commitIntervalMilliseconds)
+        properties["session.timeout.ms"] = String(sessionTimeoutMilliseconds)
+        properties["heartbeat.interval.ms"] = String(heartbeatIntervalMilliseconds)
+        properties["max.poll.interval.ms"] = String(maxPollIntervalMilliseconds)
+        properties["enable.partition.eof"] = "false"
+        properties.merge(client.properties) { _, override in override }
+        return properties
+    }
+}

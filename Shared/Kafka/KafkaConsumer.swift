@@ -1,0 +1,391 @@
+import CRdKafka
+import Logging
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+/// Special offsets a start-position provider may return.
+public enum KafkaOffset {
+    /// The partition's first retained record.
+    public static let beginning: Int64 = -2
+    /// Only records produced after assignment.
+    public static let end: Int64 = -1
+}
+
+/// A consumer-group member, read as an `AsyncSequence` of record batches (`batches`) or of single
+/// records (`records`).
+///
+/// - Reading is the poll: records are fetched only while someone iterates, which is the
+///   back-pressure. Iterate from one task at a time.
+/// - Offsets are stored only when the application calls `storeOffsets(for:)`; stored offsets are
+///   committed every `commitIntervalMilliseconds` and on close. Unprocessed records are read again
+///   by whoever owns the partition next.
+/// - On assignment, the optional start-position provider is asked where each new partition
+///   starts (a projection answers from its own table, so its position and its data commit
+///   together); partitions it does not name start from the group's committed offset.
+/// - Every librdkafka call that may block runs on the consumer's own thread, never on Swift's
+///   cooperative pool.
+public final class KafkaConsumer: Service, Sendable {
+    /// Given newly assigned partitions, returns the next offset to read for those it knows.
+    public typealias StartPositionProvider = @Sendable ([KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64]
+
+    public let configuration: KafkaConsumerConfiguration
+    private let client: RdKafkaClient
+    private let queue: QueueHandle
+    private let thread: NIOThreadPool
+    private let startPositions: StartPositionProvider?
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    private struct State {
+        var assignment: Set<KafkaTopicPartition> = []
+        var closed = false
+    }
+
+    public init(
+        configuration: KafkaConsumerConfiguration,
+        startPositions: StartPositionProvider? = nil,
+        logger: Logger
+    ) throws(KafkaError) {
+        self.configuration = configuration
+        self.startPositions = startPositions
+        var logger = logger
+        logger[metadataKey: "kafka.group"] = .string(configuration.groupID)
+        self.logger = logger
+        let client = try RdKafkaClient(
+            type: RD_KAFKA_CONSUMER,
+            properties: configuration.rdKafkaProperties,
+            events: RD_KAFKA_EVENT_REBALANCE | RD_KAFKA_EVENT_FETCH | RD_KAFKA_EVENT_OFFSET_COMMIT,
+            sink: RdKafkaEventSink(logger: logger)
+        )
+        self.client = client
+        guard let queue = rd_kafka_queue_get_consumer(client.handle) else {
+            throw KafkaError(code: .consumer, reason: "no consumer queue (is group.id set?)", isRetriable: false)
+        }
+        self.queue = QueueHandle(pointer: queue)
+        KafkaRuntime.warnIfTooOld(logger: logger)
+
+        let list = rd_kafka_topic_partition_list_new(Int32(configuration.topics.count))
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        for topic in configuration.topics {
+            rd_kafka_topic_partition_list_add(list, topic, RD_KAFKA_PARTITION_UA)
+        }
+        let err = rd_kafka_subscribe(client.handle, list)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR {
+            rd_kafka_queue_destroy(queue)
+            throw KafkaError(code: .consumer, err, detail: "subscribe")
+        }
+        thread = NIOThreadPool(numberOfThreads: 1)
+        thread.start()
+    }
+
+    // MARK: reading
+
+    /// Batches of records as they arrive, each at most `maxBatchSize` long and never empty.
+    public var batches: Batches { Batches(consumer: self) }
+
+    /// Records one by one.
+    public var records: Records { Records(consumer: self) }
+
+    public struct Batches: AsyncSequence, Sendable {
+        public typealias Element = [KafkaConsumerRecord]
+        let consumer: KafkaConsumer
+        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(consumer: consumer) }
+
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            let consumer: KafkaConsumer
+            public mutating func next() async throws -> [KafkaConsumerRecord]? {
+                try await consumer.nextBatch()
+            }
+        }
+    }
+
+    public struct Records: AsyncSequence, Sendable {
+        public typealias Element = KafkaConsumerRecord
+        let consumer: KafkaConsumer
+        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(consumer: consumer) }
+
+        public struct AsyncIterator: AsyncIteratorProtocol {
+            let consumer: KafkaConsumer
+            var buffer: [KafkaConsumerRecord] = []
+            var position = 0
+            public mutating func next() async throws -> KafkaConsumerRecord? {
+                if position == buffer.count {
+                    guard let batch = try await consumer.nextBatch() else { return nil }
+                    buffer = batch
+                    position = 0
+                }
+                defer { position += 1 }
+                return buffer[position]
+            }
+        }
+    }
+
+    /// The next non-empty batch; nil once the consumer is closed or the task is cancelled.
+    func nextBatch() async throws -> [KafkaConsumerRecord]? {
+        while true {
+            if state.withLock({ $0.closed }) || Task.isCancelled { return nil }
+            if let fatal = client.sink.fatal { throw fatal }
+            let polled: PolledEvents
+            do {
+                polled = try await thread.runIfActive { [self] in poll(maxRecords: configuration.maxBatchSize) }
+            } catch {
+                return nil  // the poll thread stopped: the consumer is closing
+            }
+            if let rebalance = polled.rebalance {
+                try await handleRebalance(rebalance)
+            }
+            if !polled.records.isEmpty { return polled.records }
+        }
+    }
+
+    private struct PolledEvents: Sendable {
+        var records: [KafkaConsumerRecord] = []
+        var rebalance: EventHandle?
+    }
+
+    /// Runs on the consumer thread. Stops early at a rebalance so that it is served before any
+    /// record fetched after it.
+    private func poll(maxRecords: Int) -> PolledEvents {
+        var polled = PolledEvents()
+        var timeout: Int32 = 100
+        while polled.records.count < maxRecords, let event = rd_kafka_queue_poll(queue.pointer, timeout) {
+            timeout = 0
+            switch rd_kafka_event_type(event) {
+            case RD_KAFKA_EVENT_FETCH:
+                while let message = rd_kafka_event_message_next(event) {
+                    if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
+                        polled.records.append(Self.record(from: message))
+                    } else {
+                        logger.warning("Kafka fetch error", metadata: ["error": "\(KafkaError(code: .consumer, message.pointee.err))"])
+                    }
+                }
+                rd_kafka_event_destroy(event)
+            case RD_KAFKA_EVENT_REBALANCE:
+                polled.rebalance = EventHandle(pointer: event)
+                return polled
+            case RD_KAFKA_EVENT_OFFSET_COMMIT:
+                let err = rd_kafka_event_error(event)
+                if err != RD_KAFKA_RESP_ERR_NO_ERROR, err != RD_KAFKA_RESP_ERR__NO_OFFSET {
+                    logger.warning("Kafka offset commit failed; it is retried with the next commit", metadata: ["error": "\(KafkaError(code: .consumer, err))"])
+                }
+                rd_kafka_event_destroy(event)
+            case RD_KAFKA_EVENT_ERROR:
+                logger.warning("Kafka consumer error", metadata: ["error": "\(KafkaError(code: .consumer, rd_kafka_event_error(event)))"])
+                rd_kafka_event_destroy(event)
+            default:
+                rd_kafka_event_destroy(event)
+            }
+        }
+        return polled
+    }
+
+    private static func record(from message: UnsafePointer<rd_kafka_message_t>) -> KafkaConsumerRecord {
+        let m = message.pointee
+        let topic = String(cString: rd_kafka_topic_name(m.rkt))
+        let key = m.key.map { Array(UnsafeRawBufferPointer(start: $0, count: m.key_len)) }
+        let value = m.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: m.len)) } ?? []
+        var headers: [KafkaHeader] = []
+        var headerList: OpaquePointer?
+        if rd_kafka_message_headers(message, &headerList) == RD_KAFKA_RESP_ERR_NO_ERROR, let headerList {
+            var index = 0
+            var name: UnsafePointer<CChar>?
+            var valuePointer: UnsafeRawPointer?
+            var size = 0
+            while rd_kafka_header_get_all(headerList, index, &name, &valuePointer, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
+                headers.append(KafkaHeader(
+                    name: name.map { String(cString: $0) } ?? "",
+                    value: valuePointer.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) }
+                ))
+                index += 1
+            }
+        }
+        var timestampType = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
+        let timestamp = rd_kafka_message_timestamp(message, &timestampType)
+        return KafkaConsumerRecord(
+            topic: topic, partition: m.partition, offset: m.offset, key: key, value: value,
+            headers: headers, timestampMilliseconds: timestampType == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp
+        )
+    }
+
+    // MARK: rebalancing
+
+    private func handleRebalance(_ event: EventHandle) async throws {
+        defer { rd_kafka_event_destroy(event.pointer) }
+        let kind = rd_kafka_event_error(event.pointer)
+        guard let list = rd_kafka_event_topic_partition_list(event.pointer) else { return }
+        let partitions = Self.partitions(of: list)
+        let cooperative = String(cString: rd_kafka_rebalance_protocol(client.handle)) == "COOPERATIVE"
+        let listHandle = ListHandle(pointer: list)
+
+        if kind == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS {
+            if let startPositions, !partitions.isEmpty {
+                let positions = try await Self.withRetries(logger: logger, "read start positions") {
+                    try await startPositions(partitions)
+                }
+                for (partition, offset) in positions {
+                    if let entry = rd_kafka_topic_partition_list_find(list, partition.topic, partition.partition) {
+                        entry.pointee.offset = offset
+                    }
+                }
+            }
+            try await thread.runIfActive { [client] in
+                if cooperative {
+                    if let error = rd_kafka_incremental_assign(client.handle, listHandle.pointer) {
+                        defer { rd_kafka_error_destroy(error) }
+                        throw KafkaError(code: .consumer, rd_kafka_error_code(error), detail: "incremental assign")
+                    }
+                } else {
+                    let err = rd_kafka_assign(client.handle, listHandle.pointer)
+                    if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(code: .consumer, err, detail: "assign") }
+                }
+            }
+            state.withLock { $0.assignment.formUnion(partitions) }
+            logger.info("Kafka partitions assigned", metadata: ["partitions": "\(partitions.map(\.description).sorted())"])
+        } else {
+            let lost = rd_kafka_assignment_lost(client.handle) != 0
+            try await thread.runIfActive { [client] in
+                if cooperative {
+                    if let error = rd_kafka_incremental_unassign(client.handle, listHandle.pointer) {
+                        defer { rd_kafka_error_destroy(error) }
+                        throw KafkaError(code: .consumer, rd_kafka_error_code(error), detail: "incremental unassign")
+                    }
+                } else {
+                    let err = rd_kafka_assign(client.handle, nil)
+                    if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(code: .consumer, err, detail: "unassign") }
+                }
+            }
+            state.withLock { $0.assignment.subtract(partitions) }
+            logger.info("Kafka partitions revoked", metadata: ["partitions": "\(partitions.map(\.description).sorted())", "lost": "\(lost)"])
+        }
+    }
+
+    private static func withRetries<T>(logger: Logger, _ what: String, _ body: () async throws -> T) async throws -> T {
+        var delay = Duration.milliseconds(200)
+        for attempt in 1...6 {
+            do {
+                return try await body()
+            } catch {
+                if attempt == 6 || Task.isCancelled { throw error }
+                logger.warning("Retrying: could not \(what)", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
+                try await Task.sleep(for: delay)
+                delay *= 2
+            }
+        }
+        fatalError("unreachable")
+    }
+
+    static func partitions(of list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> [KafkaTopicPartition] {
+        (0..<Int(list.pointee.cnt)).map { index in
+            let element = list.pointee.elems[index]
+            return KafkaTopicPartition(topic: String(cString: element.topic), partition: element.partition)
+        }
+    }
+
+    /// The partitions this member currently owns.
+    public var assignment: Set<KafkaTopicPartition> { state.withLock { $0.assignment } }
+
+    // MARK: offsets and flow control
+
+    /// Marks records as processed: for each partition, the offset after the highest record is
+    /// stored and committed with the next commit. Records of partitions this member no longer
+    /// owns are ignored (their new owner resumes from its own position).
+    public func storeOffsets(for records: some Sequence<KafkaConsumerRecord>) throws(KafkaError) {
+        var next: [KafkaTopicPartition: Int64] = [:]
+        for record in records {
+            next[record.topicPartition] = max(next[record.topicPartition] ?? 0, record.offset + 1)
+        }
+        try storeOffsets(next)
+    }
+
+    /// Stores explicit next offsets (the offset of the next record to read) per partition.
+    public func storeOffsets(_ offsets: [KafkaTopicPartition: Int64]) throws(KafkaError) {
+        guard !offsets.isEmpty else { return }
+        let list = rd_kafka_topic_partition_list_new(Int32(offsets.count))
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        for (partition, offset) in offsets {
+            rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition)?.pointee.offset = offset
+        }
+        let err = rd_kafka_offsets_store(client.handle, list)
+        // _STATE: none of these partitions is assigned any more (revoked during processing).
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR, err != RD_KAFKA_RESP_ERR__STATE {
+            throw KafkaError(code: .consumer, err, detail: "store offsets")
+        }
+    }
+
+    /// Commits the stored offsets now and waits for the broker's answer.
+    public func commit() async throws(KafkaError) {
+        let err: rd_kafka_resp_err_t
+        do {
+            err = try await thread.runIfActive { [client] in rd_kafka_commit(client.handle, nil, 0) }
+        } catch {
+            throw .shutDownError
+        }
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR, err != RD_KAFKA_RESP_ERR__NO_OFFSET {
+            throw KafkaError(code: .consumer, err, detail: "commit")
+        }
+    }
+
+    /// Stops fetching from these partitions (their position is kept) until `resume`.
+    public func pause(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
+        try changeFlow(partitions, pause: true)
+    }
+
+    /// Fetches again from paused partitions.
+    public func resume(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
+        try changeFlow(partitions, pause: false)
+    }
+
+    private func changeFlow(_ partitions: [KafkaTopicPartition], pause: Bool) throws(KafkaError) {
+        guard !partitions.isEmpty else { return }
+        let list = rd_kafka_topic_partition_list_new(Int32(partitions.count))
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        for partition in partitions {
+            rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition)
+        }
+        let err = pause ? rd_kafka_pause_partitions(client.handle, list) : rd_kafka_resume_partitions(client.handle, list)
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(code: .consumer, err, detail: pause ? "pause" : "resume") }
+    }
+
+    /// Asks a broker for cluster metadata: succeeds when the cluster answers within the timeout.
+    public func checkBroker(timeout: Duration = .seconds(2)) async throws(KafkaError) {
+        try await client.checkBroker(timeout: timeout)
+    }
+
+    // MARK: lifecycle
+
+    /// Waits for graceful shutdown, then commits and leaves the group.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await close()
+    }
+
+    /// Commits stored offsets, leaves the group (its partitions move to the other members at
+    /// once) and releases the client. Iteration ends. Idempotent.
+    public func close() async {
+        let first = state.withLock { state in
+            defer { state.closed = true }
+            return !state.closed
+        }
+        guard first else { return }
+        let logger = self.logger
+        _ = try? await thread.runIfActive { [client, queue] in
+            let err = rd_kafka_commit(client.handle, nil, 0)
+            if err != RD_KAFKA_RESP_ERR_NO_ERROR, err != RD_KAFKA_RESP_ERR__NO_OFFSET {
+                logger.warning("Final offset commit failed", metadata: ["error": "\(KafkaError(code: .consumer, err))"])
+            }
+            _ = rd_kafka_consumer_close(client.handle)
+            rd_kafka_queue_destroy(queue.pointer)
+            client.destroy()
+        }
+        state.withLock { $0.assignment = [] }
+        try? await thread.shutdownGracefully()
+        logger.info("Kafka consumer closed")
+    }
+}
+
+// Raw librdkafka pointers passed between the consumer thread and Swift tasks. librdkafka objects
+// are thread-safe or, for events and lists, used by one party at a time.
+struct QueueHandle: @unchecked Sendable { let pointer: OpaquePointer }
+struct EventHandle: @unchecked Sendable { let pointer: OpaquePointer }
+struct ListHandle: @unchecked Sendable { let pointer: UnsafeMutablePointer<rd_kafka_topic_partition_list_t> }

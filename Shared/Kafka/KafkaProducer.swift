@@ -1,0 +1,215 @@
+import CRdKafka
+import Logging
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+/// An idempotent Kafka producer whose `send` returns once the broker has stored the record.
+///
+/// Many tasks may `send` at the same time: librdkafka batches their records (`linger.ms`), so
+/// awaiting each delivery report does not cost throughput. `send(_:)` with an array enqueues the
+/// whole array before waiting, which is the fastest way to publish many records from one task.
+///
+/// Delivery reports arrive on librdkafka's background thread and resume the waiting tasks; no
+/// Swift thread polls. As a `Service`, the producer flushes on graceful shutdown.
+public final class KafkaProducer: Service, Sendable {
+    public let configuration: KafkaProducerConfiguration
+    private let client: RdKafkaClient
+    private let logger: Logger
+    private let isClosed = Atomic<Bool>(false)
+
+    public init(configuration: KafkaProducerConfiguration, logger: Logger) throws(KafkaError) {
+        self.configuration = configuration
+        self.logger = logger
+        let sink = RdKafkaEventSink(logger: logger, onDeliveryReport: Self.handleDeliveryReport)
+        self.client = try RdKafkaClient(
+            type: RD_KAFKA_PRODUCER,
+            properties: configuration.rdKafkaProperties,
+            events: RD_KAFKA_EVENT_DR,
+            sink: sink
+        )
+        KafkaRuntime.warnIfTooOld(logger: logger)
+    }
+
+    /// Sends one record and waits for the broker's acknowledgement.
+    @discardableResult
+    public func send(_ record: KafkaProducerRecord) async throws(KafkaError) -> KafkaDeliveryReport {
+        try await send([record])[0].get()
+    }
+
+    /// Sends records in order and waits for every acknowledgement; one result per record, in order.
+    ///
+    /// Records with the same key in the same topic keep their order (idempotent producer).
+    public func send(_ records: [KafkaProducerRecord]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
+        guard !records.isEmpty else { return [] }
+        let batch = DeliveryBatch(count: records.count)
+        if let fatal = client.sink.fatal {
+            for index in records.indices { batch.complete(index, .failure(fatal)) }
+            return await batch.results()
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now + .milliseconds(configuration.deliveryTimeoutMilliseconds)
+        for (index, record) in records.enumerated() {
+            if isClosed.load(ordering: .relaxed) {
+                batch.complete(index, .failure(.shutDownError))
+                continue
+            }
+            let ticket = Unmanaged.passRetained(DeliveryTicket(batch: batch, index: index, topic: record.topic)).toOpaque()
+            while true {
+                let err = enqueue(record, opaque: ticket)
+                if err == RD_KAFKA_RESP_ERR_NO_ERROR { break }
+                // The local queue is full: wait for deliveries to drain it, without blocking a thread.
+                if err == RD_KAFKA_RESP_ERR__QUEUE_FULL, clock.now < deadline {
+                    try? await Task.sleep(for: .milliseconds(2))
+                    continue
+                }
+                Unmanaged<DeliveryTicket>.fromOpaque(ticket).release()
+                let code: KafkaError.Code = err == RD_KAFKA_RESP_ERR__QUEUE_FULL ? .queueFull : .deliveryFailed
+                batch.complete(index, .failure(KafkaError(code: code, err, detail: "topic \(record.topic)")))
+                break
+            }
+        }
+        return await batch.results()
+    }
+
+    private func enqueue(_ record: KafkaProducerRecord, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
+        var headers: OpaquePointer?
+        if !record.headers.isEmpty {
+            headers = rd_kafka_headers_new(record.headers.count)
+            for header in record.headers {
+                if let value = header.value {
+                    value.withUnsafeBytes { bytes in
+                        _ = rd_kafka_header_add(headers, header.name, -1, bytes.baseAddress, bytes.count)
+                    }
+                } else {
+                    _ = rd_kafka_header_add(headers, header.name, -1, nil, 0)
+                }
+            }
+        }
+        let err = record.value.withUnsafeBytes { value in
+            withOptionalBytes(record.key) { key in
+                crdkafka_produce(
+                    client.handle, record.topic, record.partition ?? RD_KAFKA_PARTITION_UA,
+                    key?.baseAddress, key?.count ?? 0, value.baseAddress, value.count, headers, opaque
+                )
+            }
+        }
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR, let headers { rd_kafka_headers_destroy(headers) }
+        return err
+    }
+
+    /// Runs on librdkafka's background thread: resumes the tasks waiting for these records.
+    private static func handleDeliveryReport(_ event: OpaquePointer) {
+        while let message = rd_kafka_event_message_next(event) {
+            guard let opaque = message.pointee._private else { continue }
+            let ticket = Unmanaged<DeliveryTicket>.fromOpaque(opaque).takeRetainedValue()
+            let err = message.pointee.err
+            if err == RD_KAFKA_RESP_ERR_NO_ERROR {
+                ticket.batch.complete(
+                    ticket.index,
+                    .success(KafkaDeliveryReport(topic: ticket.topic, partition: message.pointee.partition, offset: message.pointee.offset))
+                )
+            } else {
+                ticket.batch.complete(ticket.index, .failure(KafkaError(code: .deliveryFailed, err, detail: "topic \(ticket.topic)")))
+            }
+        }
+    }
+
+    /// Waits until every enqueued record has its delivery report, or the timeout passes.
+    public func flush(timeout: Duration) async throws(KafkaError) {
+        let client = self.client
+        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let err: rd_kafka_resp_err_t
+        do {
+            err = try await NIOThreadPool.singleton.runIfActive { rd_kafka_flush(client.handle, milliseconds) }
+        } catch {
+            throw .shutDownError
+        }
+        if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(code: .deliveryTimedOut, err, detail: "flush") }
+    }
+
+    /// Asks a broker for cluster metadata: succeeds when the cluster answers within the timeout.
+    public func checkBroker(timeout: Duration = .seconds(2)) async throws(KafkaError) {
+        try await client.checkBroker(timeout: timeout)
+    }
+
+    /// Waits for graceful shutdown, then flushes and closes.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await close()
+    }
+
+    /// Stops accepting records, waits for outstanding deliveries (up to the delivery timeout),
+    /// fails whatever is left and releases the client. Idempotent.
+    public func close() async {
+        guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let client = self.client
+        let timeout = Int32(clamping: configuration.deliveryTimeoutMilliseconds)
+        let logger = self.logger
+        _ = try? await NIOThreadPool.singleton.runIfActive {
+            if rd_kafka_flush(client.handle, timeout) != RD_KAFKA_RESP_ERR_NO_ERROR {
+                let left = rd_kafka_outq_len(client.handle)
+                logger.error("Kafka producer closed with undelivered records; their senders get an error", metadata: ["records": "\(left)"])
+                _ = rd_kafka_purge(client.handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
+                _ = rd_kafka_flush(client.handle, 1000)
+            }
+            client.destroy()
+        }
+    }
+}
+
+/// One `send` call's records: collects their results and resumes the caller when all are in.
+final class DeliveryBatch: Sendable {
+    private struct State {
+        var results: [Result<KafkaDeliveryReport, KafkaError>?]
+        var remaining: Int
+        var continuation: CheckedContinuation<[Result<KafkaDeliveryReport, KafkaError>], Never>?
+    }
+
+    private let state: Mutex<State>
+
+    init(count: Int) {
+        state = Mutex(State(results: Array(repeating: nil, count: count), remaining: count, continuation: nil))
+    }
+
+    func complete(_ index: Int, _ result: Result<KafkaDeliveryReport, KafkaError>) {
+        let resume = state.withLock { state -> (CheckedContinuation<[Result<KafkaDeliveryReport, KafkaError>], Never>, [Result<KafkaDeliveryReport, KafkaError>])? in
+            state.results[index] = result
+            state.remaining -= 1
+            guard state.remaining == 0, let continuation = state.continuation else { return nil }
+            state.continuation = nil
+            return (continuation, state.results.map { $0! })
+        }
+        if let (continuation, results) = resume { continuation.resume(returning: results) }
+    }
+
+    func results() async -> [Result<KafkaDeliveryReport, KafkaError>] {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> [Result<KafkaDeliveryReport, KafkaError>]? in
+                if state.remaining == 0 { return state.results.map { $0! } }
+                state.continuation = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}
+
+/// Travels through librdkafka as the record's opaque pointer (retained while in flight).
+final class DeliveryTicket {
+    let batch: DeliveryBatch
+    let index: Int
+    let topic: String
+
+    init(batch: DeliveryBatch, index: Int, topic: String) {
+        self.batch = batch
+        self.index = index
+        self.topic = topic
+    }
+}
+
+@inline(__always)
+func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> R) -> R {
+    guard let bytes else { return body(nil) }
+    return bytes.withUnsafeBytes { body($0) }
+}

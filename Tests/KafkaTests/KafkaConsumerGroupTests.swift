@@ -1,0 +1,142 @@
+import Foundation
+import Kafka
+import Synchronization
+import Testing
+
+@Suite("Kafka consumer groups against the real broker", .serialized)
+struct KafkaConsumerGroupTests {
+    /// Reads until `stop` says so, storing offsets after each batch; returns what it read.
+    private static func drain(_ consumer: KafkaConsumer, into seen: Locked<[String: [String]]>, member: String, until stop: @escaping @Sendable () -> Bool) async throws {
+        for try await batch in consumer.batches {
+            seen.withLock { $0[member, default: []] += batch.map { String(decoding: $0.value, as: UTF8.self) } }
+            try consumer.storeOffsets(for: batch)
+            if stop() { break }
+        }
+    }
+
+    @Test("two members split the partitions; when one leaves the other takes over and nothing is lost")
+    func splitAndTakeOver() async throws {
+        let topic = KafkaTestSupport.uniqueName("group")
+        let group = KafkaTestSupport.uniqueName("members")
+        try await KafkaTestSupport.createTopic(topic, partitions: 4)
+        let producer = try KafkaTestSupport.producer()
+
+        let first = try KafkaTestSupport.consumer(group: group, topics: [topic])
+        let second = try KafkaTestSupport.consumer(group: group, topics: [topic])
+        let seen = Locked<[String: [String]]>([:])
+        let total = 2_000
+
+        try await withDeadline(.seconds(90)) {
+            // The second member reads until its task is cancelled, then leaves the group.
+            let secondMember = Task {
+                try await Self.drain(second, into: seen, member: "second") { false }
+                await second.close()
+            }
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask {
+                    try await Self.drain(first, into: seen, member: "first") {
+                        seen.withLock { $0.values.reduce(0) { $0 + $1.count } } >= total
+                    }
+                }
+                // Wait until both members own partitions, then produce the first half.
+                while first.assignment.isEmpty || second.assignment.isEmpty {
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                #expect(first.assignment.count + second.assignment.count == 4)
+                #expect(first.assignment.isDisjoint(with: second.assignment))
+                _ = try await producer.send((0..<total / 2).map { KafkaProducerRecord(topic: topic, key: "k\($0)", value: Array("r\($0)".utf8)) }).map { try $0.get() }
+
+                // Both read their share; then the second member leaves the group.
+                while seen.withLock({ ($0["second"]?.count ?? 0) == 0 || ($0["first"]?.count ?? 0) == 0 }) {
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                secondMember.cancel()
+                try await secondMember.value
+                while first.assignment.count < 4 {
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+                _ = try await producer.send((total / 2..<total).map { KafkaProducerRecord(topic: topic, key: "k\($0)", value: Array("r\($0)".utf8)) }).map { try $0.get() }
+                try await tasks.waitForAll()
+            }
+        }
+        await first.close()
+        await producer.close()
+
+        let all = seen.withLock { $0.values.flatMap { $0 } }
+        let missing = Set((0..<total).map { "r\($0)" }).subtracting(all)
+        #expect(missing.isEmpty, "every record was read; missing: \(missing.sorted().prefix(10))")
+        #expect(all.count == total, "stored offsets were handed over: nothing was read twice")
+    }
+
+    @Test("pause stops delivery from a partition until resume")
+    func pauseAndResume() async throws {
+        let topic = KafkaTestSupport.uniqueName("pause")
+        try await KafkaTestSupport.createTopic(topic, partitions: 1)
+        let producer = try KafkaTestSupport.producer()
+        let consumer = try KafkaTestSupport.consumer(group: KafkaTestSupport.uniqueName("p"), topics: [topic])
+        try await producer.send(KafkaProducerRecord(topic: topic, key: "a", value: Array("1".utf8)))
+
+        var iterator = consumer.records.makeAsyncIterator()
+        let firstRecord = try await withDeadline(.seconds(30)) { [consumer] in
+            var iterator = consumer.records.makeAsyncIterator()
+            return try #require(try await iterator.next())
+        }
+        _ = iterator
+        #expect(String(decoding: firstRecord.value, as: UTF8.self) == "1")
+        try consumer.storeOffsets(for: [firstRecord])
+        try consumer.pause([firstRecord.topicPartition])
+        try await producer.send(KafkaProducerRecord(topic: topic, key: "a", value: Array("2".utf8)))
+
+        let whilePaused = try await withDeadline(.seconds(10)) { [consumer] in
+            try await withThrowingTaskGroup(of: KafkaConsumerRecord?.self) { group in
+                group.addTask {
+                    var iterator = consumer.records.makeAsyncIterator()
+                    return try await iterator.next()
+                }
+                try await Task.sleep(for: .seconds(2))
+                group.cancelAll()
+                return try await group.next() ?? nil
+            }
+        }
+        #expect(whilePaused == nil, "nothing is delivered from a paused partition")
+
+        try consumer.resume([firstRecord.topicPartition])
+        let afterResume = try await withDeadline(.seconds(30)) { [consumer] in
+            var iterator = consumer.records.makeAsyncIterator()
+            return try #require(try await iterator.next())
+        }
+        #expect(String(decoding: afterResume.value, as: UTF8.self) == "2")
+        await consumer.close()
+        await producer.close()
+    }
+
+    @Test("a start-position provider decides where an assigned partition is read from")
+    func startPositions() async throws {
+        let topic = KafkaTestSupport.uniqueName("start")
+        try await KafkaTestSupport.createTopic(topic, partitions: 1)
+        let producer = try KafkaTestSupport.producer()
+        _ = await producer.send((0..<10).map { KafkaProducerRecord(topic: topic, key: "k", value: Array("\($0)".utf8)) })
+        await producer.close()
+
+        let asked = Locked<[KafkaTopicPartition]>([])
+        let consumer = try KafkaTestSupport.consumer(group: KafkaTestSupport.uniqueName("s"), topics: [topic]) { partitions in
+            asked.withLock { $0 += partitions }
+            return Dictionary(uniqueKeysWithValues: partitions.map { ($0, Int64(7)) })
+        }
+        let first = try await withDeadline(.seconds(30)) { [consumer] in
+            var iterator = consumer.records.makeAsyncIterator()
+            return try #require(try await iterator.next())
+        }
+        #expect(first.offset == 7)
+        #expect(String(decoding: first.value, as: UTF8.self) == "7")
+        #expect(asked.withLock { $0 } == [KafkaTopicPartition(topic: topic, partition: 0)])
+        await consumer.close()
+    }
+}
+
+/// A lock-protected value that closures can share.
+final class Locked<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+    init(_ value: Value) { mutex = Mutex(value) }
+    func withLock<R: Sendable>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
+}

@@ -1,0 +1,97 @@
+import Foundation
+
+/// What an event record decoded to: an event this consumer understands, or one it does not
+/// know (a newer type or version), which it should skip rather than fail on.
+public enum DecodedEvent<Event: Sendable>: Sendable {
+    case known(Event, EventMetadata)
+    case unknown(EventMetadata)
+
+    public var metadata: EventMetadata {
+        switch self {
+        case .known(_, let metadata), .unknown(let metadata): metadata
+        }
+    }
+}
+
+/// Why a record could not be read as an event. The description names the problem without
+/// echoing the record's content, so it is safe for logs and dead-letter headers.
+public struct EventDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
+    public enum Reason: String, Sendable, Hashable {
+        /// Not JSON, or JSON without the envelope fields.
+        case malformedEnvelope = "malformed_envelope"
+        /// A known type and version whose `data` does not match its schema.
+        case invalidPayload = "invalid_payload"
+    }
+
+    public var reason: Reason
+    public var detail: String
+
+    public var description: String { "\(reason.rawValue): \(detail)" }
+}
+
+/// Decodes envelopes into one Swift type `Event` (usually an enum of a consumer's events).
+///
+/// Register each known `(type, version)` with the payload type that reads it and how it maps to
+/// `Event`; registering an older version with its own payload type and a mapping to the current
+/// event is the upcaster. Added fields are ignored; unknown types or versions decode to
+/// `.unknown`.
+public struct EventDecoder<Event: Sendable>: Sendable {
+    private var decoders: [Key: @Sendable (Data, EventMetadata) throws -> Event] = [:]
+
+    private struct Key: Hashable {
+        var type: String
+        var version: Int
+    }
+
+    public init() {}
+
+    /// Reads `Payload.eventType` at `version` (default `Payload.eventVersion`) and maps it.
+    public mutating func register<Payload: PushEvent>(
+        _ payload: Payload.Type, version: Int = Payload.eventVersion,
+        _ transform: @escaping @Sendable (Payload, EventMetadata) -> Event
+    ) {
+        decoders[Key(type: Payload.eventType, version: version)] = { data, metadata in
+            let wire = try EventJSON.decoder.decode(EventEnvelope<Payload>.Wire.self, from: data)
+            return transform(wire.data, metadata)
+        }
+    }
+
+    public func decode(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Event> {
+        let data = Data(bytes)
+        let metadata: EventMetadata
+        do {
+            metadata = try EventJSON.decoder.decode(EventMetadata.self, from: data)
+        } catch {
+            throw EventDecodingError(reason: .malformedEnvelope, detail: Self.describe(error))
+        }
+        guard let decode = decoders[Key(type: metadata.type, version: metadata.version)] else {
+            return .unknown(metadata)
+        }
+        do {
+            return .known(try decode(data, metadata), metadata)
+        } catch {
+            throw EventDecodingError(reason: .invalidPayload, detail: "\(metadata.type) v\(metadata.version): \(Self.describe(error))")
+        }
+    }
+
+    /// A decoding error as a path and a problem, never the offending value.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "not valid JSON" }
+        func path(_ context: DecodingError.Context) -> String {
+            let components = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
+            return components.isEmpty ? "top level" : components.joined(separator: ".")
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "missing field \(key.stringValue) at \(path(context))"
+        case .typeMismatch(let type, let context):
+            return "wrong type at \(path(context)), expected \(type)"
+        case .valueNotFound(let type, let context):
+            return "null at \(path(context)), expected \(type)"
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not valid JSON" : "invalid value at \(path(context))"
+        @unknown default:
+            return "undecodable"
+        }
+    }
+}

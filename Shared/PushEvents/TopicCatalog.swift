@@ -1,0 +1,75 @@
+/// One Kafka topic of the system: its name and how it is created.
+public struct TopicDefinition: Sendable, Hashable {
+    /// A stable identifier used in configuration keys, such as `DELIVERY_REQUESTS`.
+    public var id: String
+    public var name: String
+    public var partitions: Int
+    /// `retention.ms`; -1 keeps every record (the topic is a source of truth and projections are
+    /// rebuilt from it).
+    public var retentionMilliseconds: Int64
+    public var purpose: String
+
+    /// Topic-level settings passed to the broker at creation.
+    public var config: [String: String] {
+        ["retention.ms": String(retentionMilliseconds), "cleanup.policy": "delete"]
+    }
+}
+
+/// Every topic the services use, in one place.
+///
+/// Names and partition counts have defaults (docs/topics.md) and can be changed per deployment
+/// with `PUSH_TOPIC_<ID>` (name) and `PUSH_TOPIC_<ID>_PARTITIONS`. Partition counts are sized up
+/// front: adding partitions later moves keys to other partitions and breaks per-key order.
+public struct TopicCatalog: Sendable, Hashable {
+    public var subscriptions: TopicDefinition
+    public var catalog: TopicDefinition
+    public var deliveryRequests: TopicDefinition
+    public var deliveryRequestsDLQ: TopicDefinition
+    public var deliveryEvents: TopicDefinition
+    public var apnsMessages: TopicDefinition
+    public var fcmMessages: TopicDefinition
+    public var messageResults: TopicDefinition
+    public var tracking: TopicDefinition
+    /// Where any consumer sends a record it cannot read (one dead-letter topic per source topic
+    /// is the convention `<topic>.dlq`; `dlq(for:)` names it).
+    public var deadLetters: [TopicDefinition]
+
+    static let forever: Int64 = -1
+    static let thirtyDays: Int64 = 30 * 24 * 3600 * 1000
+
+    public init(environment: [String: String] = [:]) {
+        func topic(_ id: String, _ name: String, partitions: Int, retention: Int64 = Self.forever, _ purpose: String) -> TopicDefinition {
+            TopicDefinition(
+                id: id,
+                name: environment["PUSH_TOPIC_\(id)"] ?? name,
+                partitions: environment["PUSH_TOPIC_\(id)_PARTITIONS"].flatMap(Int.init) ?? partitions,
+                retentionMilliseconds: retention,
+                purpose: purpose
+            )
+        }
+        subscriptions = topic("SUBSCRIPTIONS", "push.subscriptions", partitions: 12, "registrations, re-registrations and quarantines of devices; key = app + token")
+        catalog = topic("CATALOG", "push.catalog", partitions: 1, "services, apps and provider credentials (references, never secrets); one partition keeps admin changes in order")
+        deliveryRequests = topic("DELIVERY_REQUESTS", "push.delivery-requests", partitions: 6, "upstream delivery requests (versioned contract); key = requestId")
+        deliveryRequestsDLQ = topic("DELIVERY_REQUESTS_DLQ", "push.delivery-requests.dlq", partitions: 1, retention: Self.thirtyDays, "delivery requests that could not be read or were invalid, with the reason in headers")
+        deliveryEvents = topic("DELIVERY_EVENTS", "push.delivery-events", partitions: 6, "delivery lifecycle: accepted, rejected, targeted, exclusions, completed; key = delivery id")
+        apnsMessages = topic("APNS_MESSAGES", "push.apns.messages", partitions: 24, "one record per iOS device to send; key = message id")
+        fcmMessages = topic("FCM_MESSAGES", "push.fcm.messages", partitions: 24, "one record per Android device to send; key = message id")
+        messageResults = topic("MESSAGE_RESULTS", "push.message-results", partitions: 12, "provider outcomes per message: sent, failed (hard/soft/ignored), expired; key = message id")
+        tracking = topic("TRACKING", "push.tracking", partitions: 12, "impressions and opens from the tracking URL; key = message id")
+        let consumed = [subscriptions, catalog, deliveryEvents, apnsMessages, fcmMessages, messageResults, tracking]
+        deadLetters = consumed.map { source in
+            topic("\(source.id)_DLQ", "\(source.name).dlq", partitions: 1, retention: Self.thirtyDays, "records of \(source.name) that a consumer could not read, with the reason in headers")
+        }
+    }
+
+    /// Every topic, for creation and documentation.
+    public var all: [TopicDefinition] {
+        [subscriptions, catalog, deliveryRequests, deliveryRequestsDLQ, deliveryEvents, apnsMessages, fcmMessages, messageResults, tracking] + deadLetters
+    }
+
+    /// The dead-letter topic for records of `topic`.
+    public func dlq(for topic: String) -> String {
+        if topic == deliveryRequests.name { return deliveryRequestsDLQ.name }
+        return all.first { $0.name == "\(topic).dlq" }?.name ?? "\(topic).dlq"
+    }
+}

@@ -1,0 +1,128 @@
+import Foundation
+import PushEvents
+import Testing
+
+struct Greeting: PushEvent, Equatable {
+    static let eventType = "Greeting"
+    static let eventVersion = 2
+    var name: String
+    var times: Int
+}
+
+/// Version 1 of `Greeting` had only a name; the upcaster maps it to version 2.
+struct GreetingV1: PushEvent {
+    static let eventType = "Greeting"
+    static let eventVersion = 1
+    var name: String
+}
+
+enum TestEvent: Equatable, Sendable {
+    case greeting(Greeting)
+}
+
+@Suite("Event envelope")
+struct EventEnvelopeTests {
+    var decoder: EventDecoder<TestEvent> {
+        var decoder = EventDecoder<TestEvent>()
+        decoder.register(Greeting.self) { payload, _ in .greeting(payload) }
+        decoder.register(GreetingV1.self) { payload, _ in .greeting(Greeting(name: payload.name, times: 1)) }
+        return decoder
+    }
+
+    @Test("an envelope encodes every metadata field and decodes back to the same event")
+    func roundTrip() throws {
+        let occurred = Date(timeIntervalSince1970: 1_795_000_000.5)
+        let envelope = EventEnvelope(
+            key: "app-1:token", payload: Greeting(name: "Ada", times: 3), occurredAt: occurred,
+            correlationId: "crm-0001", causationId: "cmd-1"
+        )
+        let bytes = try envelope.encoded()
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        #expect(json["type"] as? String == "Greeting")
+        #expect(json["version"] as? Int == 2)
+        #expect(json["occurredAt"] as? String == "2026-11-18T11:06:40.500Z")
+        #expect(json["key"] as? String == "app-1:token")
+        #expect(json["correlationId"] as? String == "crm-0001")
+        #expect(json["causationId"] as? String == "cmd-1")
+        #expect((json["data"] as? [String: Any])?["name"] as? String == "Ada")
+
+        guard case .known(let event, let metadata) = try decoder.decode(bytes) else {
+            Issue.record("expected a known event")
+            return
+        }
+        #expect(event == .greeting(Greeting(name: "Ada", times: 3)))
+        #expect(metadata == envelope.metadata)
+    }
+
+    @Test("fields added by a newer producer are ignored")
+    func addedFields() throws {
+        let json = #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"Bo","times":2,"mood":"happy"},"tenant":"acme"}"#
+        guard case .known(let event, let metadata) = try decoder.decode(Array(json.utf8)) else {
+            Issue.record("expected a known event")
+            return
+        }
+        #expect(event == .greeting(Greeting(name: "Bo", times: 2)))
+        #expect(metadata.correlationId == nil)
+    }
+
+    @Test("an older version is upcast to the current event")
+    func upcast() throws {
+        let old = try EventEnvelope(key: "k", payload: GreetingV1(name: "Cy")).encoded()
+        guard case .known(let event, let metadata) = try decoder.decode(old) else {
+            Issue.record("expected a known event")
+            return
+        }
+        #expect(event == .greeting(Greeting(name: "Cy", times: 1)))
+        #expect(metadata.version == 1)
+    }
+
+    @Test("unknown types and versions decode to .unknown with their metadata")
+    func unknownTypes() throws {
+        let newer = #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":9,"occurredAt":"2026-11-22T10:00:00.5Z","key":"k","data":{}}"#
+        let other = #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"SomethingElse","version":1,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":[1,2]}"#
+        for json in [newer, other] {
+            guard case .unknown(let metadata) = try decoder.decode(Array(json.utf8)) else {
+                Issue.record("expected an unknown event")
+                continue
+            }
+            #expect(metadata.key == "k")
+        }
+    }
+
+    @Test("bad records give a reason that names the problem, not the content")
+    func badRecords() throws {
+        let cases: [(String, EventDecodingError.Reason, String)] = [
+            ("not json at all", .malformedEnvelope, "not valid JSON"),
+            (#"{"type":"Greeting","version":2}"#, .malformedEnvelope, "missing field"),
+            (#"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"secret-value"}}"#, .invalidPayload, "missing field times"),
+            (#"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"x","times":"secret-value"}}"#, .invalidPayload, "wrong type at data.times"),
+        ]
+        for (json, reason, fragment) in cases {
+            let error = #expect(throws: EventDecodingError.self) { try decoder.decode(Array(json.utf8)) }
+            #expect(error?.reason == reason)
+            #expect(error?.description.contains(fragment) == true, "\(error?.description ?? "")")
+            #expect(error?.description.contains("secret-value") == false)
+        }
+    }
+}
+
+@Suite("Topic catalog")
+struct TopicCatalogTests {
+    @Test("defaults follow DESIGN.md and every consumed topic has a dead-letter topic")
+    func defaults() {
+        let catalog = TopicCatalog()
+        #expect(catalog.deliveryRequests.name == "push.delivery-requests")
+        #expect(catalog.dlq(for: "push.delivery-requests") == "push.delivery-requests.dlq")
+        #expect(catalog.dlq(for: "push.tracking") == "push.tracking.dlq")
+        #expect(Set(catalog.all.map(\.name)).count == catalog.all.count, "names are unique")
+        #expect(catalog.tracking.config["retention.ms"] == "-1")
+    }
+
+    @Test("names and partition counts are configurable per deployment")
+    func overrides() {
+        let catalog = TopicCatalog(environment: ["PUSH_TOPIC_TRACKING": "acme.tracking", "PUSH_TOPIC_TRACKING_PARTITIONS": "48"])
+        #expect(catalog.tracking.name == "acme.tracking")
+        #expect(catalog.tracking.partitions == 48)
+        #expect(catalog.dlq(for: "acme.tracking") == "acme.tracking.dlq")
+    }
+}

@@ -26,7 +26,23 @@ public struct EventDecodingError: Error, Sendable, Hashable, CustomStringConvert
     public var reason: Reason
     public var detail: String
 
+    public init(reason: Reason, detail: String) {
+        self.reason = reason
+        self.detail = detail
+    }
+
     public var description: String { "\(reason.rawValue): \(detail)" }
+}
+
+extension EventMetadata {
+    /// Reads only the envelope fields of a record, whatever its type.
+    public static func decode(_ bytes: [UInt8]) throws(EventDecodingError) -> EventMetadata {
+        do {
+            return try EventJSON.decoder.decode(EventMetadata.self, from: Data(bytes))
+        } catch {
+            throw EventDecodingError(reason: .malformedEnvelope, detail: EventDecoder<Never>.describe(error))
+        }
+    }
 }
 
 /// Decodes envelopes into one Swift type `Event` (usually an enum of a consumer's events).
@@ -58,12 +74,7 @@ public struct EventDecoder<Event: Sendable>: Sendable {
 
     public func decode(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Event> {
         let data = Data(bytes)
-        let metadata: EventMetadata
-        do {
-            metadata = try EventJSON.decoder.decode(EventMetadata.self, from: data)
-        } catch {
-            throw EventDecodingError(reason: .malformedEnvelope, detail: Self.describe(error))
-        }
+        let metadata = try EventMetadata.decode(bytes)
         guard let decode = decoders[Key(type: metadata.type, version: metadata.version)] else {
             return .unknown(metadata)
         }

@@ -1,0 +1,57 @@
+import Kafka
+import Logging
+import PushEvents
+import PushStore
+
+/// The settings every service reads (docs/configuration.md lists them with their defaults).
+public struct RuntimeConfiguration: Sendable {
+    /// `KAFKA_BROKERS`: bootstrap servers. Default `localhost:9092`.
+    public var kafka: KafkaClientConfiguration
+    /// `POSTGRES_URL`. Default `postgres://push:push@localhost:5432/push`.
+    public var postgres: PostgresSettings
+    /// `PUSH_TOPIC_*`: topic names and partition counts.
+    public var topics: TopicCatalog
+    /// `LOG_LEVEL`: trace, debug, info (default), notice, warning, error, critical.
+    public var logLevel: Logger.Level
+    /// `PUSH_OPS_HOST` / `PUSH_OPS_PORT`: where `/metrics` and `/health/*` listen.
+    public var opsHost: String
+    public var opsPort: Int
+    /// `KAFKA_SESSION_TIMEOUT_MS`: consumer-group session timeout. Default 10000.
+    public var kafkaSessionTimeoutMilliseconds: Int
+    /// `KAFKA_DELIVERY_TIMEOUT_MS`: how long a produced event may wait for the broker. Default 10000.
+    public var kafkaDeliveryTimeoutMilliseconds: Int
+
+    public init(service: String, defaultOpsPort: Int, environment: EnvironmentSettings = EnvironmentSettings()) throws(ConfigurationError) {
+        kafka = KafkaClientConfiguration(
+            bootstrapServers: environment.string("KAFKA_BROKERS", default: "localhost:9092"),
+            clientID: environment.string("KAFKA_CLIENT_ID", default: service)
+        )
+        postgres = try PostgresSettings(
+            url: environment.string("POSTGRES_URL", default: "postgres://push:push@localhost:5432/push"),
+            maximumConnections: try environment.int("POSTGRES_MAX_CONNECTIONS", default: 10)
+        )
+        topics = TopicCatalog(environment: environment.values)
+        let level = environment.string("LOG_LEVEL", default: "info")
+        guard let logLevel = Logger.Level(rawValue: level) else {
+            throw ConfigurationError("LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical; got \"\(level)\"")
+        }
+        self.logLevel = logLevel
+        opsHost = environment.string("PUSH_OPS_HOST", default: "0.0.0.0")
+        opsPort = try environment.int("PUSH_OPS_PORT", default: defaultOpsPort)
+        kafkaSessionTimeoutMilliseconds = try environment.int("KAFKA_SESSION_TIMEOUT_MS", default: 10_000)
+        kafkaDeliveryTimeoutMilliseconds = try environment.int("KAFKA_DELIVERY_TIMEOUT_MS", default: 10_000)
+    }
+
+    public var producer: KafkaProducerConfiguration {
+        KafkaProducerConfiguration(client: kafka, deliveryTimeoutMilliseconds: kafkaDeliveryTimeoutMilliseconds)
+    }
+
+    /// Consumer settings for `group` and `topics` (a projection runner replaces both with its own).
+    public func consumer(group: String, topics: [String] = []) -> KafkaConsumerConfiguration {
+        KafkaConsumerConfiguration(
+            client: kafka, groupID: group, topics: topics,
+            sessionTimeoutMilliseconds: kafkaSessionTimeoutMilliseconds,
+            heartbeatIntervalMilliseconds: max(1_000, kafkaSessionTimeoutMilliseconds / 5)
+        )
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Kafka
+import Logging
+import Metrics
+import PostgresNIO
+import Prometheus
+import PushStore
+import ServiceLifecycle
+
+/// What every executable shares: configuration, logging and metrics bootstrap, the PostgreSQL
+/// pool, the Kafka producer, readiness checks and the operations endpoints, all run in one
+/// `ServiceGroup` that shuts down gracefully on SIGTERM or SIGINT.
+///
+/// A service's `@main` builds its own parts with `postgres`, `producer` and `configuration`
+/// and hands them to `run(_:)`; they start after the shared parts and stop before them.
+public struct ServiceRuntime: Sendable {
+    public let name: String
+    public let configuration: RuntimeConfiguration
+    public let logger: Logger
+    public let registry: PrometheusCollectorRegistry
+    public let postgres: PostgresClient
+    public let producer: KafkaProducer
+
+    /// Reads the environment and bootstraps logging and metrics (once per process).
+    public static func bootstrap(service: String, defaultOpsPort: Int) throws -> ServiceRuntime {
+        let configuration = try RuntimeConfiguration(service: service, defaultOpsPort: defaultOpsPort)
+        let level = configuration.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let registry = PrometheusCollectorRegistry()
+        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        return try ServiceRuntime(name: service, configuration: configuration, registry: registry)
+    }
+
+    public init(name: String, configuration: RuntimeConfiguration, registry: PrometheusCollectorRegistry) throws {
+        self.name = name
+        self.configuration = configuration
+        self.registry = registry
+        var logger = Logger(label: name)
+        logger.logLevel = configuration.logLevel
+        self.logger = logger
+        postgres = PostgresClient(configuration: configuration.postgres.clientConfiguration, backgroundLogger: logger)
+        producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
+    }
+
+    /// The checks behind `/health/ready`: PostgreSQL answers `SELECT 1` and a Kafka broker
+    /// answers a metadata request.
+    public var standardChecks: [ReadinessCheck] {
+        let postgres = self.postgres
+        let producer = self.producer
+        return [
+            ReadinessCheck(name: "postgres") { try await postgres.query("SELECT 1") },
+            ReadinessCheck(name: "kafka") { try await producer.checkBroker() },
+        ]
+    }
+
+    /// Runs the shared parts, then `services`, until SIGTERM/SIGINT; shuts down in reverse order
+    /// (services first, then the producer flushes, then PostgreSQL closes).
+    public func run(_ services: [any Service], extraChecks: [ReadinessCheck] = []) async throws {
+        logger.info("Starting", metadata: [
+            "kafka.brokers": "\(configuration.kafka.bootstrapServers)", "postgres": "\(configuration.postgres)",
+            "librdkafka": "\(KafkaRuntime.version)", "ops.port": "\(configuration.opsPort)",
+        ])
+        let ops = OperationsServer.build(
+            host: configuration.opsHost, port: configuration.opsPort, registry: registry,
+            checks: standardChecks + extraChecks, logger: logger
+        )
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: postgres), .init(service: SchemaCheck(postgres: postgres, logger: logger)), .init(service: producer), .init(service: ops)]
+                    + services.map { .init(service: $0) },
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            )
+        )
+        try await group.run()
+    }
+}
+
+/// Refuses to start on a database whose schema is older than this build (run `pushctl migrate`).
+struct SchemaCheck: Service {
+    let postgres: PostgresClient
+    let logger: Logger
+
+    func run() async throws {
+        try await Migrator(client: postgres, logger: logger).requireCurrentSchema()
+        try? await gracefulShutdown()
+    }
+}

@@ -1,0 +1,191 @@
+import Kafka
+import Logging
+import Metrics
+import PostgresNIO
+import PushEvents
+import ServiceLifecycle
+
+/// A read model kept in PostgreSQL from Kafka topics.
+public protocol Projection: Sendable {
+    associatedtype Event: Sendable
+
+    /// Consumer group id and key of the positions in `push.consumer_offsets`. Changing it
+    /// rebuilds the projection from the beginning of its topics.
+    var name: String { get }
+    var topics: [String] { get }
+
+    /// Reads a record. Throw to send it to the dead-letter topic with the error as reason;
+    /// return nil to skip it (an event type this projection does not use).
+    func decode(_ record: KafkaConsumerRecord) throws -> Event?
+
+    /// Applies events, in offset order per partition, inside the runner's open transaction.
+    /// Touch the database only through `connection`; throw to roll back and retry the batch.
+    func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws
+}
+
+/// An event with the Kafka coordinates of the record it came from.
+public struct ProjectedEvent<Event: Sendable>: Sendable {
+    public var topic: String
+    public var partition: Int32
+    public var offset: Int64
+    public var event: Event
+}
+
+/// Runs a projection exactly once per record: each batch's changes and the partitions' next
+/// offsets commit in one PostgreSQL transaction, and on assignment the consumer starts from the
+/// offsets stored there. A crash at any point either keeps a batch entirely or replays it
+/// entirely; records already projected are skipped by offset.
+///
+/// - Undecodable records go to `<topic>.dlq` (published before the transaction that advances
+///   past them) and the runner keeps going.
+/// - A failing transaction (database down, a bug in `apply`) is retried with backoff; the runner
+///   never skips a record it could read.
+public final class ProjectionRunner<P: Projection>: Service {
+    public let projection: P
+    private let postgres: PostgresClient
+    private let consumerConfiguration: KafkaConsumerConfiguration
+    private let deadLetters: DeadLetterPublisher
+    private let logger: Logger
+    private let appliedCounter: Counter
+    private let deadLetterCounter: Counter
+    private let retryCounter: Counter
+
+    /// - Parameter consumer: group and topics are taken from the projection; the rest
+    ///   (brokers, timeouts, batch size) from here.
+    public init(projection: P, postgres: PostgresClient, consumer: KafkaConsumerConfiguration, deadLetters: DeadLetterPublisher, logger: Logger) {
+        self.projection = projection
+        self.postgres = postgres
+        var configuration = consumer
+        configuration.groupID = projection.name
+        configuration.topics = projection.topics
+        self.consumerConfiguration = configuration
+        self.deadLetters = deadLetters
+        var logger = logger
+        logger[metadataKey: "projection"] = .string(projection.name)
+        self.logger = logger
+        let dimensions = [("projection", projection.name)]
+        appliedCounter = Counter(label: "projection_records_total", dimensions: dimensions)
+        deadLetterCounter = Counter(label: "projection_dead_letters_total", dimensions: dimensions)
+        retryCounter = Counter(label: "projection_batch_retries_total", dimensions: dimensions)
+    }
+
+    public func run() async throws {
+        let name = projection.name
+        let postgres = postgres
+        let logger = logger
+        let consumer = try KafkaConsumer(configuration: consumerConfiguration, startPositions: { partitions in
+            try await Self.storedPositions(group: name, partitions: partitions, postgres: postgres, logger: logger)
+        }, logger: logger)
+        do {
+            for try await batch in consumer.batches.cancelOnGracefulShutdown() {
+                try await processWithRetries(batch)
+                try consumer.storeOffsets(for: batch)
+            }
+        } catch {
+            await consumer.close()
+            throw error
+        }
+        await consumer.close()
+    }
+
+    /// Next offsets stored for these partitions; a partition never projected starts at the
+    /// beginning of the topic.
+    static func storedPositions(group: String, partitions: [KafkaTopicPartition], postgres: PostgresClient, logger: Logger) async throws -> [KafkaTopicPartition: Int64] {
+        let rows = try await postgres.query(
+            "SELECT topic, partition, next_offset FROM push.consumer_offsets WHERE group_id = \(group) AND topic = ANY(\(Array(Set(partitions.map(\.topic)))))",
+            logger: logger
+        )
+        var stored: [KafkaTopicPartition: Int64] = [:]
+        for try await (topic, partition, offset) in rows.decode((String, Int32, Int64).self) {
+            stored[KafkaTopicPartition(topic: topic, partition: partition)] = offset
+        }
+        return Dictionary(uniqueKeysWithValues: partitions.map { ($0, stored[$0] ?? KafkaOffset.beginning) })
+    }
+
+    private func processWithRetries(_ batch: [KafkaConsumerRecord]) async throws {
+        var delay = Duration.milliseconds(100)
+        while true {
+            do {
+                try await process(batch)
+                return
+            } catch {
+                if Task.isCancelled { throw error }
+                retryCounter.increment()
+                logger.error("Projection batch failed; retrying", metadata: ["error": "\(String(reflecting: error))", "retry.in": "\(delay)"])
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(10))
+            }
+        }
+    }
+
+    private func process(_ batch: [KafkaConsumerRecord]) async throws {
+        var events: [ProjectedEvent<P.Event>] = []
+        var letters: [(record: KafkaConsumerRecord, reason: String)] = []
+        var nextOffsets: [KafkaTopicPartition: Int64] = [:]
+        for record in batch {
+            nextOffsets[record.topicPartition] = max(nextOffsets[record.topicPartition] ?? 0, record.offset + 1)
+            do {
+                if let event = try projection.decode(record) {
+                    events.append(ProjectedEvent(topic: record.topic, partition: record.partition, offset: record.offset, event: event))
+                }
+            } catch {
+                letters.append((record, String(describing: error)))
+            }
+        }
+        try await deadLetters.publish(letters)
+        for letter in letters {
+            logger.warning("Record sent to the dead-letter topic", metadata: [
+                "kafka.topic": "\(letter.record.topic)", "kafka.partition": "\(letter.record.partition)",
+                "kafka.offset": "\(letter.record.offset)", "reason": "\(letter.reason)",
+            ])
+        }
+
+        let group = projection.name
+        let topics = nextOffsets.keys.map(\.topic)
+        let partitions = nextOffsets.keys.map(\.partition)
+        let offsets = nextOffsets.keys.map { nextOffsets[$0]! }
+        let projection = self.projection
+        let logger = self.logger
+        let appliedCount = try await postgres.withTransaction(logger: logger) { connection -> Int in
+            // Lock this batch's partitions: a member that lost them in a rebalance (a zombie)
+            // waits here and then sees the new owner's offsets.
+            try await connection.query(
+                """
+                INSERT INTO push.consumer_offsets (group_id, topic, partition, next_offset)
+                SELECT \(group), t, p, 0 FROM unnest(\(topics)::text[], \(partitions)::int[]) AS x(t, p)
+                ON CONFLICT DO NOTHING
+                """,
+                logger: logger
+            )
+            let rows = try await connection.query(
+                """
+                SELECT o.topic, o.partition, o.next_offset FROM push.consumer_offsets o
+                JOIN unnest(\(topics)::text[], \(partitions)::int[]) AS x(t, p) ON o.topic = x.t AND o.partition = x.p
+                WHERE o.group_id = \(group)
+                ORDER BY o.topic, o.partition
+                FOR UPDATE OF o
+                """,
+                logger: logger
+            )
+            var stored: [KafkaTopicPartition: Int64] = [:]
+            for try await (topic, partition, offset) in rows.decode((String, Int32, Int64).self) {
+                stored[KafkaTopicPartition(topic: topic, partition: partition)] = offset
+            }
+            let fresh = events.filter { $0.offset >= stored[KafkaTopicPartition(topic: $0.topic, partition: $0.partition), default: 0] }
+            if !fresh.isEmpty {
+                try await projection.apply(fresh, on: connection, logger: logger)
+            }
+            try await connection.query(
+                """
+                UPDATE push.consumer_offsets o SET next_offset = x.n, updated_at = now()
+                FROM unnest(\(topics)::text[], \(partitions)::int[], \(offsets)::bigint[]) AS x(t, p, n)
+                WHERE o.group_id = \(group) AND o.topic = x.t AND o.partition = x.p AND o.next_offset < x.n
+                """,
+                logger: logger
+            )
+            return fresh.count
+        }
+        appliedCounter.increment(by: appliedCount)
+        deadLetterCounter.increment(by: letters.count)
+    }
+}

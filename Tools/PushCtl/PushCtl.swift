@@ -123,7 +123,9 @@ struct Journal: AsyncParsableCommand {
     static func runJournal(context: ToolContext, topics: [String], group: String, until stop: (@Sendable (PostgresClient) async throws -> Bool)? = nil) async throws {
         let configuration = context.configuration
         let logger = context.logger
-        let postgres = PostgresClient(configuration: configuration.postgres.clientConfiguration, backgroundLogger: logger)
+        var quiet = logger
+        quiet.logLevel = .error  // PostgresNIO warns when a lease races the pool's start
+        let postgres = PostgresClient(configuration: configuration.postgres.clientConfiguration, backgroundLogger: quiet)
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
         let runner = ProjectionRunner(
             projection: EventJournalProjection(name: group, topics: topics),

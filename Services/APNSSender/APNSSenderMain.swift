@@ -7,8 +7,7 @@ import PushRuntime
 /// work arrives with its issue.
 @main
 enum APNSSenderMain {
-    static func main() async throws {
-        let runtime = try ServiceRuntime.bootstrap(service: "apns-sender", defaultOpsPort: 9103)
-        try await runtime.run([])
+    static func main() async {
+        await ServiceRuntime.main(service: "apns-sender", defaultOpsPort: 9103)
     }
 }

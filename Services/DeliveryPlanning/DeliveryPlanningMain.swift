@@ -7,8 +7,7 @@ import PushRuntime
 /// work arrives with its issue.
 @main
 enum DeliveryPlanningMain {
-    static func main() async throws {
-        let runtime = try ServiceRuntime.bootstrap(service: "delivery-planning", defaultOpsPort: 9102)
-        try await runtime.run([])
+    static func main() async {
+        await ServiceRuntime.main(service: "delivery-planning", defaultOpsPort: 9102)
     }
 }

@@ -7,8 +7,7 @@ import PushRuntime
 /// work arrives with its issue.
 @main
 enum FCMSenderMain {
-    static func main() async throws {
-        let runtime = try ServiceRuntime.bootstrap(service: "fcm-sender", defaultOpsPort: 9104)
-        try await runtime.run([])
+    static func main() async {
+        await ServiceRuntime.main(service: "fcm-sender", defaultOpsPort: 9104)
     }
 }

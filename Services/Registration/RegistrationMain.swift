@@ -7,8 +7,7 @@ import PushRuntime
 /// work arrives with its issue.
 @main
 enum RegistrationMain {
-    static func main() async throws {
-        let runtime = try ServiceRuntime.bootstrap(service: "registration", defaultOpsPort: 9101)
-        try await runtime.run([])
+    static func main() async {
+        await ServiceRuntime.main(service: "registration", defaultOpsPort: 9101)
     }
 }

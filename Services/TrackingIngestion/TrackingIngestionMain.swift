@@ -7,8 +7,7 @@ import PushRuntime
 /// work arrives with its issue.
 @main
 enum TrackingIngestionMain {
-    static func main() async throws {
-        let runtime = try ServiceRuntime.bootstrap(service: "tracking-ingestion", defaultOpsPort: 9105)
-        try await runtime.run([])
+    static func main() async {
+        await ServiceRuntime.main(service: "tracking-ingestion", defaultOpsPort: 9105)
     }
 }

@@ -90,3 +90,24 @@ struct SchemaCheck: Service {
         try? await gracefulShutdown()
     }
 }
+
+extension ServiceRuntime {
+    /// The whole life of a service executable: bootstrap, build its parts, run until SIGTERM.
+    /// A configuration error ends the process with status 78 (EX_CONFIG) and one line on
+    /// stderr naming the setting, instead of a crash report.
+    public static func main(
+        service: String, defaultOpsPort: Int,
+        _ build: (ServiceRuntime) throws -> [any Service] = { _ in [] }
+    ) async {
+        do {
+            let runtime = try ServiceRuntime.bootstrap(service: service, defaultOpsPort: defaultOpsPort)
+            try await runtime.run(try build(runtime))
+        } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("\(service): configuration error: \(error)\n".utf8))
+            exit(78)
+        } catch {
+            FileHandle.standardError.write(Data("\(service): \(String(describing: error))\n".utf8))
+            exit(1)
+        }
+    }
+}

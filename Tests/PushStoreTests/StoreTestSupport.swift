@@ -83,15 +83,17 @@ enum StoreTestSupport {
         throw CancellationError()
     }
 
-    /// The `pushctl` binary built next to the test bundle (or `PUSHCTL`).
+    /// The `pushctl` binary built next to the test bundle.
     static var pushctl: URL {
-        get throws {
-            if let path = environment["PUSHCTL"] { return URL(fileURLWithPath: path) }
-            let bundleDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            let candidate = bundleDirectory.appendingPathComponent("pushctl")
-            try #require(FileManager.default.isExecutableFile(atPath: candidate.path), "pushctl is not built next to the tests: run `swift build` first (scripts/test does)")
-            return candidate
-        }
+        get throws { try executable("pushctl") }
+    }
+
+    /// A product of this package built next to the test bundle (`scripts/test` builds them all).
+    static func executable(_ name: String) throws -> URL {
+        let bundleDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        let candidate = bundleDirectory.appendingPathComponent(name)
+        try #require(FileManager.default.isExecutableFile(atPath: candidate.path), "\(name) is not built next to the tests: run `swift build` first (scripts/test does)")
+        return candidate
     }
 }
 

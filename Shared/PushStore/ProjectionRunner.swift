@@ -109,7 +109,8 @@ public final class ProjectionRunner<P: Projection>: Service {
                 try await process(batch)
                 return
             } catch {
-                if Task.isCancelled { throw error }
+                // Shutting down: leave the batch unstored; whoever owns the partition next replays it.
+                if Task.isCancelled || Task.isShuttingDownGracefully { throw error }
                 retryCounter.increment()
                 logger.error("Projection batch failed; retrying", metadata: ["error": "\(String(reflecting: error))", "retry.in": "\(delay)"])
                 try await Task.sleep(for: delay)

@@ -89,8 +89,24 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .target(
+            name: "PushRegistration",
+            dependencies: [
+                "Kafka",
+                "PushEvents",
+                "PushStore",
+                "PushRuntime",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ],
+            path: "Shared/PushRegistration",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: services (thin executables)
-        .executableTarget(name: "Registration", dependencies: ["PushRuntime"], path: "Services/Registration", swiftSettings: swiftSettings),
+        .executableTarget(name: "Registration", dependencies: ["PushRuntime", "PushRegistration"], path: "Services/Registration", swiftSettings: swiftSettings),
         .executableTarget(name: "DeliveryPlanning", dependencies: ["PushRuntime"], path: "Services/DeliveryPlanning", swiftSettings: swiftSettings),
         .executableTarget(name: "APNSSender", dependencies: ["PushRuntime"], path: "Services/APNSSender", swiftSettings: swiftSettings),
         .executableTarget(name: "FCMSender", dependencies: ["PushRuntime"], path: "Services/FCMSender", swiftSettings: swiftSettings),
@@ -119,6 +135,7 @@ let package = Package(
         // MARK: tests
         .testTarget(name: "PushEventsTests", dependencies: ["PushEvents"], swiftSettings: swiftSettings),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushRegistrationTests", dependencies: ["PushRegistration"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PushStoreTests",
             dependencies: ["PushStore", "PushRuntime", "Kafka", "PushEvents"],

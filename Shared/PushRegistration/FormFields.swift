@@ -1,0 +1,59 @@
+/// The fields of an `application/x-www-form-urlencoded` body or query string, decoded the way
+/// the Campaign SDKs encode them: `%XX` escapes (UTF-8) and `+` as a space.
+public struct FormFields: Sendable, Hashable {
+    public private(set) var values: [String: String] = [:]
+
+    public init() {}
+
+    /// Parses `a=1&b=x%20y`. A field without `=` has an empty value; the last of repeated names
+    /// wins. Malformed escapes are an error naming the field.
+    public init(encoded: some StringProtocol) throws(RegistrationError) {
+        for pair in encoded.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = try Self.decode(parts[0], field: nil)
+            let value = parts.count > 1 ? try Self.decode(parts[1], field: name) : ""
+            values[name] = value
+        }
+    }
+
+    public subscript(name: String) -> String? { values[name] }
+
+    /// Fields of `other` fill in names this one lacks (the body wins over the query string).
+    public func filling(from other: FormFields) -> FormFields {
+        var merged = self
+        merged.values.merge(other.values) { mine, _ in mine }
+        return merged
+    }
+
+    static func decode(_ text: some StringProtocol, field: String?) throws(RegistrationError) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        var iterator = text.utf8.makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+"):
+                bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard let high = iterator.next().flatMap(Self.hexValue), let low = iterator.next().flatMap(Self.hexValue) else {
+                    throw .badRequest("malformed percent-encoding in \(field.map { "field \($0)" } ?? "a field name")")
+                }
+                bytes.append(high << 4 | low)
+            default:
+                bytes.append(byte)
+            }
+        }
+        guard let decoded = String(validating: bytes, as: UTF8.self) else {
+            throw .badRequest("\(field.map { "field \($0)" } ?? "a field name") is not valid UTF-8")
+        }
+        return decoded
+    }
+
+    static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}

@@ -135,7 +135,14 @@ let package = Package(
         // MARK: tests
         .testTarget(name: "PushEventsTests", dependencies: ["PushEvents"], swiftSettings: swiftSettings),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka"], swiftSettings: swiftSettings),
-        .testTarget(name: "PushRegistrationTests", dependencies: ["PushRegistration"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PushRegistrationTests",
+            dependencies: [
+                "PushRegistration", "PushRuntime", "PushStore", "PushEvents", "Kafka",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PushStoreTests",
             dependencies: ["PushStore", "PushRuntime", "Kafka", "PushEvents"],

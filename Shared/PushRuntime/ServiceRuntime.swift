@@ -97,7 +97,7 @@ extension ServiceRuntime {
     /// stderr naming the setting, instead of a crash report.
     public static func main(
         service: String, defaultOpsPort: Int,
-        _ build: (ServiceRuntime) throws -> [any Service] = { _ in [] }
+        _ build: @Sendable (ServiceRuntime) throws -> [any Service] = { _ in [] }
     ) async {
         do {
             let runtime = try ServiceRuntime.bootstrap(service: service, defaultOpsPort: defaultOpsPort)

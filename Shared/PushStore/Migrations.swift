@@ -47,5 +47,60 @@ public enum Migrations {
                 'One row per event read from the journaled topics (metadata only); exactly once per Kafka record'
             """,
         ]),
+        Migration(version: 2, name: "app catalog and subscriptions", statements: [
+            """
+            CREATE TABLE push.services (
+                service_id uuid        PRIMARY KEY,
+                name       text        NOT NULL UNIQUE,
+                label      text        NOT NULL,
+                created_at timestamptz NOT NULL,
+                updated_at timestamptz NOT NULL
+            )
+            """,
+            """
+            CREATE TABLE push.apps (
+                app_id                  uuid        PRIMARY KEY,
+                service_id              uuid        NOT NULL,
+                integration_key         text        NOT NULL UNIQUE,
+                platform                text        NOT NULL CHECK (platform IN ('ios', 'android')),
+                environment             text        NOT NULL CHECK (environment IN ('sandbox', 'production')),
+                label                   text        NOT NULL,
+                bundle_id               text,
+                fcm_project_id          text,
+                variables               jsonb       NOT NULL DEFAULT '[]',
+                sounds                  jsonb       NOT NULL DEFAULT '[]',
+                subscription_parameters jsonb       NOT NULL DEFAULT '[]',
+                created_at              timestamptz NOT NULL,
+                updated_at              timestamptz NOT NULL
+            )
+            """,
+            "CREATE INDEX apps_service ON push.apps (service_id)",
+            """
+            CREATE TABLE push.subscriptions (
+                app_id              uuid        NOT NULL,
+                registration_token  text        NOT NULL,
+                platform            text        NOT NULL,
+                user_key            text        NOT NULL DEFAULT '',
+                device_imei         text,
+                device_name         text        NOT NULL DEFAULT '',
+                device_model        text        NOT NULL DEFAULT '',
+                device_brand        text        NOT NULL DEFAULT '',
+                device_manufacturer text        NOT NULL DEFAULT '',
+                os_name             text        NOT NULL DEFAULT '',
+                os_version          text        NOT NULL DEFAULT '',
+                os_language         text        NOT NULL DEFAULT '',
+                params              jsonb       NOT NULL DEFAULT '{}',
+                disabled            boolean     NOT NULL DEFAULT false,
+                disabled_reason     text,
+                disabled_at         timestamptz,
+                registered_at       timestamptz NOT NULL,
+                updated_at          timestamptz NOT NULL,
+                PRIMARY KEY (app_id, registration_token)
+            )
+            """,
+            "CREATE INDEX subscriptions_user_key ON push.subscriptions (app_id, user_key)",
+            "CREATE INDEX subscriptions_params ON push.subscriptions USING gin (params)",
+            "CREATE INDEX subscriptions_disabled ON push.subscriptions (disabled_at) WHERE disabled",
+        ]),
     ]
 }

@@ -1,0 +1,52 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// What the registration endpoints need to know about an app.
+public struct AppEntry: Sendable, Hashable {
+    public var appId: UUID
+    public var integrationKey: String
+    public var platform: Platform
+    /// Kept `additionalParams` names; empty keeps every parameter.
+    public var keptParameters: Set<String>
+}
+
+/// Integration key -> app, read from `push.apps` and cached. A known key is cached for
+/// `ttl`; an unknown key is remembered for a short time so that a client hammering a wrong key
+/// does not hammer the database.
+public actor AppDirectory {
+    private let postgres: PostgresClient
+    private let logger: Logger
+    private let ttl: Duration
+    private let negativeTTL: Duration
+    private var cache: [String: (entry: AppEntry?, expires: ContinuousClock.Instant)] = [:]
+
+    public init(postgres: PostgresClient, logger: Logger, ttl: Duration = .seconds(30), negativeTTL: Duration = .seconds(2)) {
+        self.postgres = postgres
+        self.logger = logger
+        self.ttl = ttl
+        self.negativeTTL = negativeTTL
+    }
+
+    public func app(integrationKey: String) async throws -> AppEntry? {
+        let now = ContinuousClock.now
+        if let cached = cache[integrationKey], cached.expires > now { return cached.entry }
+        let rows = try await postgres.query(
+            "SELECT app_id, platform, subscription_parameters::text FROM push.apps WHERE integration_key = \(integrationKey)",
+            logger: logger
+        )
+        var entry: AppEntry?
+        for try await (appId, platform, parameters) in rows.decode((UUID, String, String).self) {
+            let kept = (try? JSONDecoder().decode([[String: String]].self, from: Data(parameters.utf8)))?.compactMap { $0["name"] } ?? []
+            entry = Platform(rawValue: platform).map { AppEntry(appId: appId, integrationKey: integrationKey, platform: $0, keptParameters: Set(kept)) }
+        }
+        if cache.count > 10_000 { cache.removeAll(keepingCapacity: true) }
+        cache[integrationKey] = (entry, now + (entry == nil ? negativeTTL : ttl))
+        return entry
+    }
+
+    /// Forgets cached entries (after an admin change in this process).
+    public func invalidate() {
+        cache.removeAll()
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import Kafka
+import Logging
+import PostgresNIO
+import PushEvents
+import PushStore
+
+/// Keeps `push.services` and `push.apps` from `push.catalog` (one partition: admin changes
+/// apply in the order they were made).
+public struct CatalogProjection: Projection {
+    public enum Event: Sendable {
+        case serviceDefined(ServiceDefined, Date)
+        case serviceDeleted(ServiceDeleted)
+        case appDefined(AppDefined, Date)
+        case appDeleted(AppDeleted)
+    }
+
+    public let name: String
+    public let topics: [String]
+    private let decoder: EventDecoder<Event>
+
+    public init(name: String = "push-catalog-projection", topic: String) {
+        self.name = name
+        self.topics = [topic]
+        var decoder = EventDecoder<Event>()
+        decoder.register(ServiceDefined.self) { event, metadata in .serviceDefined(event, metadata.occurredAt) }
+        decoder.register(ServiceDeleted.self) { event, _ in .serviceDeleted(event) }
+        decoder.register(AppDefined.self) { event, metadata in .appDefined(event, metadata.occurredAt) }
+        decoder.register(AppDeleted.self) { event, _ in .appDeleted(event) }
+        self.decoder = decoder
+    }
+
+    public func decode(_ record: KafkaConsumerRecord) throws -> Event? {
+        switch try decoder.decode(record.value) {
+        case .known(let event, _): event
+        case .unknown: nil
+        }
+    }
+
+    public func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
+        for projected in events {
+            switch projected.event {
+            case .serviceDefined(let service, let at):
+                try await connection.query(
+                    """
+                    INSERT INTO push.services (service_id, name, label, created_at, updated_at)
+                    VALUES (\(service.serviceId), \(service.name), \(service.label), \(at), \(at))
+                    ON CONFLICT (service_id) DO UPDATE SET name = excluded.name, label = excluded.label, updated_at = excluded.updated_at
+                    """,
+                    logger: logger
+                )
+            case .serviceDeleted(let deleted):
+                try await connection.query("DELETE FROM push.services WHERE service_id = \(deleted.serviceId)", logger: logger)
+            case .appDefined(let app, let at):
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = .sortedKeys
+                let variables = String(decoding: try encoder.encode(app.variables), as: UTF8.self)
+                let sounds = String(decoding: try encoder.encode(app.sounds), as: UTF8.self)
+                let parameters = String(decoding: try encoder.encode(app.subscriptionParameters), as: UTF8.self)
+                try await connection.query(
+                    """
+                    INSERT INTO push.apps (app_id, service_id, integration_key, platform, environment, label, bundle_id,
+                                           fcm_project_id, variables, sounds, subscription_parameters, created_at, updated_at)
+                    VALUES (\(app.appId), \(app.serviceId), \(app.integrationKey), \(app.platform), \(app.environment), \(app.label),
+                            \(app.bundleId), \(app.fcmProjectId), \(variables)::jsonb, \(sounds)::jsonb, \(parameters)::jsonb, \(at), \(at))
+                    ON CONFLICT (app_id) DO UPDATE SET
+                        service_id = excluded.service_id, integration_key = excluded.integration_key, platform = excluded.platform,
+                        environment = excluded.environment, label = excluded.label, bundle_id = excluded.bundle_id,
+                        fcm_project_id = excluded.fcm_project_id, variables = excluded.variables, sounds = excluded.sounds,
+                        subscription_parameters = excluded.subscription_parameters, updated_at = excluded.updated_at
+                    """,
+                    logger: logger
+                )
+            case .appDeleted(let deleted):
+                try await connection.query("DELETE FROM push.apps WHERE app_id = \(deleted.appId)", logger: logger)
+            }
+        }
+    }
+}

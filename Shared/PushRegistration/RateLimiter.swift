@@ -1,0 +1,41 @@
+import Synchronization
+
+/// Token buckets per key (an integration key, a client address): `rate` requests per second
+/// with bursts up to `burst`. Buckets idle for a minute are forgotten.
+public final class RateLimiter: Sendable {
+    public let rate: Double
+    public let burst: Double
+    private let buckets = Mutex<[String: Bucket]>([:])
+
+    struct Bucket {
+        var tokens: Double
+        var updated: ContinuousClock.Instant
+    }
+
+    /// `rate` <= 0 disables the limit.
+    public init(rate: Double, burst: Double) {
+        self.rate = rate
+        self.burst = max(burst, 1)
+    }
+
+    /// Takes a token for `key`; when none is left, returns how many seconds until one is.
+    public func acquire(_ key: String, now: ContinuousClock.Instant = .now) -> Int? {
+        guard rate > 0 else { return nil }
+        return buckets.withLock { buckets in
+            if buckets.count > 100_000 {
+                buckets = buckets.filter { now - $0.value.updated < .seconds(60) }
+            }
+            var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
+            let elapsed = now - bucket.updated
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            bucket.tokens = min(burst, bucket.tokens + seconds * rate)
+            bucket.updated = now
+            defer { buckets[key] = bucket }
+            if bucket.tokens >= 1 {
+                bucket.tokens -= 1
+                return nil
+            }
+            return max(1, Int(((1 - bucket.tokens) / rate).rounded(.up)))
+        }
+    }
+}

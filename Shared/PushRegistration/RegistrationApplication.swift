@@ -1,0 +1,59 @@
+import Hummingbird
+import Kafka
+import Logging
+import PostgresNIO
+import PushRuntime
+import PushStore
+import ServiceLifecycle
+
+/// Builds the registration service's parts; the executable and the tests call the same function.
+public enum RegistrationApplication {
+    /// Names of the projections this service runs (consumer groups and `consumer_offsets` keys).
+    public struct ProjectionNames: Sendable {
+        public var catalog: String
+        public var subscriptions: String
+
+        public init(catalog: String = "push-catalog-projection", subscriptions: String = "push-subscriptions-projection") {
+            self.catalog = catalog
+            self.subscriptions = subscriptions
+        }
+    }
+
+    /// The parts, in start order (they stop in reverse: the HTTP endpoints first, then the
+    /// projections, then the registration producer flushes).
+    public static func build(
+        configuration: RuntimeConfiguration, settings: RegistrationSettings, postgres: PostgresClient,
+        deadLetterProducer: KafkaProducer, logger: Logger, projections: ProjectionNames = ProjectionNames()
+    ) throws -> [any Service] {
+        // Its own producer, so that the delivery timeout is the registration's store timeout:
+        // a registration the broker did not store in time is not stored later either.
+        var producerConfiguration = configuration.producer
+        producerConfiguration.deliveryTimeoutMilliseconds = settings.storeTimeoutMilliseconds
+        let producer = try KafkaProducer(configuration: producerConfiguration, logger: logger)
+
+        let directory = AppDirectory(postgres: postgres, logger: logger)
+        let router = Router(context: RegistrationRequestContext.self)
+        RegistrationEndpoints(producer: producer, topic: configuration.topics.subscriptions.name, directory: directory, settings: settings, logger: logger)
+            .addRoutes(to: router)
+        let http = Application(
+            router: router,
+            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: nil),
+            logger: logger
+        )
+
+        let consumer = configuration.consumer(group: "")
+        let catalog = ProjectionRunner(
+            projection: CatalogProjection(name: projections.catalog, topic: configuration.topics.catalog.name),
+            postgres: postgres, consumer: consumer,
+            deadLetters: DeadLetterPublisher(producer: deadLetterProducer, catalog: configuration.topics, group: projections.catalog),
+            logger: logger
+        )
+        let subscriptions = ProjectionRunner(
+            projection: SubscriptionProjection(name: projections.subscriptions, topic: configuration.topics.subscriptions.name),
+            postgres: postgres, consumer: consumer,
+            deadLetters: DeadLetterPublisher(producer: deadLetterProducer, catalog: configuration.topics, group: projections.subscriptions),
+            logger: logger
+        )
+        return [producer, catalog, subscriptions, http]
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import Hummingbird
+import Kafka
+import Logging
+import Metrics
+import NIOCore
+import PushEvents
+
+/// The request context of the SDK endpoints: Hummingbird's basic context plus the client's
+/// address (for the per-address rate limit).
+public struct RegistrationRequestContext: RequestContext, RemoteAddressRequestContext {
+    public var coreContext: CoreRequestContextStorage
+    public let remoteAddress: SocketAddress?
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        remoteAddress = source.channel.remoteAddress
+    }
+}
+
+/// `POST /nms/mobile/1/registerIOS.jssp` and `POST /nms/mobile/1/registerAndroid.jssp`, exactly
+/// as the Campaign SDKs call them (docs/registration.md). A registration is answered 200 only
+/// once its `SubscriptionRegistered` event is stored by the broker; every refusal is a one-line
+/// text reason and writes nothing.
+public struct RegistrationEndpoints: Sendable {
+    let producer: KafkaProducer
+    let topic: String
+    let directory: AppDirectory
+    let settings: RegistrationSettings
+    let keyLimiter: RateLimiter
+    let addressLimiter: RateLimiter
+    let logger: Logger
+
+    public init(producer: KafkaProducer, topic: String, directory: AppDirectory, settings: RegistrationSettings, logger: Logger) {
+        self.producer = producer
+        self.topic = topic
+        self.directory = directory
+        self.settings = settings
+        self.keyLimiter = RateLimiter(rate: settings.ratePerKey, burst: settings.burstPerKey)
+        self.addressLimiter = RateLimiter(rate: settings.ratePerAddress, burst: settings.burstPerAddress)
+        self.logger = logger
+    }
+
+    public func addRoutes(to router: Router<RegistrationRequestContext>) {
+        for (path, platform) in [("registerIOS.jssp", Platform.ios), ("registerAndroid.jssp", Platform.android)] {
+            router.post("/nms/mobile/1/\(path)") { request, context in
+                await register(platform: platform, request: request, context: context)
+            }
+        }
+    }
+
+    func register(platform: Platform, request: Request, context: RegistrationRequestContext) async -> Response {
+        let outcome: Response
+        do {
+            try await registerOrThrow(platform: platform, request: request, context: context)
+            outcome = Self.text(.ok, "OK")
+            Counter(label: "registrations_total", dimensions: [("platform", platform.rawValue), ("status", "200")]).increment()
+        } catch let refusal as Refusal {
+            Counter(label: "registrations_total", dimensions: [("platform", platform.rawValue), ("status", String(refusal.error.status))]).increment()
+            var response = Self.text(HTTPResponse.Status(code: refusal.error.status), refusal.error.reason)
+            if let retryAfter = refusal.retryAfter { response.headers[.retryAfter] = String(retryAfter) }
+            outcome = response
+        } catch {
+            outcome = Self.text(.internalServerError, "unexpected error")
+        }
+        return outcome
+    }
+
+    /// A refusal on its way to the response.
+    struct Refusal: Error {
+        var error: RegistrationError
+        var retryAfter: Int?
+    }
+
+    private func registerOrThrow(platform: Platform, request: Request, context: RegistrationRequestContext) async throws {
+        let address = context.remoteAddress?.ipAddress ?? "unknown"
+        if let retryAfter = addressLimiter.acquire("address:\(address)") {
+            throw Refusal(error: RegistrationError(status: 429, reason: "too many requests from this address"), retryAfter: retryAfter)
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: settings.bodyLimit)
+        } catch is NIOTooManyBytesError {
+            throw Refusal(error: RegistrationError(status: 413, reason: "body larger than \(settings.bodyLimit) bytes"))
+        }
+        let registration: DeviceRegistration
+        switch Self.parse(body: String(buffer: body), query: request.uri.query ?? "", platform: platform) {
+        case .success(let parsed): registration = parsed
+        case .failure(let error): throw Refusal(error: error)
+        }
+        if let retryAfter = keyLimiter.acquire("key:\(registration.integrationKey)") {
+            throw Refusal(error: RegistrationError(status: 429, reason: "too many registrations for this integration key"), retryAfter: retryAfter)
+        }
+        let app: AppEntry?
+        do {
+            app = try await directory.app(integrationKey: registration.integrationKey)
+        } catch {
+            logger.error("App catalog lookup failed", metadata: ["error": "\(String(reflecting: error))"])
+            throw Refusal(error: RegistrationError(status: 503, reason: "the app catalog is unavailable; retry later"))
+        }
+        guard let app else { throw Refusal(error: .unknownIntegrationKey()) }
+        guard app.platform == platform else {
+            let other = app.platform == .ios ? "registerIOS.jssp" : "registerAndroid.jssp"
+            throw Refusal(error: .badRequest("integration key belongs to an \(app.platform == .ios ? "iOS" : "Android") app: use \(other)"))
+        }
+
+        let params = app.keptParameters.isEmpty ? registration.params : registration.params.filter { app.keptParameters.contains($0.key) }
+        let event = SubscriptionRegistered(
+            appId: app.appId, integrationKey: app.integrationKey, platform: platform.rawValue,
+            registrationToken: registration.registrationToken, userKey: registration.userKey,
+            deviceImei: registration.deviceImei, deviceName: registration.deviceName, deviceModel: registration.deviceModel,
+            deviceBrand: registration.deviceBrand, deviceManufacturer: registration.deviceManufacturer,
+            osName: registration.osName, osVersion: registration.osVersion, osLanguage: registration.osLanguage,
+            params: params, registeredAt: Date()
+        )
+        let key = SubscriptionRegistered.key(appId: app.appId, registrationToken: registration.registrationToken)
+        let envelope = EventEnvelope(key: key, payload: event)
+        do {
+            try await producer.send(KafkaProducerRecord(
+                topic: topic, key: key, value: try envelope.encoded(),
+                headers: [KafkaHeader(name: "ce_type", string: SubscriptionRegistered.eventType)]
+            ))
+        } catch {
+            logger.warning("Registration not stored by the broker", metadata: ["app.id": "\(app.appId)", "error": "\(error)"])
+            throw Refusal(error: RegistrationError(status: 503, reason: "the registration could not be stored in time; retry later"))
+        }
+        logger.debug("Registered", metadata: ["app.id": "\(app.appId)", "platform": "\(platform.rawValue)"])
+    }
+
+    static func parse(body: String, query: String, platform: Platform) -> Result<DeviceRegistration, RegistrationError> {
+        Result { () throws(RegistrationError) -> DeviceRegistration in
+            let fields = try FormFields(encoded: body).filling(from: try FormFields(encoded: query))
+            return try DeviceRegistration(fields: fields, platform: platform)
+        }
+    }
+
+    static func text(_ status: HTTPResponse.Status, _ line: String) -> Response {
+        Response(
+            status: status,
+            headers: [.contentType: "text/plain; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(string: line + "\n"))
+        )
+    }
+}

@@ -1,0 +1,49 @@
+import PushRuntime
+import PushStore
+
+/// Settings of the registration service (docs/configuration.md).
+public struct RegistrationSettings: Sendable {
+    /// `REGISTRATION_HOST` / `REGISTRATION_PORT`: the SDK endpoints. Default `0.0.0.0:8080`.
+    public var host: String
+    public var port: Int
+    /// `REGISTRATION_BODY_LIMIT`: largest accepted body in bytes; larger is 413. Default 16384.
+    public var bodyLimit: Int
+    /// `REGISTRATION_STORE_TIMEOUT_MS`: how long a registration may wait for the broker to store
+    /// its event before the answer is 503. Default 5000.
+    public var storeTimeoutMilliseconds: Int
+    /// `REGISTRATION_RATE_PER_KEY` / `REGISTRATION_BURST_PER_KEY`: registrations per second per
+    /// integration key (0 disables). Default 2000/s, bursts of 4000.
+    public var ratePerKey: Double
+    public var burstPerKey: Double
+    /// `REGISTRATION_RATE_PER_ADDRESS` / `REGISTRATION_BURST_PER_ADDRESS`: requests per second
+    /// per client address (0 disables). Default 50/s, bursts of 100 (carrier NATs share addresses).
+    public var ratePerAddress: Double
+    public var burstPerAddress: Double
+
+    public init(
+        host: String = "0.0.0.0", port: Int = 8080, bodyLimit: Int = 16_384, storeTimeoutMilliseconds: Int = 5_000,
+        ratePerKey: Double = 2_000, burstPerKey: Double = 4_000, ratePerAddress: Double = 50, burstPerAddress: Double = 100
+    ) {
+        self.host = host
+        self.port = port
+        self.bodyLimit = bodyLimit
+        self.storeTimeoutMilliseconds = storeTimeoutMilliseconds
+        self.ratePerKey = ratePerKey
+        self.burstPerKey = burstPerKey
+        self.ratePerAddress = ratePerAddress
+        self.burstPerAddress = burstPerAddress
+    }
+
+    public init(environment: EnvironmentSettings) throws(ConfigurationError) {
+        self.init(
+            host: environment.string("REGISTRATION_HOST", default: "0.0.0.0"),
+            port: try environment.int("REGISTRATION_PORT", default: 8080),
+            bodyLimit: try environment.int("REGISTRATION_BODY_LIMIT", default: 16_384),
+            storeTimeoutMilliseconds: try environment.int("REGISTRATION_STORE_TIMEOUT_MS", default: 5_000),
+            ratePerKey: Double(try environment.int("REGISTRATION_RATE_PER_KEY", default: 2_000)),
+            burstPerKey: Double(try environment.int("REGISTRATION_BURST_PER_KEY", default: 4_000)),
+            ratePerAddress: Double(try environment.int("REGISTRATION_RATE_PER_ADDRESS", default: 50)),
+            burstPerAddress: Double(try environment.int("REGISTRATION_BURST_PER_ADDRESS", default: 100))
+        )
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import Kafka
+import Logging
+import PostgresNIO
+import PushEvents
+import PushStore
+
+/// Keeps `push.subscriptions` from `push.subscriptions`: one row per app + token.
+///
+/// - `SubscriptionRegistered` upserts the row and clears a quarantine.
+/// - `SubscriptionDisabled` sets `disabled` unless the device registered again after the
+///   provider's verdict (`invalidSince` older than `registered_at`).
+/// - `SubscriptionPurged` deletes a disabled row.
+public struct SubscriptionProjection: Projection {
+    public enum Event: Sendable {
+        case registered(SubscriptionRegistered)
+        case disabled(SubscriptionDisabled)
+        case purged(SubscriptionPurged)
+    }
+
+    public let name: String
+    public let topics: [String]
+    private let decoder: EventDecoder<Event>
+
+    public init(name: String = "push-subscriptions-projection", topic: String) {
+        self.name = name
+        self.topics = [topic]
+        var decoder = EventDecoder<Event>()
+        decoder.register(SubscriptionRegistered.self) { event, _ in .registered(event) }
+        decoder.register(SubscriptionDisabled.self) { event, _ in .disabled(event) }
+        decoder.register(SubscriptionPurged.self) { event, _ in .purged(event) }
+        self.decoder = decoder
+    }
+
+    public func decode(_ record: KafkaConsumerRecord) throws -> Event? {
+        switch try decoder.decode(record.value) {
+        case .known(let event, _): event
+        case .unknown: nil
+        }
+    }
+
+    public func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
+        // Consecutive registrations are written with one statement (the last per key wins, as
+        // they replace the whole row); other events keep their place in the order.
+        var pending: [String: SubscriptionRegistered] = [:]
+        var order: [String] = []
+        func flush() async throws {
+            guard !order.isEmpty else { return }
+            try await Self.upsert(order.map { pending[$0]! }, on: connection, logger: logger)
+            pending = [:]
+            order = []
+        }
+        for projected in events {
+            switch projected.event {
+            case .registered(let registration):
+                let key = SubscriptionRegistered.key(appId: registration.appId, registrationToken: registration.registrationToken)
+                if pending.updateValue(registration, forKey: key) == nil { order.append(key) }
+            case .disabled(let disabled):
+                try await flush()
+                try await connection.query(
+                    """
+                    UPDATE push.subscriptions
+                    SET disabled = true, disabled_reason = \(disabled.reason), disabled_at = \(disabled.invalidSince), updated_at = now()
+                    WHERE app_id = \(disabled.appId) AND registration_token = \(disabled.registrationToken)
+                      AND registered_at <= \(disabled.invalidSince)
+                    """,
+                    logger: logger
+                )
+            case .purged(let purged):
+                try await flush()
+                try await connection.query(
+                    "DELETE FROM push.subscriptions WHERE app_id = \(purged.appId) AND registration_token = \(purged.registrationToken) AND disabled",
+                    logger: logger
+                )
+            }
+        }
+        try await flush()
+    }
+
+    static func upsert(_ registrations: [SubscriptionRegistered], on connection: PostgresConnection, logger: Logger) async throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let params = try registrations.map { String(decoding: try encoder.encode($0.params), as: UTF8.self) }
+        try await connection.query(
+            """
+            INSERT INTO push.subscriptions AS s (
+                app_id, registration_token, platform, user_key, device_imei, device_name, device_model, device_brand,
+                device_manufacturer, os_name, os_version, os_language, params, registered_at, updated_at)
+            SELECT a, t, pl, u, NULLIF(i, ''), dn, dm, db, dma, osn, osv, osl, p::jsonb, r, now()
+            FROM unnest(
+                \(registrations.map(\.appId))::uuid[], \(registrations.map(\.registrationToken))::text[],
+                \(registrations.map(\.platform))::text[], \(registrations.map(\.userKey))::text[],
+                \(registrations.map { $0.deviceImei ?? "" })::text[], \(registrations.map(\.deviceName))::text[],
+                \(registrations.map(\.deviceModel))::text[], \(registrations.map(\.deviceBrand))::text[],
+                \(registrations.map(\.deviceManufacturer))::text[], \(registrations.map(\.osName))::text[],
+                \(registrations.map(\.osVersion))::text[], \(registrations.map(\.osLanguage))::text[],
+                \(params)::text[], \(registrations.map(\.registeredAt))::timestamptz[]
+            ) AS x(a, t, pl, u, i, dn, dm, db, dma, osn, osv, osl, p, r)
+            ON CONFLICT (app_id, registration_token) DO UPDATE SET
+                platform = excluded.platform, user_key = excluded.user_key, device_imei = excluded.device_imei,
+                device_name = excluded.device_name, device_model = excluded.device_model, device_brand = excluded.device_brand,
+                device_manufacturer = excluded.device_manufacturer, os_name = excluded.os_name, os_version = excluded.os_version,
+                os_language = excluded.os_language, params = excluded.params,
+                disabled = false, disabled_reason = NULL, disabled_at = NULL,
+                registered_at = excluded.registered_at, updated_at = now()
+            """,
+            logger: logger
+        )
+    }
+}

@@ -7,6 +7,10 @@ import PushStore
 
 /// Keeps `push.services` and `push.apps` from `push.catalog` (one partition: admin changes
 /// apply in the order they were made).
+///
+/// A definition that would take a service name or an integration key another service or app
+/// holds (two admin instances racing) is not applied, so the projection never stalls on a
+/// unique constraint; the admin API checks uniqueness before it publishes.
 public struct CatalogProjection: Projection {
     public enum Event: Sendable {
         case serviceDefined(ServiceDefined, Date)
@@ -43,8 +47,9 @@ public struct CatalogProjection: Projection {
             case .serviceDefined(let service, let at):
                 try await connection.query(
                     """
-                    INSERT INTO push.services (service_id, name, label, created_at, updated_at)
-                    VALUES (\(service.serviceId), \(service.name), \(service.label), \(at), \(at))
+                    INSERT INTO push.services AS s (service_id, name, label, created_at, updated_at)
+                    SELECT \(service.serviceId), \(service.name), \(service.label), \(at), \(at)
+                    WHERE NOT EXISTS (SELECT 1 FROM push.services WHERE name = \(service.name) AND service_id <> \(service.serviceId))
                     ON CONFLICT (service_id) DO UPDATE SET name = excluded.name, label = excluded.label, updated_at = excluded.updated_at
                     """,
                     logger: logger
@@ -61,8 +66,9 @@ public struct CatalogProjection: Projection {
                     """
                     INSERT INTO push.apps (app_id, service_id, integration_key, platform, environment, label, bundle_id,
                                            fcm_project_id, variables, sounds, subscription_parameters, created_at, updated_at)
-                    VALUES (\(app.appId), \(app.serviceId), \(app.integrationKey), \(app.platform), \(app.environment), \(app.label),
-                            \(app.bundleId), \(app.fcmProjectId), \(variables)::jsonb, \(sounds)::jsonb, \(parameters)::jsonb, \(at), \(at))
+                    SELECT \(app.appId), \(app.serviceId), \(app.integrationKey), \(app.platform), \(app.environment), \(app.label),
+                           \(app.bundleId), \(app.fcmProjectId), \(variables)::jsonb, \(sounds)::jsonb, \(parameters)::jsonb, \(at), \(at)
+                    WHERE NOT EXISTS (SELECT 1 FROM push.apps WHERE integration_key = \(app.integrationKey) AND app_id <> \(app.appId))
                     ON CONFLICT (app_id) DO UPDATE SET
                         service_id = excluded.service_id, integration_key = excluded.integration_key, platform = excluded.platform,
                         environment = excluded.environment, label = excluded.label, bundle_id = excluded.bundle_id,

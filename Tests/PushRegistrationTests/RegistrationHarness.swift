@@ -23,6 +23,8 @@ struct RegistrationHarness: Sendable {
 
     static let nextPort = Mutex(18_700)
 
+    static let adminToken = "test-admin-token-0123456789"
+
     static func run<T: Sendable>(settings: RegistrationSettings = RegistrationSettings(), _ body: @escaping @Sendable (RegistrationHarness) async throws -> T) async throws -> T {
         let environment = ProcessInfo.processInfo.environment
         _ = try #require(environment["KAFKA_BROKERS"], "KAFKA_BROKERS is not set: run the suite with scripts/test")
@@ -51,7 +53,7 @@ struct RegistrationHarness: Sendable {
         let postgres = PostgresClient(configuration: configuration.postgres.clientConfiguration, backgroundLogger: logger)
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
         let parts = try RegistrationApplication.build(
-            configuration: configuration, settings: settings, postgres: postgres, deadLetterProducer: producer, logger: logger,
+            configuration: configuration, settings: settings, postgres: postgres, deadLetterProducer: producer, adminToken: try AdminToken(adminToken), logger: logger,
             projections: .init(catalog: "test.catalog-projection.\(suffix)", subscriptions: "test.subscriptions-projection.\(suffix)")
         )
         let group = ServiceGroup(configuration: .init(
@@ -121,6 +123,21 @@ struct RegistrationHarness: Sendable {
         var status: Int
         var body: String
         var retryAfter: String?
+    }
+
+    /// An admin API call with the bearer token (or `token`), JSON in and out.
+    func admin(_ method: String, _ path: String, json: String? = nil, token: String? = RegistrationHarness.adminToken) async throws -> Answer {
+        var request = URLRequest(url: baseURL.appendingPathComponent("admin/v1" + path))
+        request.httpMethod = method
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let json {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(json.utf8)
+        }
+        request.timeoutInterval = 30
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = try #require(response as? HTTPURLResponse)
+        return Answer(status: http.statusCode, body: String(decoding: data, as: UTF8.self), retryAfter: nil)
     }
 
     func post(_ path: String, body: String, query: String? = nil) async throws -> Answer {

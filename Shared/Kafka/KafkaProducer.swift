@@ -12,23 +12,61 @@ import Synchronization
 ///
 /// Delivery reports arrive on librdkafka's background thread and resume the waiting tasks; no
 /// Swift thread polls. As a `Service`, the producer flushes on graceful shutdown.
+///
+/// An idempotent producer can become unusable: a fatal librdkafka error, or the broker fencing
+/// its producer id (seen after delivery timeouts, when the epoch bump is refused). The records
+/// concerned fail; the next `send` replaces the librdkafka instance with a new one and logs it,
+/// so the service recovers without a restart.
 public final class KafkaProducer: Service, Sendable {
     public let configuration: KafkaProducerConfiguration
-    private let client: RdKafkaClient
+    private let current: Mutex<RdKafkaClient>
+    private let health: ProducerHealth
     private let logger: Logger
     private let isClosed = Atomic<Bool>(false)
 
     public init(configuration: KafkaProducerConfiguration, logger: Logger) throws(KafkaError) {
         self.configuration = configuration
         self.logger = logger
-        let sink = RdKafkaEventSink(logger: logger, onDeliveryReport: Self.handleDeliveryReport)
-        self.client = try RdKafkaClient(
-            type: RD_KAFKA_PRODUCER,
-            properties: configuration.rdKafkaProperties,
-            events: RD_KAFKA_EVENT_DR,
-            sink: sink
-        )
+        let health = ProducerHealth()
+        self.health = health
+        self.current = Mutex(try Self.makeClient(configuration: configuration, health: health, logger: logger))
         KafkaRuntime.warnIfTooOld(logger: logger)
+    }
+
+    private static func makeClient(configuration: KafkaProducerConfiguration, health: ProducerHealth, logger: Logger) throws(KafkaError) -> RdKafkaClient {
+        let sink = RdKafkaEventSink(logger: logger) { event in Self.handleDeliveryReport(event, health: health) }
+        return try RdKafkaClient(type: RD_KAFKA_PRODUCER, properties: configuration.rdKafkaProperties, events: RD_KAFKA_EVENT_DR, sink: sink)
+    }
+
+    private var client: RdKafkaClient { current.withLock { $0 } }
+
+    /// Replaces an unusable librdkafka instance; the old one's records fail and it is released.
+    private func replaceClientIfNeeded() async {
+        let old = client
+        guard health.replaceRequested.exchange(false, ordering: .acquiringAndReleasing) || old.sink.fatal != nil else { return }
+        guard !isClosed.load(ordering: .relaxed) else { return }
+        let fresh: RdKafkaClient
+        do {
+            fresh = try Self.makeClient(configuration: configuration, health: health, logger: logger)
+        } catch {
+            logger.error("Could not recreate the Kafka producer", metadata: ["error": "\(error)"])
+            return
+        }
+        let replaced = current.withLock { client -> Bool in
+            guard client === old else { return false }
+            client = fresh
+            return true
+        }
+        guard replaced else {
+            fresh.destroy()
+            return
+        }
+        logger.warning("Kafka producer recreated: the previous instance was fenced or hit a fatal error", metadata: ["error": "\(old.sink.fatal.map { "\($0)" } ?? "producer fenced")"])
+        _ = try? await NIOThreadPool.singleton.runIfActive {
+            _ = rd_kafka_purge(old.handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
+            _ = rd_kafka_flush(old.handle, 1000)
+            old.destroy()
+        }
     }
 
     /// Sends one record and waits for the broker's acknowledgement.
@@ -43,10 +81,8 @@ public final class KafkaProducer: Service, Sendable {
     public func send(_ records: [KafkaProducerRecord]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
         guard !records.isEmpty else { return [] }
         let batch = DeliveryBatch(count: records.count)
-        if let fatal = client.sink.fatal {
-            for index in records.indices { batch.complete(index, .failure(fatal)) }
-            return await batch.results()
-        }
+        await replaceClientIfNeeded()
+        let client = self.client
         let clock = ContinuousClock()
         let deadline = clock.now + .milliseconds(configuration.deliveryTimeoutMilliseconds)
         for (index, record) in records.enumerated() {
@@ -56,7 +92,7 @@ public final class KafkaProducer: Service, Sendable {
             }
             let ticket = Unmanaged.passRetained(DeliveryTicket(batch: batch, index: index, topic: record.topic)).toOpaque()
             while true {
-                let err = enqueue(record, opaque: ticket)
+                let err = enqueue(record, on: client, opaque: ticket)
                 if err == RD_KAFKA_RESP_ERR_NO_ERROR { break }
                 // The local queue is full: wait for deliveries to drain it, without blocking a thread.
                 if err == RD_KAFKA_RESP_ERR__QUEUE_FULL, clock.now < deadline {
@@ -72,7 +108,7 @@ public final class KafkaProducer: Service, Sendable {
         return await batch.results()
     }
 
-    private func enqueue(_ record: KafkaProducerRecord, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
+    private func enqueue(_ record: KafkaProducerRecord, on client: RdKafkaClient, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
         var headers: OpaquePointer?
         if !record.headers.isEmpty {
             headers = rd_kafka_headers_new(record.headers.count)
@@ -99,7 +135,7 @@ public final class KafkaProducer: Service, Sendable {
     }
 
     /// Runs on librdkafka's background thread: resumes the tasks waiting for these records.
-    private static func handleDeliveryReport(_ event: OpaquePointer) {
+    private static func handleDeliveryReport(_ event: OpaquePointer, health: ProducerHealth) {
         while let message = rd_kafka_event_message_next(event) {
             guard let opaque = message.pointee._private else { continue }
             let ticket = Unmanaged<DeliveryTicket>.fromOpaque(opaque).takeRetainedValue()
@@ -110,6 +146,9 @@ public final class KafkaProducer: Service, Sendable {
                     .success(KafkaDeliveryReport(topic: ticket.topic, partition: message.pointee.partition, offset: message.pointee.offset))
                 )
             } else {
+                if ProducerHealth.unusableAfter.contains(err) {
+                    health.replaceRequested.store(true, ordering: .releasing)
+                }
                 ticket.batch.complete(ticket.index, .failure(KafkaError(code: .deliveryFailed, err, detail: "topic \(ticket.topic)")))
             }
         }
@@ -156,6 +195,17 @@ public final class KafkaProducer: Service, Sendable {
             client.destroy()
         }
     }
+}
+
+/// Whether the current librdkafka instance must be replaced.
+final class ProducerHealth: Sendable {
+    let replaceRequested = Atomic<Bool>(false)
+
+    /// Delivery errors after which an idempotent (non-transactional) producer stays broken.
+    static let unusableAfter: Set<rd_kafka_resp_err_t> = [
+        RD_KAFKA_RESP_ERR_PRODUCER_FENCED, RD_KAFKA_RESP_ERR_INVALID_PRODUCER_EPOCH,
+        RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER, RD_KAFKA_RESP_ERR__FATAL,
+    ]
 }
 
 /// One `send` call's records: collects their results and resumes the caller when all are in.

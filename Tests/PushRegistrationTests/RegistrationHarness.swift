@@ -16,6 +16,7 @@ import FoundationNetworking
 /// Runs the registration service in-process (the same `RegistrationApplication.build` the
 /// executable uses) on its own topics, against the real broker and PostgreSQL of `scripts/test`.
 struct RegistrationHarness: Sendable {
+    let suffix: String
     let baseURL: URL
     let postgres: PostgresClient
     let configuration: RuntimeConfiguration
@@ -25,18 +26,22 @@ struct RegistrationHarness: Sendable {
 
     static let adminToken = "test-admin-token-0123456789"
 
-    static func run<T: Sendable>(settings: RegistrationSettings = RegistrationSettings(), _ body: @escaping @Sendable (RegistrationHarness) async throws -> T) async throws -> T {
+    /// - Parameter suffix: names this run's topics and projections; runs with the same suffix
+    ///   share them (a restart of the same service).
+    static func run<T: Sendable>(
+        settings: RegistrationSettings = RegistrationSettings(), suffix: String = String(UUID().uuidString.prefix(8).lowercased()),
+        _ body: @escaping @Sendable (RegistrationHarness) async throws -> T
+    ) async throws -> T {
         let environment = ProcessInfo.processInfo.environment
         _ = try #require(environment["KAFKA_BROKERS"], "KAFKA_BROKERS is not set: run the suite with scripts/test")
         _ = try #require(environment["POSTGRES_URL"], "POSTGRES_URL is not set: run the suite with scripts/test")
-        let suffix = UUID().uuidString.prefix(8).lowercased()
         var overrides = environment
         overrides["PUSH_TOPIC_SUBSCRIPTIONS"] = "test.subscriptions.\(suffix)"
         overrides["PUSH_TOPIC_CATALOG"] = "test.catalog.\(suffix)"
         var configuration = try RuntimeConfiguration(service: "registration-tests", defaultOpsPort: 0, environment: EnvironmentSettings(overrides))
         configuration.kafkaSessionTimeoutMilliseconds = 6_000
         var logger = Logger(label: "registration-tests")
-        logger.logLevel = .error
+        logger.logLevel = environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .error
 
         let admin = try KafkaAdmin(configuration: configuration.kafka, logger: logger)
         _ = try await admin.createTopics([configuration.topics.subscriptions, configuration.topics.catalog].flatMap {
@@ -61,6 +66,7 @@ struct RegistrationHarness: Sendable {
             logger: logger
         ))
         let harness = RegistrationHarness(
+            suffix: suffix,
             baseURL: URL(string: "http://127.0.0.1:\(settings.port)")!, postgres: postgres, configuration: configuration, logger: logger
         )
         return try await withThrowingTaskGroup(of: T?.self) { tasks in

@@ -110,3 +110,61 @@ struct AdminAPITests {
         }
     }
 }
+
+@Suite("pushctl services and apps against the running admin API", .serialized)
+struct PushCtlAdminTests {
+    /// Runs the built `pushctl` with the harness's URL and token; returns status and output.
+    static func pushctl(_ arguments: [String], harness: RegistrationHarness, token: String = RegistrationHarness.adminToken) throws -> (status: Int32, output: String) {
+        let process = Process()
+        let directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        process.executableURL = directory.appendingPathComponent("pushctl")
+        try #require(FileManager.default.isExecutableFile(atPath: process.executableURL!.path), "pushctl is not built: run scripts/test")
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["PUSH_ADMIN_URL"] = harness.baseURL.absoluteString
+        environment["PUSH_ADMIN_TOKEN"] = token
+        process.environment = environment
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test("create, list and delete a service and an app from the command line")
+    func commandLine() async throws {
+        try await RegistrationHarness.run { harness in
+            let name = "cli-\(UUID().uuidString.prefix(8).lowercased())"
+            let created = try Self.pushctl(["services", "create", "--name", name, "--label", "From the CLI"], harness: harness)
+            #expect(created.status == 0, "\(created.output)")
+            #expect(created.output.contains("\"name\" : \"\(name)\""))
+
+            let app = try Self.pushctl([
+                "apps", "create", "--service", name, "--platform", "ios", "--label", "CLI app", "--bundle-id", "com.example.cli",
+                "--variable", "url", "--sound", "chime:Chime", "--param", "email:string",
+            ], harness: harness)
+            #expect(app.status == 0, "\(app.output)")
+            let appJSON = try #require(try JSONSerialization.jsonObject(with: Data(app.output.utf8)) as? [String: Any])
+            #expect(appJSON["bundleId"] as? String == "com.example.cli")
+            #expect((appJSON["sounds"] as? [[String: String]])?.first?["label"] == "Chime")
+            let appId = try #require(appJSON["appId"] as? String)
+
+            let listed = try Self.pushctl(["apps", "list", "--service", name], harness: harness)
+            #expect(listed.status == 0)
+            #expect(listed.output.contains(appId))
+
+            let refused = try Self.pushctl(["services", "delete", "--name", name], harness: harness)
+            #expect(refused.status != 0)
+            #expect(refused.output.contains("admin API answered 409"), "\(refused.output)")
+
+            #expect(try Self.pushctl(["apps", "delete", "--id", appId], harness: harness).status == 0)
+            #expect(try Self.pushctl(["services", "delete", "--name", name], harness: harness).status == 0)
+
+            let unauthorized = try Self.pushctl(["services", "list"], harness: harness, token: "not-the-right-token")
+            #expect(unauthorized.status != 0)
+            #expect(unauthorized.output.contains("401"), "\(unauthorized.output)")
+        }
+    }
+}

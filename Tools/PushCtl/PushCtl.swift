@@ -14,8 +14,8 @@ import ServiceLifecycle
 struct PushCtl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushctl",
-        abstract: "Operate the push channel: database migrations, Kafka topics, projections, smoke run.",
-        subcommands: [Migrate.self, Topics.self, Journal.self, Smoke.self]
+        abstract: "Operate the push channel: database migrations, Kafka topics, services and apps, projections, smoke run.",
+        subcommands: [Migrate.self, Topics.self, Services.self, Apps.self, Journal.self, Smoke.self]
     )
 }
 

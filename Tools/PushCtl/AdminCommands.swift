@@ -1,0 +1,180 @@
+import ArgumentParser
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Where the admin API is and how to authenticate: `PUSH_ADMIN_URL` (default
+/// `http://127.0.0.1:8080`) and `PUSH_ADMIN_TOKEN` (or `--token-file`).
+struct AdminConnection: ParsableArguments {
+    @Option(help: "Base URL of the registration service (default: PUSH_ADMIN_URL or http://127.0.0.1:8080).")
+    var url: String?
+
+    @Option(help: "File holding the admin bearer token (default: PUSH_ADMIN_TOKEN).")
+    var tokenFile: String?
+
+    /// Sends a JSON request and returns the response body; a non-2xx answer becomes an error
+    /// naming the status and the API's reason.
+    func call(_ method: String, _ path: String, body: (any Encodable)? = nil) async throws -> Data {
+        let environment = ProcessInfo.processInfo.environment
+        let base = url ?? environment["PUSH_ADMIN_URL"] ?? "http://127.0.0.1:8080"
+        guard let endpoint = URL(string: base + "/admin/v1" + path) else { throw ValidationError("invalid admin URL \(base)") }
+        let token: String
+        if let tokenFile {
+            guard let contents = FileManager.default.contents(atPath: tokenFile) else { throw ValidationError("cannot read \(tokenFile)") }
+            token = String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        } else if let value = environment["PUSH_ADMIN_TOKEN"], !value.isEmpty {
+            token = value
+        } else {
+            throw ValidationError("set PUSH_ADMIN_TOKEN or pass --token-file")
+        }
+        var request = URLRequest(url: endpoint)
+        request.httpMethod = method
+        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+        request.timeoutInterval = 30
+        if let body {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = try JSONEncoder().encode(body)
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        guard let http = response as? HTTPURLResponse else { throw ValidationError("no HTTP answer from \(base)") }
+        guard (200..<300).contains(http.statusCode) else {
+            let reason = (try? JSONDecoder().decode([String: String].self, from: data))?["error"] ?? String(decoding: data, as: UTF8.self)
+            throw AdminCallError(status: http.statusCode, reason: reason)
+        }
+        return data
+    }
+
+    /// Prints a JSON answer indented.
+    static func printJSON(_ data: Data) throws {
+        guard !data.isEmpty else { return }
+        let object = try JSONSerialization.jsonObject(with: data)
+        let pretty = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+        print(String(decoding: pretty, as: UTF8.self))
+    }
+}
+
+struct AdminCallError: Error, CustomStringConvertible {
+    var status: Int
+    var reason: String
+    var description: String { "admin API answered \(status): \(reason)" }
+}
+
+struct Services: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage services (groups of mobile apps) through the admin API.",
+        subcommands: [List.self, Create.self, Update.self, Delete.self]
+    )
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List services.")
+        @OptionGroup var connection: AdminConnection
+        func run() async throws { try AdminConnection.printJSON(try await connection.call("GET", "/services")) }
+    }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a service.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Internal name (letters, digits, '_', '.', '-').") var name: String
+        @Option(help: "Display label.") var label: String
+        func run() async throws {
+            try AdminConnection.printJSON(try await connection.call("POST", "/services", body: ["name": name, "label": label]))
+        }
+    }
+
+    struct Update: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Change a service's label.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Internal name.") var name: String
+        @Option(help: "New display label.") var label: String
+        func run() async throws {
+            try AdminConnection.printJSON(try await connection.call("PUT", "/services/\(name)", body: ["label": label]))
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a service that has no apps.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Internal name.") var name: String
+        func run() async throws {
+            _ = try await connection.call("DELETE", "/services/\(name)")
+            print("deleted service \(name)")
+        }
+    }
+}
+
+struct Apps: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage iOS and Android apps through the admin API.",
+        subcommands: [List.self, Show.self, Create.self, Delete.self]
+    )
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List apps, all or of one service.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Only this service's apps.") var service: String?
+        func run() async throws {
+            try AdminConnection.printJSON(try await connection.call("GET", service.map { "/services/\($0)/apps" } ?? "/apps"))
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one app.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "App id.") var id: String
+        func run() async throws { try AdminConnection.printJSON(try await connection.call("GET", "/apps/\(id)")) }
+    }
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create an app in a service; prints it with its integration key.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Service internal name.") var service: String
+        @Option(help: "ios or android.") var platform: String
+        @Option(help: "Display label.") var label: String
+        @Option(help: "Integration key (generated when omitted).") var integrationKey: String?
+        @Option(help: "iOS: sandbox or production (default production).") var environment: String?
+        @Option(help: "iOS bundle id (the APNs topic).") var bundleId: String?
+        @Option(help: "Android FCM project id.") var fcmProjectId: String?
+        @Option(name: .customLong("variable"), help: "An application variable (repeatable).") var variables: [String] = []
+        @Option(name: .customLong("sound"), help: "An iOS sound as name:label (repeatable).") var sounds: [String] = []
+        @Option(name: .customLong("param"), help: "A kept subscription parameter as name:type (repeatable).") var params: [String] = []
+
+        struct Body: Encodable {
+            var platform: String
+            var label: String
+            var integrationKey: String?
+            var environment: String?
+            var bundleId: String?
+            var fcmProjectId: String?
+            var variables: [String]
+            var sounds: [[String: String]]
+            var subscriptionParameters: [[String: String]]
+        }
+
+        func run() async throws {
+            func pairs(_ values: [String], _ first: String, _ second: String) throws -> [[String: String]] {
+                try values.map { value in
+                    let parts = value.split(separator: ":", maxSplits: 1).map(String.init)
+                    guard parts.count == 2 else { throw ValidationError("expected \(first):\(second), got \(value)") }
+                    return [first: parts[0], second: parts[1]]
+                }
+            }
+            let body = Body(
+                platform: platform, label: label, integrationKey: integrationKey, environment: environment,
+                bundleId: bundleId, fcmProjectId: fcmProjectId, variables: variables,
+                sounds: try pairs(sounds, "name", "label"), subscriptionParameters: try pairs(params, "name", "type")
+            )
+            try AdminConnection.printJSON(try await connection.call("POST", "/services/\(service)/apps", body: body))
+        }
+    }
+
+    struct Delete: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete an app.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "App id.") var id: String
+        func run() async throws {
+            _ = try await connection.call("DELETE", "/apps/\(id)")
+            print("deleted app \(id)")
+        }
+    }
+}

@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// docs/openapi.json against the running service: every documented operation is called and
+/// must answer one of its documented statuses, and the document covers every route the tests
+/// know the service serves.
+@Suite("OpenAPI document matches the service", .serialized)
+struct OpenAPIDocumentTests {
+    static let documentURL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("docs/openapi.json")
+
+    struct Operation: Hashable {
+        var method: String
+        var path: String
+    }
+
+    static func load() throws -> (operations: [Operation: [String: Any]], document: [String: Any]) {
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: documentURL)) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        var operations: [Operation: [String: Any]] = [:]
+        for (path, item) in paths {
+            for (method, operation) in item where ["get", "post", "put", "delete"].contains(method) {
+                operations[Operation(method: method.uppercased(), path: path)] = operation as? [String: Any]
+            }
+        }
+        return (operations, document)
+    }
+
+    static func documentedStatuses(_ operation: [String: Any]) -> Set<Int> {
+        Set(((operation["responses"] as? [String: Any]) ?? [:]).keys.compactMap(Int.init))
+    }
+
+    static func example(_ operation: [String: Any]) -> Any? {
+        ((((operation["requestBody"] as? [String: Any])?["content"] as? [String: Any])?["application/json"] as? [String: Any])?["example"])
+    }
+
+    static func call(_ harness: RegistrationHarness, _ method: String, _ path: String, json: Any?, token: String?, form: String? = nil) async throws -> (Int, Data) {
+        var request = URLRequest(url: URL(string: harness.baseURL.absoluteString + path)!)
+        request.httpMethod = method
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let json {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = try JSONSerialization.data(withJSONObject: json)
+        }
+        if let form {
+            request.setValue("application/x-www-form-urlencoded;charset=UTF-8", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(form.utf8)
+        }
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return (try #require(response as? HTTPURLResponse).statusCode, data)
+    }
+
+    @Test("every documented operation answers a documented status, with and without the token")
+    func operationsMatch() async throws {
+        let (operations, _) = try Self.load()
+        let served: Set<Operation> = [
+            .init(method: "POST", path: "/nms/mobile/1/registerIOS.jssp"), .init(method: "POST", path: "/nms/mobile/1/registerAndroid.jssp"),
+            .init(method: "GET", path: "/admin/v1/services"), .init(method: "POST", path: "/admin/v1/services"),
+            .init(method: "GET", path: "/admin/v1/services/{name}"), .init(method: "PUT", path: "/admin/v1/services/{name}"),
+            .init(method: "DELETE", path: "/admin/v1/services/{name}"), .init(method: "GET", path: "/admin/v1/services/{name}/apps"),
+            .init(method: "POST", path: "/admin/v1/services/{name}/apps"), .init(method: "GET", path: "/admin/v1/apps"),
+            .init(method: "GET", path: "/admin/v1/apps/{id}"), .init(method: "PUT", path: "/admin/v1/apps/{id}"),
+            .init(method: "DELETE", path: "/admin/v1/apps/{id}"),
+        ]
+        #expect(Set(operations.keys) == served, "the document lists exactly the routes the service serves")
+
+        try await RegistrationHarness.run { harness in
+            let (operations, _) = try Self.load()
+            let name = "doc-\(UUID().uuidString.prefix(8).lowercased())"
+            var appId = ""
+            var integrationKey = ""
+            // Creation first, deletion last, so every path parameter names a real resource.
+            let order = ["POST /admin/v1/services", "GET /admin/v1/services", "GET /admin/v1/services/{name}", "PUT /admin/v1/services/{name}",
+                         "POST /admin/v1/services/{name}/apps", "GET /admin/v1/services/{name}/apps", "GET /admin/v1/apps",
+                         "GET /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}", "POST /nms/mobile/1/registerIOS.jssp",
+                         "POST /nms/mobile/1/registerAndroid.jssp", "DELETE /admin/v1/apps/{id}", "DELETE /admin/v1/services/{name}"]
+            #expect(Set(order) == Set(operations.keys.map { "\($0.method) \($0.path)" }))
+            for entry in order {
+                let parts = entry.split(separator: " ").map(String.init)
+                let operation = try #require(operations[Operation(method: parts[0], path: parts[1])])
+                let path = parts[1].replacingOccurrences(of: "{name}", with: name).replacingOccurrences(of: "{id}", with: appId)
+                var body = Self.example(operation)
+                if entry == "POST /admin/v1/services" { body = ["name": name, "label": "Documented"] }
+                let documented = Self.documentedStatuses(operation)
+                if parts[1].hasPrefix("/nms/") {
+                    let form = "registrationToken=\(RegistrationEndpointTests.hexToken())&mobileAppUuid=\(integrationKey)"
+                    let (status, _) = try await Self.call(harness, parts[0], path, json: nil, token: nil, form: form)
+                    #expect(documented.contains(status), "\(entry) answered \(status), documented \(documented.sorted())")
+                    continue
+                }
+                let (unauthorized, _) = try await Self.call(harness, parts[0], path, json: body, token: nil)
+                #expect(unauthorized == 401 && documented.contains(401), "\(entry) without a token")
+                let (status, data) = try await Self.call(harness, parts[0], path, json: body, token: RegistrationHarness.adminToken)
+                #expect(documented.contains(status), "\(entry) answered \(status), documented \(documented.sorted()): \(String(decoding: data, as: UTF8.self))")
+                #expect((200..<300).contains(status), "\(entry) with its documented example succeeds: \(String(decoding: data, as: UTF8.self))")
+                if entry == "POST /admin/v1/services/{name}/apps", let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] {
+                    appId = object["appId"] as? String ?? ""
+                    integrationKey = object["integrationKey"] as? String ?? ""
+                }
+            }
+        }
+    }
+}

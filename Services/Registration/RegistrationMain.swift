@@ -15,7 +15,8 @@ enum RegistrationMain {
                 postgres: runtime.postgres,
                 deadLetterProducer: runtime.producer,
                 adminToken: try AdminToken.fromEnvironment(environment.values),
-                logger: runtime.logger
+                logger: runtime.logger,
+                projections: .init(environment: environment)
             )
         }
     }

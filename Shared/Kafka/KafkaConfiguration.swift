@@ -101,6 +101,9 @@ public struct KafkaConsumerConfiguration: Sendable, Hashable {
     public var commitIntervalMilliseconds: Int
     /// Records fetched per `batches` element at most. Default 500.
     public var maxBatchSize: Int
+    /// How long `close()` lets a first join still in progress finish before leaving the group
+    /// (see `KafkaConsumer.close()`). Default 10 s.
+    public var joinGraceOnCloseMilliseconds: Int = 10_000
 
     public init(
         client: KafkaClientConfiguration,

@@ -39,6 +39,7 @@ public final class KafkaConsumer: Service, Sendable {
 
     private struct State {
         var assignment: Set<KafkaTopicPartition> = []
+        var everAssigned = false
         var closed = false
     }
 
@@ -240,7 +241,10 @@ public final class KafkaConsumer: Service, Sendable {
                     if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(code: .consumer, err, detail: "assign") }
                 }
             }
-            state.withLock { $0.assignment.formUnion(partitions) }
+            state.withLock {
+                $0.assignment.formUnion(partitions)
+                $0.everAssigned = true
+            }
             logger.info("Kafka partitions assigned", metadata: ["partitions": "\(partitions.map(\.description).sorted())"])
         } else {
             let lost = rd_kafka_assignment_lost(client.handle) != 0
@@ -354,6 +358,27 @@ public final class KafkaConsumer: Service, Sendable {
 
     // MARK: lifecycle
 
+    /// A member that leaves while its first join is still in progress can leave some brokers'
+    /// group coordinators waiting for it for good (seen with Tansu 0.6: the group never assigns
+    /// again). So a consumer closed before its first assignment first lets the join finish
+    /// (serving the rebalance, dropping any record fetched meanwhile, storing nothing), for at
+    /// most `joinGraceOnCloseMilliseconds`, then leaves.
+    private func finishJoinBeforeLeaving() async {
+        guard !state.withLock({ $0.everAssigned }) else { return }
+        let deadline = ContinuousClock.now + .milliseconds(configuration.joinGraceOnCloseMilliseconds)
+        while ContinuousClock.now < deadline, !state.withLock({ $0.everAssigned }) {
+            guard let polled = try? await thread.runIfActive({ [self] in poll(maxRecords: configuration.maxBatchSize) }) else { return }
+            if let rebalance = polled.rebalance {
+                do {
+                    try await handleRebalance(rebalance)
+                } catch {
+                    logger.debug("Rebalance during close failed", metadata: ["error": "\(error)"])
+                    return
+                }
+            }
+        }
+    }
+
     /// Waits for graceful shutdown, then commits and leaves the group.
     public func run() async throws {
         try? await gracefulShutdown()
@@ -368,6 +393,7 @@ public final class KafkaConsumer: Service, Sendable {
             return !state.closed
         }
         guard first else { return }
+        await finishJoinBeforeLeaving()
         let logger = self.logger
         _ = try? await thread.runIfActive { [client, queue] in
             let err = rd_kafka_commit(client.handle, nil, 0)

@@ -17,6 +17,15 @@ public enum RegistrationApplication {
             self.catalog = catalog
             self.subscriptions = subscriptions
         }
+
+        /// `REGISTRATION_CATALOG_GROUP` and `REGISTRATION_SUBSCRIPTIONS_GROUP` override the
+        /// defaults (a new name rebuilds that projection from the beginning of its topic).
+        public init(environment: EnvironmentSettings) {
+            self.init(
+                catalog: environment.string("REGISTRATION_CATALOG_GROUP", default: "push-catalog-projection"),
+                subscriptions: environment.string("REGISTRATION_SUBSCRIPTIONS_GROUP", default: "push-subscriptions-projection")
+            )
+        }
     }
 
     /// The parts, in start order (they stop in reverse: the HTTP endpoints first, then the

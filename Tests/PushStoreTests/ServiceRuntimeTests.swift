@@ -14,6 +14,12 @@ struct ServiceRuntimeTests {
         environment["PUSH_OPS_HOST"] = "127.0.0.1"
         environment["PUSH_OPS_PORT"] = String(port)
         environment["LOG_LEVEL"] = "error"
+        // Its own projection groups, so test runs never touch the stack's real ones.
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        environment["REGISTRATION_CATALOG_GROUP"] = "test.runtime-catalog.\(suffix)"
+        environment["REGISTRATION_SUBSCRIPTIONS_GROUP"] = "test.runtime-subscriptions.\(suffix)"
+        environment["REGISTRATION_PORT"] = String(port + 100)
+        environment["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
         environment.merge(overrides) { $1 }
         process.environment = environment
         process.standardOutput = FileHandle.nullDevice

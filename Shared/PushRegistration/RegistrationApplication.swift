@@ -68,6 +68,10 @@ public enum RegistrationApplication {
             deadLetters: DeadLetterPublisher(producer: deadLetterProducer, catalog: configuration.topics, group: projections.subscriptions),
             logger: logger
         )
-        return [producer, catalog, subscriptions, http]
+        let purger = SubscriptionPurger(
+            postgres: postgres, producer: producer, topic: configuration.topics.subscriptions.name,
+            purgeAfter: settings.purgeAfter, interval: settings.purgeInterval, logger: logger
+        )
+        return [producer, catalog, subscriptions, purger, http]
     }
 }

@@ -19,6 +19,11 @@ public struct RegistrationSettings: Sendable {
     /// per client address (0 disables). Default 50/s, bursts of 100 (carrier NATs share addresses).
     public var ratePerAddress: Double
     public var burstPerAddress: Double
+    /// `REGISTRATION_PURGE_AFTER_DAYS`: quarantined subscriptions are purged (by event) this long
+    /// after they were disabled. Default 30 days.
+    public var purgeAfter: Duration = .seconds(30 * 86_400)
+    /// `REGISTRATION_PURGE_INTERVAL_SECONDS`: how often the purge runs. Default 3600.
+    public var purgeInterval: Duration = .seconds(3_600)
 
     public init(
         host: String = "0.0.0.0", port: Int = 8080, bodyLimit: Int = 16_384, storeTimeoutMilliseconds: Int = 5_000,
@@ -45,5 +50,7 @@ public struct RegistrationSettings: Sendable {
             ratePerAddress: Double(try environment.int("REGISTRATION_RATE_PER_ADDRESS", default: 50)),
             burstPerAddress: Double(try environment.int("REGISTRATION_BURST_PER_ADDRESS", default: 100))
         )
+        purgeAfter = .seconds(try environment.int("REGISTRATION_PURGE_AFTER_DAYS", default: 30) * 86_400)
+        purgeInterval = .seconds(max(1, try environment.int("REGISTRATION_PURGE_INTERVAL_SECONDS", default: 3_600)))
     }
 }

@@ -154,6 +154,29 @@ struct RegistrationEndpointTests {
         }
     }
 
+    @Test("subscriptions disabled longer than the purge delay are removed by a SubscriptionPurged event; recent ones stay")
+    func purge() async throws {
+        var settings = RegistrationSettings()
+        settings.purgeInterval = .seconds(1)
+        try await RegistrationHarness.run(settings: settings) { harness in
+            let app = try await harness.defineApp(platform: "ios")
+            let old = Self.hexToken()
+            let recent = Self.hexToken()
+            let day: TimeInterval = 86_400
+            try await harness.publishRegistration(appId: app.appId, token: old, registeredAt: Date(timeIntervalSinceNow: -50 * day))
+            try await harness.publishRegistration(appId: app.appId, token: recent, registeredAt: Date(timeIntervalSinceNow: -50 * day))
+            try await harness.disable(appId: app.appId, token: old, reason: "Unregistered", invalidSince: Date(timeIntervalSinceNow: -40 * day))
+            try await harness.disable(appId: app.appId, token: recent, reason: "Unregistered", invalidSince: Date(timeIntervalSinceNow: -2 * day))
+            try await harness.eventually("the old quarantined subscription is purged") {
+                let recentRow = try await harness.subscription(appId: app.appId, token: recent)
+                let oldRow = try await harness.subscription(appId: app.appId, token: old)
+                return recentRow?["disabled"] == "true" && oldRow == nil
+            }
+            try await Task.sleep(for: .seconds(2))
+            #expect(try await harness.subscription(appId: app.appId, token: recent)?["disabled"] == "true", "disabled 2 days ago: kept")
+        }
+    }
+
     @Test("over the per-address rate limit: 429 with Retry-After")
     func rateLimit() async throws {
         try await RegistrationHarness.run(settings: RegistrationSettings(ratePerAddress: 1, burstPerAddress: 3)) { harness in

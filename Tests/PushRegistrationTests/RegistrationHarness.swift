@@ -114,6 +114,19 @@ struct RegistrationHarness: Sendable {
         return (appId, integrationKey)
     }
 
+    /// Publishes a registration as the service does, with a chosen time.
+    func publishRegistration(appId: UUID, token: String, registeredAt: Date) async throws {
+        let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
+        let key = SubscriptionRegistered.key(appId: appId, registrationToken: token)
+        let event = EventEnvelope(key: key, payload: SubscriptionRegistered(
+            appId: appId, integrationKey: "k", platform: "ios", registrationToken: token, userKey: "", deviceImei: nil,
+            deviceName: "", deviceModel: "", deviceBrand: "", deviceManufacturer: "", osName: "", osVersion: "", osLanguage: "",
+            params: [:], registeredAt: registeredAt
+        ))
+        try await producer.send(KafkaProducerRecord(topic: configuration.topics.subscriptions.name, key: key, value: try event.encoded()))
+        await producer.close()
+    }
+
     /// Publishes a quarantine as the senders do.
     func disable(appId: UUID, token: String, reason: String, invalidSince: Date) async throws {
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)

@@ -1,0 +1,60 @@
+import Foundation
+import Kafka
+import Logging
+import PostgresNIO
+import PushEvents
+import ServiceLifecycle
+
+/// Removes quarantined subscriptions once they have been disabled for `purgeAfter`, by
+/// publishing `SubscriptionPurged` events (the projection deletes the rows), never by a silent
+/// DELETE: the topic stays the source of truth and a replay gives the same table.
+///
+/// Runs every `interval`; several registration instances may run it at once (a purge is
+/// idempotent).
+public struct SubscriptionPurger: Service {
+    let postgres: PostgresClient
+    let producer: KafkaProducer
+    let topic: String
+    let purgeAfter: Duration
+    let interval: Duration
+    let logger: Logger
+
+    public init(postgres: PostgresClient, producer: KafkaProducer, topic: String, purgeAfter: Duration, interval: Duration, logger: Logger) {
+        self.postgres = postgres
+        self.producer = producer
+        self.topic = topic
+        self.purgeAfter = purgeAfter
+        self.interval = interval
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        while !Task.isCancelled, !Task.isShuttingDownGracefully {
+            do {
+                let purged = try await purgeOnce()
+                if purged > 0 { logger.info("Purged quarantined subscriptions", metadata: ["count": "\(purged)"]) }
+            } catch {
+                logger.warning("Purge of quarantined subscriptions failed; retrying next round", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
+        }
+    }
+
+    /// One round: publishes a purge for up to 5000 subscriptions disabled before the cut-off.
+    @discardableResult
+    public func purgeOnce() async throws -> Int {
+        let cutoff = Date().addingTimeInterval(-Double(purgeAfter.components.seconds))
+        let rows = try await postgres.query(
+            "SELECT app_id, registration_token FROM push.subscriptions WHERE disabled AND disabled_at < \(cutoff) ORDER BY disabled_at LIMIT 5000",
+            logger: logger
+        )
+        var records: [KafkaProducerRecord] = []
+        for try await (appId, token) in rows.decode((UUID, String).self) {
+            let key = SubscriptionRegistered.key(appId: appId, registrationToken: token)
+            let event = EventEnvelope(key: key, payload: SubscriptionPurged(appId: appId, registrationToken: token))
+            records.append(KafkaProducerRecord(topic: topic, key: key, value: try event.encoded(), headers: [KafkaHeader(name: "ce_type", string: SubscriptionPurged.eventType)]))
+        }
+        for result in await producer.send(records) { _ = try result.get() }
+        return records.count
+    }
+}

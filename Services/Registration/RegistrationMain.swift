@@ -15,6 +15,7 @@ enum RegistrationMain {
                 postgres: runtime.postgres,
                 deadLetterProducer: runtime.producer,
                 adminToken: try AdminToken.fromEnvironment(environment.values),
+                credentialCipher: try CredentialCipher.fromEnvironment(environment.values),
                 logger: runtime.logger,
                 projections: .init(environment: environment)
             )

@@ -74,6 +74,15 @@ public struct AdminEndpoints: Sendable {
                 return try await Self.json(.ok, admin.updateApp(id: try Self.appID(context), input))
             }
         }
+        group.get("/apps/:id/credentials") { request, context in
+            try await guarded(request) { try await Self.json(.ok, admin.credentials(appId: try Self.appID(context))) }
+        }
+        group.put("/apps/:id/credentials") { request, context in
+            try await guarded(request) {
+                let input = try await Self.decode(CredentialInput.self, request, context)
+                return try await Self.json(.ok, admin.setCredentials(appId: try Self.appID(context), input))
+            }
+        }
         group.delete("/apps/:id") { request, context in
             try await guarded(request) {
                 try await admin.deleteApp(id: try Self.appID(context))
@@ -123,6 +132,7 @@ public struct AdminEndpoints: Sendable {
     static func json(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Response {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
         return Response(
             status: status,
             headers: [.contentType: "application/json"],

@@ -15,14 +15,45 @@ public actor CatalogAdmin {
     let topic: String
     let postgres: PostgresClient
     let directory: AppDirectory
+    let credentials: CredentialStore?
     let logger: Logger
 
-    public init(producer: KafkaProducer, topic: String, postgres: PostgresClient, directory: AppDirectory, logger: Logger) {
+    public init(producer: KafkaProducer, topic: String, postgres: PostgresClient, directory: AppDirectory, credentials: CredentialStore?, logger: Logger) {
         self.producer = producer
         self.topic = topic
         self.postgres = postgres
         self.directory = directory
+        self.credentials = credentials
         self.logger = logger
+    }
+
+    // MARK: credentials
+
+    private func credentialStore() throws -> CredentialStore {
+        guard let credentials else {
+            throw RegistrationError(status: 503, reason: "credential storage disabled: set PUSH_CREDENTIALS_KEY")
+        }
+        return credentials
+    }
+
+    public func credentials(appId: UUID) async throws -> [CredentialOutput] {
+        let store = try credentialStore()
+        guard try await app(id: appId) != nil else { throw RegistrationError(status: 404, reason: "no app \(appId)") }
+        return try await store.list(appId: appId)
+    }
+
+    /// Stores new credentials (sealed) and makes them the app's active ones; the previous ones
+    /// stay stored, so a rotation has no gap.
+    public func setCredentials(appId: UUID, _ input: CredentialInput) async throws -> CredentialOutput {
+        let store = try credentialStore()
+        guard let app = try await app(id: appId) else { throw RegistrationError(status: 404, reason: "no app \(appId)") }
+        let validated = try ValidatedCredential.validate(input, platform: app.platform)
+        let credentialId = UUID()
+        try await store.store(validated, appId: appId, credentialId: credentialId)
+        let event = AppCredentialsSet(appId: appId, credentialId: credentialId, kind: validated.kind, fingerprint: validated.fingerprint, details: validated.details)
+        let occurredAt = try await publish(key: "app:\(appId)", event)
+        try await awaitProjection("SELECT count(*)::int FROM push.apps WHERE app_id = \(appId) AND credential_id = \(credentialId)")
+        return CredentialOutput(credentialId: credentialId, appId: appId, kind: validated.kind, fingerprint: validated.fingerprint, details: validated.details, createdAt: occurredAt)
     }
 
     // MARK: queries

@@ -17,6 +17,7 @@ public struct CatalogProjection: Projection {
         case serviceDeleted(ServiceDeleted)
         case appDefined(AppDefined, Date)
         case appDeleted(AppDeleted)
+        case credentialsSet(AppCredentialsSet, Date)
     }
 
     public let name: String
@@ -31,6 +32,7 @@ public struct CatalogProjection: Projection {
         decoder.register(ServiceDeleted.self) { event, _ in .serviceDeleted(event) }
         decoder.register(AppDefined.self) { event, metadata in .appDefined(event, metadata.occurredAt) }
         decoder.register(AppDeleted.self) { event, _ in .appDeleted(event) }
+        decoder.register(AppCredentialsSet.self) { event, metadata in .credentialsSet(event, metadata.occurredAt) }
         self.decoder = decoder
     }
 
@@ -74,6 +76,15 @@ public struct CatalogProjection: Projection {
                         environment = excluded.environment, label = excluded.label, bundle_id = excluded.bundle_id,
                         fcm_project_id = excluded.fcm_project_id, variables = excluded.variables, sounds = excluded.sounds,
                         subscription_parameters = excluded.subscription_parameters, updated_at = excluded.updated_at
+                    """,
+                    logger: logger
+                )
+            case .credentialsSet(let credentials, let at):
+                try await connection.query(
+                    """
+                    UPDATE push.apps SET credential_id = \(credentials.credentialId), credential_kind = \(credentials.kind),
+                        credential_fingerprint = \(credentials.fingerprint), credential_updated_at = \(at)
+                    WHERE app_id = \(credentials.appId)
                     """,
                     logger: logger
                 )

@@ -32,7 +32,7 @@ public enum RegistrationApplication {
     /// projections, then the registration producer flushes).
     public static func build(
         configuration: RuntimeConfiguration, settings: RegistrationSettings, postgres: PostgresClient,
-        deadLetterProducer: KafkaProducer, adminToken: AdminToken?, logger: Logger, projections: ProjectionNames = ProjectionNames()
+        deadLetterProducer: KafkaProducer, adminToken: AdminToken?, credentialCipher: CredentialCipher?, logger: Logger, projections: ProjectionNames = ProjectionNames()
     ) throws -> [any Service] {
         // Its own producer, so that the delivery timeout is the registration's store timeout:
         // a registration the broker did not store in time is not stored later either.
@@ -44,7 +44,11 @@ public enum RegistrationApplication {
         let router = Router(context: RegistrationRequestContext.self)
         RegistrationEndpoints(producer: producer, topic: configuration.topics.subscriptions.name, directory: directory, settings: settings, logger: logger)
             .addRoutes(to: router)
-        let admin = CatalogAdmin(producer: producer, topic: configuration.topics.catalog.name, postgres: postgres, directory: directory, logger: logger)
+        let credentials = credentialCipher.map { CredentialStore(postgres: postgres, cipher: $0, logger: logger) }
+        let admin = CatalogAdmin(
+            producer: producer, topic: configuration.topics.catalog.name, postgres: postgres, directory: directory,
+            credentials: credentials, logger: logger
+        )
         AdminEndpoints(admin: admin, token: adminToken).addRoutes(to: router)
         if adminToken == nil {
             logger.warning("PUSH_ADMIN_TOKEN is not set: the admin API answers 503")

@@ -102,5 +102,27 @@ public enum Migrations {
             "CREATE INDEX subscriptions_params ON push.subscriptions USING gin (params)",
             "CREATE INDEX subscriptions_disabled ON push.subscriptions (disabled_at) WHERE disabled",
         ]),
+        Migration(version: 3, name: "provider credentials", statements: [
+            """
+            CREATE TABLE push.app_credentials (
+                credential_id uuid        PRIMARY KEY,
+                app_id        uuid        NOT NULL,
+                kind          text        NOT NULL CHECK (kind IN ('apns-token', 'apns-certificate', 'fcm-service-account')),
+                fingerprint   text        NOT NULL,
+                metadata      jsonb       NOT NULL DEFAULT '{}',
+                ciphertext    bytea       NOT NULL,
+                created_at    timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            "CREATE INDEX app_credentials_app ON push.app_credentials (app_id, created_at)",
+            """
+            COMMENT ON TABLE push.app_credentials IS
+                'Provider secrets sealed with AES-GCM under PUSH_CREDENTIALS_KEY; a secret store, not a projection: events carry only fingerprints'
+            """,
+            "ALTER TABLE push.apps ADD COLUMN credential_id uuid",
+            "ALTER TABLE push.apps ADD COLUMN credential_kind text",
+            "ALTER TABLE push.apps ADD COLUMN credential_fingerprint text",
+            "ALTER TABLE push.apps ADD COLUMN credential_updated_at timestamptz",
+        ]),
     ]
 }

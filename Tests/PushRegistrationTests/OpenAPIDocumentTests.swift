@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Testing
 #if canImport(FoundationNetworking)
@@ -65,6 +66,7 @@ struct OpenAPIDocumentTests {
             .init(method: "POST", path: "/admin/v1/services/{name}/apps"), .init(method: "GET", path: "/admin/v1/apps"),
             .init(method: "GET", path: "/admin/v1/apps/{id}"), .init(method: "PUT", path: "/admin/v1/apps/{id}"),
             .init(method: "DELETE", path: "/admin/v1/apps/{id}"),
+            .init(method: "GET", path: "/admin/v1/apps/{id}/credentials"), .init(method: "PUT", path: "/admin/v1/apps/{id}/credentials"),
         ]
         #expect(Set(operations.keys) == served, "the document lists exactly the routes the service serves")
 
@@ -76,7 +78,8 @@ struct OpenAPIDocumentTests {
             // Creation first, deletion last, so every path parameter names a real resource.
             let order = ["POST /admin/v1/services", "GET /admin/v1/services", "GET /admin/v1/services/{name}", "PUT /admin/v1/services/{name}",
                          "POST /admin/v1/services/{name}/apps", "GET /admin/v1/services/{name}/apps", "GET /admin/v1/apps",
-                         "GET /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}", "POST /nms/mobile/1/registerIOS.jssp",
+                         "GET /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}/credentials",
+                         "GET /admin/v1/apps/{id}/credentials", "POST /nms/mobile/1/registerIOS.jssp",
                          "POST /nms/mobile/1/registerAndroid.jssp", "DELETE /admin/v1/apps/{id}", "DELETE /admin/v1/services/{name}"]
             #expect(Set(order) == Set(operations.keys.map { "\($0.method) \($0.path)" }))
             for entry in order {
@@ -85,6 +88,12 @@ struct OpenAPIDocumentTests {
                 let path = parts[1].replacingOccurrences(of: "{name}", with: name).replacingOccurrences(of: "{id}", with: appId)
                 var body = Self.example(operation)
                 if entry == "POST /admin/v1/services" { body = ["name": name, "label": "Documented"] }
+                if entry == "PUT /admin/v1/apps/{id}/credentials" {
+                    // The documented example with a real key in place of the elided one.
+                    var example = try #require(body as? [String: String])
+                    example["privateKey"] = P256.Signing.PrivateKey().pemRepresentation
+                    body = example
+                }
                 let documented = Self.documentedStatuses(operation)
                 if parts[1].hasPrefix("/nms/") {
                     let form = "registrationToken=\(RegistrationEndpointTests.hexToken())&mobileAppUuid=\(integrationKey)"

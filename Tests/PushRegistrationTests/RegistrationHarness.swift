@@ -25,6 +25,8 @@ struct RegistrationHarness: Sendable {
     static let nextPort = Mutex(18_700)
 
     static let adminToken = "test-admin-token-0123456789"
+    /// 32 bytes, base64: the tests' credential sealing key.
+    static let credentialKey = Data((0..<32).map { UInt8($0) }).base64EncodedString()
 
     /// - Parameter suffix: names this run's topics and projections; runs with the same suffix
     ///   share them (a restart of the same service).
@@ -58,7 +60,8 @@ struct RegistrationHarness: Sendable {
         let postgres = PostgresClient(configuration: configuration.postgres.clientConfiguration, backgroundLogger: logger)
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
         let parts = try RegistrationApplication.build(
-            configuration: configuration, settings: settings, postgres: postgres, deadLetterProducer: producer, adminToken: try AdminToken(adminToken), logger: logger,
+            configuration: configuration, settings: settings, postgres: postgres, deadLetterProducer: producer, adminToken: try AdminToken(adminToken),
+            credentialCipher: try CredentialCipher(keyBase64: credentialKey), logger: logger,
             projections: .init(catalog: "test.catalog-projection.\(suffix)", subscriptions: "test.subscriptions-projection.\(suffix)")
         )
         let group = ServiceGroup(configuration: .init(

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import PushRegistration
 import Testing
@@ -150,6 +151,16 @@ struct PushCtlAdminTests {
             #expect(appJSON["bundleId"] as? String == "com.example.cli")
             #expect((appJSON["sounds"] as? [[String: String]])?.first?["label"] == "Chime")
             let appId = try #require(appJSON["appId"] as? String)
+
+            // Credentials from a file: the answer shows the fingerprint, never the key.
+            let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("AuthKey_\(UUID()).p8")
+            try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(to: keyFile)
+            defer { try? FileManager.default.removeItem(at: keyFile) }
+            let credentials = try Self.pushctl(["apps", "credentials", "--id", appId, "--p8", keyFile.path, "--key-id", "ABC123DEFG", "--team-id", "TEAM123456"], harness: harness)
+            #expect(credentials.status == 0, "\(credentials.output)")
+            #expect(credentials.output.contains("sha256:"))
+            #expect(!credentials.output.contains("PRIVATE KEY"))
+            #expect(try Self.pushctl(["apps", "credentials", "--id", appId], harness: harness).output.contains("ABC123DEFG"))
 
             let listed = try Self.pushctl(["apps", "list", "--service", name], harness: harness)
             #expect(listed.status == 0)

@@ -106,8 +106,50 @@ struct Services: AsyncParsableCommand {
 struct Apps: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage iOS and Android apps through the admin API.",
-        subcommands: [List.self, Show.self, Create.self, Delete.self]
+        subcommands: [List.self, Show.self, Create.self, Delete.self, Credentials.self]
     )
+
+    struct Credentials: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Set an app's provider credentials (read from files, never from the command line), or list them.",
+            discussion: "APNs token: --p8 FILE --key-id ID --team-id ID. APNs certificate: --p12 FILE --password-file FILE, or --certificate-pem FILE --private-key-pem FILE. FCM: --service-account FILE. Without any, lists the stored credentials."
+        )
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "App id.") var id: String
+        @Option(help: "APNs .p8 key file.") var p8: String?
+        @Option(help: "APNs key id (10 characters).") var keyId: String?
+        @Option(help: "Apple team id (10 characters).") var teamId: String?
+        @Option(help: "APNs .p12 certificate file.") var p12: String?
+        @Option(help: "File holding the .p12 password.") var passwordFile: String?
+        @Option(help: "APNs certificate PEM file.") var certificatePem: String?
+        @Option(help: "APNs certificate private key PEM file.") var privateKeyPem: String?
+        @Option(help: "FCM service-account JSON file.") var serviceAccount: String?
+
+        func read(_ path: String) throws -> Data {
+            guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
+            return data
+        }
+
+        func text(_ path: String) throws -> String { String(decoding: try read(path), as: UTF8.self) }
+
+        func run() async throws {
+            var body: [String: String] = [:]
+            if let p8 {
+                body = ["kind": "apns-token", "privateKey": try text(p8), "keyId": keyId ?? "", "teamId": teamId ?? ""]
+            } else if let p12 {
+                body = ["kind": "apns-certificate", "pkcs12": try read(p12).base64EncodedString(),
+                        "password": try passwordFile.map { try text($0).trimmingCharacters(in: .newlines) } ?? ""]
+            } else if let certificatePem, let privateKeyPem {
+                body = ["kind": "apns-certificate", "certificatePem": try text(certificatePem), "privateKeyPem": try text(privateKeyPem)]
+            } else if let serviceAccount {
+                body = ["kind": "fcm-service-account", "serviceAccount": try text(serviceAccount)]
+            } else {
+                try AdminConnection.printJSON(try await connection.call("GET", "/apps/\(id)/credentials"))
+                return
+            }
+            try AdminConnection.printJSON(try await connection.call("PUT", "/apps/\(id)/credentials", body: body))
+        }
+    }
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List apps, all or of one service.")

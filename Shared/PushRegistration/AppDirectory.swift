@@ -7,8 +7,10 @@ public struct AppEntry: Sendable, Hashable {
     public var appId: UUID
     public var integrationKey: String
     public var platform: Platform
-    /// Kept `additionalParams` names; empty keeps every parameter.
-    public var keptParameters: Set<String>
+    /// Kept `additionalParams` names and their types; empty keeps every parameter as text.
+    public var parameterTypes: [String: String]
+
+    public var keptParameters: Set<String> { Set(parameterTypes.keys) }
 }
 
 /// Integration key -> app, read from `push.apps` and cached. A known key is cached for
@@ -37,8 +39,9 @@ public actor AppDirectory {
         )
         var entry: AppEntry?
         for try await (appId, platform, parameters) in rows.decode((UUID, String, String).self) {
-            let kept = (try? JSONDecoder().decode([[String: String]].self, from: Data(parameters.utf8)))?.compactMap { $0["name"] } ?? []
-            entry = Platform(rawValue: platform).map { AppEntry(appId: appId, integrationKey: integrationKey, platform: $0, keptParameters: Set(kept)) }
+            let declared = (try? JSONDecoder().decode([[String: String]].self, from: Data(parameters.utf8))) ?? []
+            let types = Dictionary(declared.compactMap { item in item["name"].map { ($0, item["type"] ?? "string") } }) { first, _ in first }
+            entry = Platform(rawValue: platform).map { AppEntry(appId: appId, integrationKey: integrationKey, platform: $0, parameterTypes: types) }
         }
         if cache.count > 10_000 { cache.removeAll(keepingCapacity: true) }
         cache[integrationKey] = (entry, now + (entry == nil ? negativeTTL : ttl))

@@ -105,6 +105,11 @@ public struct RegistrationEndpoints: Sendable {
         }
 
         let params = app.keptParameters.isEmpty ? registration.params : registration.params.filter { app.keptParameters.contains($0.key) }
+        for (name, value) in params {
+            if let type = app.parameterTypes[name], !Self.matches(value, type: type) {
+                throw Refusal(error: .badRequest("additionalParams \(name) must be \(type == "integer" ? "an integer" : "a \(type)")"))
+            }
+        }
         let event = SubscriptionRegistered(
             appId: app.appId, integrationKey: app.integrationKey, platform: platform.rawValue,
             registrationToken: registration.registrationToken, userKey: registration.userKey,
@@ -125,6 +130,17 @@ public struct RegistrationEndpoints: Sendable {
             throw Refusal(error: RegistrationError(status: 503, reason: "the registration could not be stored in time; retry later"))
         }
         logger.debug("Registered", metadata: ["app.id": "\(app.appId)", "platform": "\(platform.rawValue)"])
+    }
+
+    /// Whether a parameter value fits its declared type (values are stored as sent).
+    static func matches(_ value: String, type: String) -> Bool {
+        switch type {
+        case "integer": Int64(value) != nil
+        case "decimal": Double(value).map { $0.isFinite } ?? false
+        case "boolean": ["true", "false", "1", "0"].contains(value.lowercased())
+        case "date": (try? Date.ISO8601FormatStyle().year().month().day().parse(String(value.prefix(10)))) != nil
+        default: true
+        }
     }
 
     static func parse(body: String, query: String, platform: Platform) -> Result<DeviceRegistration, RegistrationError> {

@@ -74,6 +74,29 @@ struct RegistrationEndpointTests {
         }
     }
 
+    @Test("declared parameter types are checked: a value that does not fit is a 400 naming the parameter")
+    func typedParameters() async throws {
+        try await RegistrationHarness.run { harness in
+            // An app declaring typed parameters, through the admin API.
+            let name = "typed-\(UUID().uuidString.prefix(8).lowercased())"
+            #expect(try await harness.admin("POST", "/services", json: #"{"name": "\#(name)", "label": "x"}"#).status == 201)
+            let created = try await harness.admin("POST", "/services/\(name)/apps", json: #"{"platform": "android", "label": "t", "fcmProjectId": "p", "subscriptionParameters": [{"name": "points", "type": "integer"}, {"name": "vip", "type": "boolean"}, {"name": "born", "type": "date"}]}"#)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(created.body.utf8)) as? [String: Any])
+            let key = try #require(object["integrationKey"] as? String)
+            func params(_ pairs: [(String, String)]) -> String {
+                let xml = "<additionalParameters>" + pairs.map { "<param name=\"\($0.0)\" value=\"\($0.1)\"/>" }.joined() + "</additionalParameters>"
+                return xml.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+            }
+            let good = try await harness.post("/nms/mobile/1/registerAndroid.jssp", body: "registrationToken=t-\(UUID())&mobileAppUuid=\(key)&additionalParams=\(params([("points", "42"), ("vip", "true"), ("born", "1990-04-01")]))")
+            #expect(good.status == 200, "\(good.body)")
+            for (pair, reason) in [(("points", "many"), "points must be an integer"), (("vip", "maybe"), "vip must be a boolean"), (("born", "yesterday"), "born must be a date")] {
+                let answer = try await harness.post("/nms/mobile/1/registerAndroid.jssp", body: "registrationToken=t-\(UUID())&mobileAppUuid=\(key)&additionalParams=\(params([pair]))")
+                #expect(answer.status == 400)
+                #expect(answer.body.contains(reason), "\(answer.body)")
+            }
+        }
+    }
+
     @Test("every refusal answers its status with a one-line reason and writes nothing")
     func refusals() async throws {
         try await RegistrationHarness.run(settings: RegistrationSettings(bodyLimit: 2_048)) { harness in

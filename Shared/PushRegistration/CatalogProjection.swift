@@ -11,7 +11,7 @@ import PushStore
 /// A definition that would take a service name or an integration key another service or app
 /// holds (two admin instances racing) is not applied, so the projection never stalls on a
 /// unique constraint; the admin API checks uniqueness before it publishes.
-public struct CatalogProjection: Projection {
+public struct CatalogProjection: EnvelopeProjection {
     public enum Event: Sendable {
         case serviceDefined(ServiceDefined, Date)
         case serviceDeleted(ServiceDeleted)
@@ -22,7 +22,7 @@ public struct CatalogProjection: Projection {
 
     public let name: String
     public let topics: [String]
-    private let decoder: EventDecoder<Event>
+    public let decoder: EventDecoder<Event>
 
     public init(name: String = "push-catalog-projection", topic: String) {
         self.name = name
@@ -34,13 +34,6 @@ public struct CatalogProjection: Projection {
         decoder.register(AppDeleted.self) { event, _ in .appDeleted(event) }
         decoder.register(AppCredentialsSet.self) { event, metadata in .credentialsSet(event, metadata.occurredAt) }
         self.decoder = decoder
-    }
-
-    public func decode(_ record: KafkaConsumerRecord) throws -> Event? {
-        switch try decoder.decode(record.value) {
-        case .known(let event, _): event
-        case .unknown: nil
-        }
     }
 
     public func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {

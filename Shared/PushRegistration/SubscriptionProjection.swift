@@ -11,7 +11,7 @@ import PushStore
 /// - `SubscriptionDisabled` sets `disabled` unless the device registered again after the
 ///   provider's verdict (`invalidSince` older than `registered_at`).
 /// - `SubscriptionPurged` deletes a disabled row.
-public struct SubscriptionProjection: Projection {
+public struct SubscriptionProjection: EnvelopeProjection {
     public enum Event: Sendable {
         case registered(SubscriptionRegistered)
         case disabled(SubscriptionDisabled)
@@ -20,7 +20,7 @@ public struct SubscriptionProjection: Projection {
 
     public let name: String
     public let topics: [String]
-    private let decoder: EventDecoder<Event>
+    public let decoder: EventDecoder<Event>
 
     public init(name: String = "push-subscriptions-projection", topic: String) {
         self.name = name
@@ -30,13 +30,6 @@ public struct SubscriptionProjection: Projection {
         decoder.register(SubscriptionDisabled.self) { event, _ in .disabled(event) }
         decoder.register(SubscriptionPurged.self) { event, _ in .purged(event) }
         self.decoder = decoder
-    }
-
-    public func decode(_ record: KafkaConsumerRecord) throws -> Event? {
-        switch try decoder.decode(record.value) {
-        case .known(let event, _): event
-        case .unknown: nil
-        }
     }
 
     public func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {

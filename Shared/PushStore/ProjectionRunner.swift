@@ -190,3 +190,18 @@ public final class ProjectionRunner<P: Projection>: Service {
         deadLetterCounter.increment(by: letters.count)
     }
 }
+
+/// A projection whose records are event envelopes read with an `EventDecoder`: known events are
+/// projected, unknown types and versions skipped, undecodable records dead-lettered.
+public protocol EnvelopeProjection: Projection {
+    var decoder: EventDecoder<Event> { get }
+}
+
+extension EnvelopeProjection {
+    public func decode(_ record: KafkaConsumerRecord) throws -> Event? {
+        switch try decoder.decode(record.value) {
+        case .known(let event, _): event
+        case .unknown: nil
+        }
+    }
+}

@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "tracking-ingestion", targets: ["TrackingIngestion"]),
         .executable(name: "pushctl", targets: ["PushCtl"]),
         .executable(name: "kafka-bench", targets: ["KafkaBench"]),
+        .executable(name: "minimal-route", targets: ["MinimalRoute"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -133,6 +134,13 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "bench/KafkaBench",
+            swiftSettings: swiftSettings
+        ),
+
+        .executableTarget(
+            name: "MinimalRoute",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
+            path: "bench/MinimalRoute",
             swiftSettings: swiftSettings
         ),
 

@@ -18,6 +18,7 @@ while [[ $# -gt 0 ]]; do
     esac
 done
 command -v wrk >/dev/null || apt-get install -y -qq wrk >/dev/null
+command -v bc >/dev/null || apt-get install -y -qq bc >/dev/null
 
 scripts/stack up
 # shellcheck disable=SC1091

@@ -99,10 +99,6 @@ struct ValidatedCredential {
     }
 
     static func certificateDetails(_ certificate: NIOSSLCertificate) -> [String: String] {
-        var details: [String: String] = [:]
-        if let expiry = certificate.notValidAfter as time_t? {
-            details["expiresAt"] = Date(timeIntervalSince1970: TimeInterval(expiry)).formatted(.iso8601)
-        }
-        return details
+        ["expiresAt": Date(timeIntervalSince1970: TimeInterval(certificate.notValidAfter)).formatted(.iso8601)]
     }
 }

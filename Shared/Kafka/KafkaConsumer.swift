@@ -264,9 +264,11 @@ public final class KafkaConsumer: Service, Sendable {
         }
     }
 
+    /// Up to six attempts, 200 ms apart and doubling (about 6 s in all).
     private static func withRetries<T>(logger: Logger, _ what: String, _ body: () async throws -> T) async throws -> T {
         var delay = Duration.milliseconds(200)
-        for attempt in 1...6 {
+        var attempt = 1
+        while true {
             do {
                 return try await body()
             } catch {
@@ -274,9 +276,9 @@ public final class KafkaConsumer: Service, Sendable {
                 logger.warning("Retrying: could not \(what)", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
                 try await Task.sleep(for: delay)
                 delay *= 2
+                attempt += 1
             }
         }
-        fatalError("unreachable")
     }
 
     static func partitions(of list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> [KafkaTopicPartition] {

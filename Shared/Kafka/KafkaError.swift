@@ -31,6 +31,8 @@ public struct KafkaError: Error, Sendable, Hashable, CustomStringConvertible {
         public static let consumer = Code("consumer")
         /// The client was shut down.
         public static let shutDown = Code("shut_down")
+        /// The task waiting to enqueue the record was cancelled.
+        public static let cancelled = Code("cancelled")
         /// librdkafka raised a fatal error: this client instance can no longer be used.
         public static let fatal = Code("fatal")
     }

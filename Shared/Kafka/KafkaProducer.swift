@@ -40,6 +40,33 @@ public final class KafkaProducer: Service, Sendable {
 
     private var client: RdKafkaClient { current.withLock { $0 } }
 
+    /// The current instance, counted as in use until `release` (so it is not destroyed under
+    /// a task that is still enqueueing into it).
+    private func acquireClient() -> RdKafkaClient {
+        current.withLock { client in
+            client.activeSenders.add(1, ordering: .acquiringAndReleasing)
+            return client
+        }
+    }
+
+    /// Waits until no task enqueues into `client` any more (they notice a close or
+    /// cancellation within a few milliseconds), then purges what it still holds, so every
+    /// waiting sender gets a result, and destroys it.
+    private func retire(_ client: RdKafkaClient, flushMilliseconds: Int32) async {
+        while client.activeSenders.load(ordering: .acquiring) > 0 {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        let logger = self.logger
+        _ = try? await NIOThreadPool.singleton.runIfActive {
+            if flushMilliseconds > 0, rd_kafka_flush(client.handle, flushMilliseconds) != RD_KAFKA_RESP_ERR_NO_ERROR {
+                logger.error("Kafka producer closed with undelivered records; their senders get an error", metadata: ["records": "\(rd_kafka_outq_len(client.handle))"])
+            }
+            _ = rd_kafka_purge(client.handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
+            _ = rd_kafka_flush(client.handle, 1000)
+            client.destroy()
+        }
+    }
+
     /// Replaces an unusable librdkafka instance; the old one's records fail and it is released.
     private func replaceClientIfNeeded() async {
         let old = client
@@ -62,11 +89,7 @@ public final class KafkaProducer: Service, Sendable {
             return
         }
         logger.warning("Kafka producer recreated: the previous instance was fenced or hit a fatal error", metadata: ["error": "\(old.sink.fatal.map { "\($0)" } ?? "producer fenced")"])
-        _ = try? await NIOThreadPool.singleton.runIfActive {
-            _ = rd_kafka_purge(old.handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
-            _ = rd_kafka_flush(old.handle, 1000)
-            old.destroy()
-        }
+        await retire(old, flushMilliseconds: 0)
     }
 
     /// Sends one record and waits for the broker's acknowledgement.
@@ -78,34 +101,53 @@ public final class KafkaProducer: Service, Sendable {
     /// Sends records in order and waits for every acknowledgement; one result per record, in order.
     ///
     /// Records with the same key in the same topic keep their order (idempotent producer).
+    /// If the producer closes or the task is cancelled while records wait for room in the local
+    /// queue, those not yet enqueued fail at once (`shut_down`, `cancelled`); the enqueued ones
+    /// still get their delivery report.
     public func send(_ records: [KafkaProducerRecord]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
         guard !records.isEmpty else { return [] }
         let batch = DeliveryBatch(count: records.count)
         await replaceClientIfNeeded()
-        let client = self.client
+        let client = acquireClient()
         let clock = ContinuousClock()
         let deadline = clock.now + .milliseconds(configuration.deliveryTimeoutMilliseconds)
-        for (index, record) in records.enumerated() {
-            if isClosed.load(ordering: .relaxed) {
-                batch.complete(index, .failure(.shutDownError))
-                continue
+        var index = 0
+        enqueueing: while index < records.count {
+            if let stop = stopReason() {
+                for rest in index..<records.count { batch.complete(rest, .failure(stop)) }
+                break
             }
+            let record = records[index]
             let ticket = Unmanaged.passRetained(DeliveryTicket(batch: batch, index: index, topic: record.topic)).toOpaque()
             while true {
                 let err = enqueue(record, on: client, opaque: ticket)
                 if err == RD_KAFKA_RESP_ERR_NO_ERROR { break }
-                // The local queue is full: wait for deliveries to drain it, without blocking a thread.
-                if err == RD_KAFKA_RESP_ERR__QUEUE_FULL, clock.now < deadline {
+                // The local queue is full: wait for deliveries to drain it, without blocking a
+                // thread, as long as nobody closes the producer or cancels this task.
+                if err == RD_KAFKA_RESP_ERR__QUEUE_FULL, clock.now < deadline, stopReason() == nil {
                     try? await Task.sleep(for: .milliseconds(2))
                     continue
                 }
                 Unmanaged<DeliveryTicket>.fromOpaque(ticket).release()
+                if err == RD_KAFKA_RESP_ERR__QUEUE_FULL, let stop = stopReason() {
+                    for rest in index..<records.count { batch.complete(rest, .failure(stop)) }
+                    break enqueueing
+                }
                 let code: KafkaError.Code = err == RD_KAFKA_RESP_ERR__QUEUE_FULL ? .queueFull : .deliveryFailed
                 batch.complete(index, .failure(KafkaError(code: code, err, detail: "topic \(record.topic)")))
                 break
             }
+            index += 1
         }
+        client.activeSenders.subtract(1, ordering: .acquiringAndReleasing)
         return await batch.results()
+    }
+
+    /// Why records not yet enqueued must fail now, if they must.
+    private func stopReason() -> KafkaError? {
+        if isClosed.load(ordering: .acquiring) { return .shutDownError }
+        if Task.isCancelled { return KafkaError(code: .cancelled, reason: "the sending task was cancelled before the record was enqueued", isRetriable: true) }
+        return nil
     }
 
     private func enqueue(_ record: KafkaProducerRecord, on client: RdKafkaClient, opaque: UnsafeMutableRawPointer) -> rd_kafka_resp_err_t {
@@ -156,7 +198,9 @@ public final class KafkaProducer: Service, Sendable {
 
     /// Waits until every enqueued record has its delivery report, or the timeout passes.
     public func flush(timeout: Duration) async throws(KafkaError) {
-        let client = self.client
+        guard !isClosed.load(ordering: .acquiring) else { throw .shutDownError }
+        let client = acquireClient()
+        defer { client.activeSenders.subtract(1, ordering: .acquiringAndReleasing) }
         let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         let err: rd_kafka_resp_err_t
         do {
@@ -169,6 +213,9 @@ public final class KafkaProducer: Service, Sendable {
 
     /// Asks a broker for cluster metadata: succeeds when the cluster answers within the timeout.
     public func checkBroker(timeout: Duration = .seconds(2)) async throws(KafkaError) {
+        guard !isClosed.load(ordering: .acquiring) else { throw .shutDownError }
+        let client = acquireClient()
+        defer { client.activeSenders.subtract(1, ordering: .acquiringAndReleasing) }
         try await client.checkBroker(timeout: timeout)
     }
 
@@ -182,18 +229,7 @@ public final class KafkaProducer: Service, Sendable {
     /// fails whatever is left and releases the client. Idempotent.
     public func close() async {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        let client = self.client
-        let timeout = Int32(clamping: configuration.deliveryTimeoutMilliseconds)
-        let logger = self.logger
-        _ = try? await NIOThreadPool.singleton.runIfActive {
-            if rd_kafka_flush(client.handle, timeout) != RD_KAFKA_RESP_ERR_NO_ERROR {
-                let left = rd_kafka_outq_len(client.handle)
-                logger.error("Kafka producer closed with undelivered records; their senders get an error", metadata: ["records": "\(left)"])
-                _ = rd_kafka_purge(client.handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
-                _ = rd_kafka_flush(client.handle, 1000)
-            }
-            client.destroy()
-        }
+        await retire(client, flushMilliseconds: Int32(clamping: configuration.deliveryTimeoutMilliseconds))
     }
 }
 

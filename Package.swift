@@ -132,6 +132,7 @@ let package = Package(
             dependencies: [
                 "Kafka",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             path: "bench/KafkaBench",
             swiftSettings: swiftSettings

@@ -3,6 +3,7 @@ import Kafka
 import Logging
 import PostgresNIO
 import PushEvents
+import PushStore
 
 /// The command side of the app catalog: validates a change against the current catalog
 /// (`push.services`, `push.apps`), publishes its event on `push.catalog`, and waits (up to 5 s)
@@ -179,7 +180,7 @@ public actor CatalogAdmin {
         let occurredAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded(.down) / 1000)
         let envelope = EventEnvelope(key: key, payload: payload, occurredAt: occurredAt)
         do {
-            try await producer.send(KafkaProducerRecord(topic: topic, key: key, value: try envelope.encoded(), headers: [KafkaHeader(name: "ce_type", string: Payload.eventType)]))
+            try await producer.send(KafkaProducerRecord(topic: topic, event: envelope))
         } catch {
             logger.error("Catalog change not stored by the broker", metadata: ["error": "\(error)"])
             throw RegistrationError(status: 503, reason: "the change could not be stored; retry later")

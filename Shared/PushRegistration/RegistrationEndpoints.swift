@@ -5,6 +5,7 @@ import Logging
 import Metrics
 import NIOCore
 import PushEvents
+import PushStore
 
 /// The request context of the SDK endpoints: Hummingbird's basic context plus the client's
 /// address (for the per-address rate limit).
@@ -121,10 +122,7 @@ public struct RegistrationEndpoints: Sendable {
         let key = SubscriptionRegistered.key(appId: app.appId, registrationToken: registration.registrationToken)
         let envelope = EventEnvelope(key: key, payload: event)
         do {
-            try await producer.send(KafkaProducerRecord(
-                topic: topic, key: key, value: try envelope.encoded(),
-                headers: [KafkaHeader(name: "ce_type", string: SubscriptionRegistered.eventType)]
-            ))
+            try await producer.send(KafkaProducerRecord(topic: topic, event: envelope))
         } catch {
             logger.warning("Registration not stored by the broker", metadata: ["app.id": "\(app.appId)", "error": "\(error)"])
             throw Refusal(error: RegistrationError(status: 503, reason: "the registration could not be stored in time; retry later"))

@@ -3,6 +3,7 @@ import Kafka
 import Logging
 import PostgresNIO
 import PushEvents
+import PushStore
 import ServiceLifecycle
 
 /// Removes quarantined subscriptions once they have been disabled for `purgeAfter`, by
@@ -52,7 +53,7 @@ public struct SubscriptionPurger: Service {
         for try await (appId, token) in rows.decode((UUID, String).self) {
             let key = SubscriptionRegistered.key(appId: appId, registrationToken: token)
             let event = EventEnvelope(key: key, payload: SubscriptionPurged(appId: appId, registrationToken: token))
-            records.append(KafkaProducerRecord(topic: topic, key: key, value: try event.encoded(), headers: [KafkaHeader(name: "ce_type", string: SubscriptionPurged.eventType)]))
+            records.append(try KafkaProducerRecord(topic: topic, event: event))
         }
         for result in await producer.send(records) { _ = try result.get() }
         return records.count

@@ -186,7 +186,7 @@ struct Smoke: AsyncParsableCommand {
         let produceStart = clock.now
         var records = try (0..<events).map { index in
             let envelope = EventEnvelope(key: "device-\(index % 64)", payload: SmokeTested(sequence: index), correlationId: runID)
-            return KafkaProducerRecord(topic: topic, key: envelope.metadata.key, value: try envelope.encoded(), headers: [KafkaHeader(name: "ce_type", string: SmokeTested.eventType)])
+            return try KafkaProducerRecord(topic: topic, event: envelope)
         }
         records.append(KafkaProducerRecord(topic: topic, key: runID, value: Array("this is not an event".utf8)))
         let failures = await producer.send(records).filter { if case .failure = $0 { true } else { false } }.count

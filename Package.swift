@@ -110,9 +110,26 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .target(
+            name: "PushPlanning",
+            dependencies: [
+                "Kafka",
+                "PushEvents",
+                "PushStore",
+                "PushRuntime",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Shared/PushPlanning",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: services (thin executables)
         .executableTarget(name: "Registration", dependencies: ["PushRuntime", "PushRegistration"], path: "Services/Registration", swiftSettings: swiftSettings),
-        .executableTarget(name: "DeliveryPlanning", dependencies: ["PushRuntime"], path: "Services/DeliveryPlanning", swiftSettings: swiftSettings),
+        .executableTarget(name: "DeliveryPlanning", dependencies: ["PushRuntime", "PushPlanning"], path: "Services/DeliveryPlanning", swiftSettings: swiftSettings),
         .executableTarget(name: "APNSSender", dependencies: ["PushRuntime"], path: "Services/APNSSender", swiftSettings: swiftSettings),
         .executableTarget(name: "FCMSender", dependencies: ["PushRuntime"], path: "Services/FCMSender", swiftSettings: swiftSettings),
         .executableTarget(name: "TrackingIngestion", dependencies: ["PushRuntime"], path: "Services/TrackingIngestion", swiftSettings: swiftSettings),
@@ -155,6 +172,14 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PushPlanningTests",
+            dependencies: [
+                "PushPlanning", "PushRegistration", "PushRuntime", "PushStore", "PushEvents", "Kafka",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),

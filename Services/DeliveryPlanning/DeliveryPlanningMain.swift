@@ -1,13 +1,22 @@
+import PushPlanning
 import PushRuntime
 
-/// The delivery-planning service. Turns delivery requests into one message per device.
-///
-/// This executable already runs the shared plumbing (configuration, logging, metrics,
-/// `/health/live`, `/health/ready`, `/metrics` on port 9102, graceful shutdown); its own
-/// work arrives with its issue.
+/// The delivery-planning service: reads `push.delivery-requests`, plans each accepted delivery
+/// into one message per device on the APNs and FCM message topics, and keeps the analysts'
+/// `deliveries`, `exclusion_log` and `broad_log` tables. Operations endpoints on port 9102.
 @main
 enum DeliveryPlanningMain {
     static func main() async {
-        await ServiceRuntime.main(service: "delivery-planning", defaultOpsPort: 9102)
+        await ServiceRuntime.main(service: "delivery-planning", defaultOpsPort: 9102) { runtime in
+            let environment = EnvironmentSettings()
+            return try PlanningApplication.build(
+                configuration: runtime.configuration,
+                settings: try PlanningSettings(environment: environment),
+                postgres: runtime.postgres,
+                producer: runtime.producer,
+                logger: runtime.logger,
+                groups: .init(environment: environment)
+            )
+        }
     }
 }

@@ -181,7 +181,7 @@ public final class KafkaConsumer: Service, Sendable {
         return polled
     }
 
-    private static func record(from message: UnsafePointer<rd_kafka_message_t>) -> KafkaConsumerRecord {
+    static func record(from message: UnsafePointer<rd_kafka_message_t>) -> KafkaConsumerRecord {
         let m = message.pointee
         let topic = String(cString: rd_kafka_topic_name(m.rkt))
         let key = m.key.map { Array(UnsafeRawBufferPointer(start: $0, count: m.key_len)) }

@@ -86,7 +86,8 @@ public struct EventDecoder<Event: Sendable>: Sendable {
     }
 
     /// A decoding error as a path and a problem, never the offending value.
-    static func describe(_ error: any Error) -> String {
+    /// A description of a JSON decoding failure that names the field but never echoes the input.
+    public static func describe(_ error: any Error) -> String {
         guard let error = error as? DecodingError else { return "not valid JSON" }
         func path(_ context: DecodingError.Context) -> String {
             let components = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }

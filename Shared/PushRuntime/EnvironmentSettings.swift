@@ -19,4 +19,11 @@ public struct EnvironmentSettings: Sendable {
         guard let value = Int(text) else { throw ConfigurationError("\(key) must be an integer, got \"\(text)\"") }
         return value
     }
+
+    /// An integer that must lie in `range`.
+    public func int(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        let value = try int(key, default: defaultValue)
+        guard range.contains(value) else { throw ConfigurationError("\(key) must be between \(range.lowerBound) and \(range.upperBound), got \(value)") }
+        return value
+    }
 }

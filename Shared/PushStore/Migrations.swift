@@ -124,5 +124,109 @@ public enum Migrations {
             "ALTER TABLE push.apps ADD COLUMN credential_fingerprint text",
             "ALTER TABLE push.apps ADD COLUMN credential_updated_at timestamptz",
         ]),
+        Migration(version: 4, name: "delivery planning: plans, outbox, deliveries, broad log, exclusion log", statements: [
+            """
+            CREATE TABLE push.delivery_plans (
+                delivery_id   text        PRIMARY KEY,
+                request_id    text        NOT NULL UNIQUE,
+                accepted      jsonb       NOT NULL,
+                status        text        NOT NULL CHECK (status IN ('accepted', 'planning', 'planned')),
+                send_at       timestamptz NOT NULL,
+                cursor_app    uuid,
+                cursor_token  text,
+                targeted      bigint      NOT NULL DEFAULT 0,
+                excluded      bigint      NOT NULL DEFAULT 0,
+                failed        bigint      NOT NULL DEFAULT 0,
+                pending_chunk jsonb,
+                started_at    timestamptz,
+                planned_at    timestamptz,
+                updated_at    timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            "CREATE INDEX delivery_plans_due ON push.delivery_plans (send_at) WHERE status <> 'planned'",
+            """
+            COMMENT ON TABLE push.delivery_plans IS
+                'The delivery planner''s working state (not an analyst table): one row per accepted request, its fan-out cursor and the chunk in flight'
+            """,
+            """
+            CREATE TABLE push.planner_outbox (
+                seq        bigserial   PRIMARY KEY,
+                topic      text        NOT NULL,
+                key        bytea,
+                value      bytea       NOT NULL,
+                headers    jsonb       NOT NULL DEFAULT '[]',
+                created_at timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            """
+            COMMENT ON TABLE push.planner_outbox IS
+                'Events the planner decided in a transaction and has not yet seen stored by the broker (transactional outbox)'
+            """,
+            """
+            CREATE TABLE push.deliveries (
+                delivery_id         text        PRIMARY KEY,
+                request_id          text        NOT NULL,
+                service_id          uuid        NOT NULL,
+                service_name        text        NOT NULL,
+                status              text        NOT NULL CHECK (status IN ('accepted', 'planning', 'planned')),
+                apps                jsonb       NOT NULL,
+                audience            jsonb       NOT NULL,
+                content             jsonb       NOT NULL,
+                throttle_per_second integer,
+                targeted            bigint,
+                excluded            bigint,
+                failed_at_planning  bigint,
+                valid_until         timestamptz NOT NULL,
+                send_at             timestamptz NOT NULL,
+                accepted_at         timestamptz NOT NULL,
+                planning_started_at timestamptz,
+                planned_at          timestamptz,
+                updated_at          timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            "CREATE INDEX deliveries_request ON push.deliveries (request_id)",
+            "CREATE INDEX deliveries_accepted ON push.deliveries (accepted_at)",
+            """
+            CREATE TABLE push.delivery_rejections (
+                request_id       text,
+                reason           text        NOT NULL,
+                source_partition integer     NOT NULL,
+                source_offset    bigint      NOT NULL,
+                rejected_at      timestamptz NOT NULL,
+                PRIMARY KEY (source_partition, source_offset)
+            )
+            """,
+            "CREATE INDEX delivery_rejections_request ON push.delivery_rejections (request_id)",
+            """
+            CREATE TABLE push.exclusion_log (
+                delivery_id        text        NOT NULL,
+                app_id             uuid        NOT NULL,
+                registration_token text        NOT NULL,
+                platform           text        NOT NULL,
+                reason             text        NOT NULL,
+                excluded_at        timestamptz NOT NULL,
+                PRIMARY KEY (delivery_id, app_id, registration_token)
+            )
+            """,
+            """
+            CREATE TABLE push.broad_log (
+                message_id          uuid        PRIMARY KEY,
+                delivery_id         text        NOT NULL,
+                app_id              uuid        NOT NULL,
+                registration_token  text        NOT NULL,
+                platform            text        NOT NULL CHECK (platform IN ('ios', 'android')),
+                status              text        NOT NULL CHECK (status IN ('pending', 'sent', 'failed', 'expired')),
+                failure_type        text        CHECK (failure_type IN ('hard', 'soft', 'ignored')),
+                failure_reason      text,
+                provider_message_id text,
+                attempts            integer     NOT NULL DEFAULT 0,
+                created_at          timestamptz NOT NULL,
+                updated_at          timestamptz NOT NULL,
+                sent_at             timestamptz
+            )
+            """,
+            "CREATE INDEX broad_log_delivery_status ON push.broad_log (delivery_id, status)",
+            "CREATE INDEX broad_log_device ON push.broad_log (app_id, registration_token)",
+        ]),
     ]
 }

@@ -1,0 +1,105 @@
+import Foundation
+import Kafka
+import Logging
+import PostgresNIO
+import PushEvents
+import PushStore
+
+/// Keeps `push.broad_log`, one row per message, from the message topics (a `pending` row per
+/// planned message) and `push.message-results` (its outcome).
+///
+/// The topics are read by one consumer but their records arrive in no particular order
+/// relative to each other, so both kinds of write are upserts: a result may create the row
+/// before its planned message is seen; a final status (`sent`, `failed`, `expired`) is never
+/// overwritten by `pending` or by a later result. Rows are written in bulk (one statement per
+/// kind per batch).
+public struct BroadLogProjection: EnvelopeProjection {
+    public enum Event: Sendable {
+        case planned(MessageReference, Date)
+        case result(MessageReference, Outcome)
+    }
+
+    public struct Outcome: Sendable {
+        var status: String
+        var failureType: String?
+        var reason: String?
+        var providerMessageId: String?
+        var attempts: Int
+        var at: Date
+    }
+
+    public let name: String
+    public let topics: [String]
+    public let decoder: EventDecoder<Event>
+
+    public init(name: String = "push-broad-log-projection", catalog: TopicCatalog) {
+        self.name = name
+        self.topics = [catalog.apnsMessages.name, catalog.fcmMessages.name, catalog.messageResults.name]
+        var decoder = EventDecoder<Event>()
+        decoder.register(APNSMessagePlanned.self) { event, _ in
+            .planned(MessageReference(messageId: event.messageId, deliveryId: event.deliveryId, appId: event.appId, registrationToken: event.registrationToken, platform: "ios"), event.plannedAt)
+        }
+        decoder.register(FCMMessagePlanned.self) { event, _ in
+            .planned(MessageReference(messageId: event.messageId, deliveryId: event.deliveryId, appId: event.appId, registrationToken: event.registrationToken, platform: "android"), event.plannedAt)
+        }
+        decoder.register(MessageSent.self) { event, _ in
+            .result(event.message, Outcome(status: "sent", providerMessageId: event.providerMessageId, attempts: event.attempts, at: event.sentAt))
+        }
+        decoder.register(MessageFailed.self) { event, _ in
+            .result(event.message, Outcome(status: "failed", failureType: event.failureType, reason: event.reason, attempts: event.attempts, at: event.failedAt))
+        }
+        decoder.register(MessageExpired.self) { event, _ in
+            .result(event.message, Outcome(status: "expired", attempts: event.attempts, at: event.expiredAt))
+        }
+        self.decoder = decoder
+    }
+
+    public func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
+        var planned: [(MessageReference, Date)] = []
+        // The first result per message in this batch wins, as it would row by row.
+        var results: [UUID: (MessageReference, Outcome)] = [:]
+        var resultOrder: [UUID] = []
+        for projected in events {
+            switch projected.event {
+            case .planned(let message, let at):
+                planned.append((message, at))
+            case .result(let message, let outcome):
+                if results[message.messageId] == nil {
+                    results[message.messageId] = (message, outcome)
+                    resultOrder.append(message.messageId)
+                }
+            }
+        }
+        if !planned.isEmpty {
+            try await connection.query(
+                """
+                INSERT INTO push.broad_log (message_id, delivery_id, app_id, registration_token, platform, status, attempts, created_at, updated_at)
+                SELECT m, d, a, t, p, 'pending', 0, c, c
+                FROM unnest(\(planned.map(\.0.messageId))::uuid[], \(planned.map(\.0.deliveryId))::text[], \(planned.map(\.0.appId))::uuid[],
+                            \(planned.map(\.0.registrationToken))::text[], \(planned.map(\.0.platform))::text[], \(planned.map(\.1))::timestamptz[]) AS x(m, d, a, t, p, c)
+                ON CONFLICT (message_id) DO UPDATE SET created_at = least(push.broad_log.created_at, excluded.created_at)
+                """,
+                logger: logger
+            )
+        }
+        if !resultOrder.isEmpty {
+            let rows = resultOrder.map { results[$0]! }
+            try await connection.query(
+                """
+                INSERT INTO push.broad_log AS b (message_id, delivery_id, app_id, registration_token, platform, status, failure_type,
+                                                 failure_reason, provider_message_id, attempts, created_at, updated_at, sent_at)
+                SELECT m, d, a, t, p, s, nullif(ft, ''), nullif(fr, ''), nullif(pm, ''), n, at, at, CASE WHEN s = 'sent' THEN at END
+                FROM unnest(\(rows.map(\.0.messageId))::uuid[], \(rows.map(\.0.deliveryId))::text[], \(rows.map(\.0.appId))::uuid[],
+                            \(rows.map(\.0.registrationToken))::text[], \(rows.map(\.0.platform))::text[], \(rows.map(\.1.status))::text[],
+                            \(rows.map { $0.1.failureType ?? "" })::text[], \(rows.map { $0.1.reason ?? "" })::text[], \(rows.map { $0.1.providerMessageId ?? "" })::text[],
+                            \(rows.map(\.1.attempts))::int[], \(rows.map(\.1.at))::timestamptz[]) AS x(m, d, a, t, p, s, ft, fr, pm, n, at)
+                ON CONFLICT (message_id) DO UPDATE SET status = excluded.status, failure_type = excluded.failure_type,
+                    failure_reason = excluded.failure_reason, provider_message_id = excluded.provider_message_id,
+                    attempts = excluded.attempts, updated_at = excluded.updated_at, sent_at = excluded.sent_at
+                WHERE b.status = 'pending'
+                """,
+                logger: logger
+            )
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Kafka
+import Logging
+import PostgresNIO
+import PushEvents
+import PushStore
+
+/// Keeps `push.deliveries`, `push.delivery_rejections` and `push.exclusion_log` from
+/// `push.delivery-events`. Statuses only move forward (accepted → planning → planned), so a
+/// repeated event changes nothing.
+public struct DeliveryProjection: EnvelopeProjection {
+    public enum Event: Sendable {
+        case accepted(DeliveryAccepted)
+        case rejected(DeliveryRejected)
+        case started(DeliveryPlanningStarted)
+        case exclusions(DeliveryExclusionsRecorded)
+        case planned(DeliveryPlanned)
+    }
+
+    public let name: String
+    public let topics: [String]
+    public let decoder: EventDecoder<Event>
+
+    public init(name: String = "push-deliveries-projection", topic: String) {
+        self.name = name
+        self.topics = [topic]
+        var decoder = EventDecoder<Event>()
+        decoder.register(DeliveryAccepted.self) { event, _ in .accepted(event) }
+        decoder.register(DeliveryRejected.self) { event, _ in .rejected(event) }
+        decoder.register(DeliveryPlanningStarted.self) { event, _ in .started(event) }
+        decoder.register(DeliveryExclusionsRecorded.self) { event, _ in .exclusions(event) }
+        decoder.register(DeliveryPlanned.self) { event, _ in .planned(event) }
+        self.decoder = decoder
+    }
+
+    public func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        encoder.dateEncodingStrategy = .iso8601
+        func json<T: Encodable>(_ value: T) throws -> String { String(decoding: try encoder.encode(value), as: UTF8.self) }
+        for projected in events {
+            switch projected.event {
+            case .accepted(let delivery):
+                try await connection.query(
+                    """
+                    INSERT INTO push.deliveries (delivery_id, request_id, service_id, service_name, status, apps, audience, content,
+                                                 throttle_per_second, valid_until, send_at, accepted_at)
+                    VALUES (\(delivery.deliveryId), \(delivery.requestId), \(delivery.serviceId), \(delivery.serviceName), 'accepted',
+                            \(try json(delivery.apps))::jsonb, \(try json(delivery.audience))::jsonb, \(try json(delivery.content))::jsonb,
+                            \(delivery.throttlePerSecond), \(delivery.validUntil), \(delivery.sendAt), \(delivery.acceptedAt))
+                    ON CONFLICT (delivery_id) DO NOTHING
+                    """,
+                    logger: logger
+                )
+            case .rejected(let rejection):
+                try await connection.query(
+                    """
+                    INSERT INTO push.delivery_rejections (request_id, reason, source_partition, source_offset, rejected_at)
+                    VALUES (\(rejection.requestId), \(rejection.reason), \(rejection.sourcePartition), \(rejection.sourceOffset), \(rejection.rejectedAt))
+                    ON CONFLICT DO NOTHING
+                    """,
+                    logger: logger
+                )
+            case .started(let started):
+                try await connection.query(
+                    """
+                    UPDATE push.deliveries SET status = 'planning', planning_started_at = coalesce(planning_started_at, \(started.startedAt)), updated_at = now()
+                    WHERE delivery_id = \(started.deliveryId) AND status = 'accepted'
+                    """,
+                    logger: logger
+                )
+            case .exclusions(let recorded):
+                let apps = recorded.exclusions.map(\.appId)
+                let tokens = recorded.exclusions.map(\.registrationToken)
+                let platforms = recorded.exclusions.map(\.platform)
+                let reasons = recorded.exclusions.map(\.reason)
+                try await connection.query(
+                    """
+                    INSERT INTO push.exclusion_log (delivery_id, app_id, registration_token, platform, reason, excluded_at)
+                    SELECT \(recorded.deliveryId), a, t, p, r, \(recorded.excludedAt)
+                    FROM unnest(\(apps)::uuid[], \(tokens)::text[], \(platforms)::text[], \(reasons)::text[]) AS x(a, t, p, r)
+                    ON CONFLICT DO NOTHING
+                    """,
+                    logger: logger
+                )
+            case .planned(let planned):
+                try await connection.query(
+                    """
+                    UPDATE push.deliveries SET status = 'planned', targeted = \(planned.targeted), excluded = \(planned.excluded),
+                        failed_at_planning = \(planned.failed), planned_at = \(planned.plannedAt), updated_at = now()
+                    WHERE delivery_id = \(planned.deliveryId)
+                    """,
+                    logger: logger
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,179 @@
+import Foundation
+import PushEvents
+
+/// One device chosen by targeting.
+public struct TargetedSubscription: Sendable, Hashable {
+    public var appId: UUID
+    public var registrationToken: String
+    public var userKey: String
+    public var params: [String: String]
+    public var disabled: Bool
+    public var disabledReason: String?
+
+    public init(appId: UUID, registrationToken: String, userKey: String, params: [String: String], disabled: Bool = false, disabledReason: String? = nil) {
+        self.appId = appId
+        self.registrationToken = registrationToken
+        self.userKey = userKey
+        self.params = params
+        self.disabled = disabled
+        self.disabledReason = disabledReason
+    }
+}
+
+/// What planning made of one targeted device.
+public enum PlannedMessage: Sendable {
+    case apns(APNSMessagePlanned)
+    case fcm(FCMMessagePlanned)
+    /// Not sendable as built (payload too large, reserved key): the message ends `failed`, soft.
+    case failed(MessageFailed)
+
+    public var messageId: UUID {
+        switch self {
+        case .apns(let message): message.messageId
+        case .fcm(let message): message.messageId
+        case .failed(let failure): failure.message.messageId
+        }
+    }
+}
+
+/// Builds each device's message for one delivery: personalization, the platform payload, the
+/// provider limits. Templates are parsed once here, not per device.
+public struct MessageFactory: Sendable {
+    /// The providers' payload limit (APNs `aps` payload; FCM data + notification).
+    public static let maximumPayloadBytes = 4096
+    static let reservedFCMKeys: Set<String> = ["from", "message_type"]
+
+    let delivery: DeliveryAccepted
+    let apps: [UUID: PlanningApp]
+    let title: MessageTemplate?
+    let subtitle: MessageTemplate?
+    let body: MessageTemplate?
+    /// Variables in name order with their templates.
+    let variables: [(name: String, template: MessageTemplate)]
+
+    /// True when rendering needs the subscriptions' parameters.
+    public let needsParams: Bool
+
+    public init(delivery: DeliveryAccepted, apps: [PlanningApp]) throws {
+        self.delivery = delivery
+        self.apps = Dictionary(apps.map { ($0.appId, $0) }, uniquingKeysWith: { first, _ in first })
+        func template(_ text: String?) throws -> MessageTemplate? {
+            guard let text, !text.isEmpty else { return nil }
+            return try MessageTemplate(parsing: text)
+        }
+        title = try template(delivery.content.title)
+        subtitle = try template(delivery.content.subtitle)
+        body = try template(delivery.content.body)
+        variables = try (delivery.content.variables ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, try MessageTemplate(parsing: $0.value)) }
+        needsParams = ([title, subtitle, body].compactMap { $0 } + variables.map(\.template)).contains { !$0.parameterNames.isEmpty }
+    }
+
+    /// The message for one device (never nil for an app of the delivery).
+    public func message(for subscription: TargetedSubscription, plannedAt: Date) -> PlannedMessage? {
+        guard let app = apps[subscription.appId] else { return nil }
+        let messageId = MessageIdentity.messageId(deliveryId: delivery.deliveryId, appId: app.appId, registrationToken: subscription.registrationToken)
+        let render = { (template: MessageTemplate?) -> String? in
+            template.map { $0.render(userKey: subscription.userKey, params: subscription.params) }
+        }
+        let variables = self.variables.filter { app.variables.contains($0.name) }.map { ($0.name, $0.template.render(userKey: subscription.userKey, params: subscription.params)) }
+        func failed(_ reason: String) -> PlannedMessage {
+            .failed(MessageFailed(
+                message: MessageReference(messageId: messageId, deliveryId: delivery.deliveryId, appId: app.appId, registrationToken: subscription.registrationToken, platform: app.platform),
+                failureType: "soft", reason: reason, attempts: 0, failedAt: plannedAt
+            ))
+        }
+        if app.platform == "ios" {
+            let built = apnsPayload(messageId: messageId, title: render(title), subtitle: render(subtitle), body: render(body), variables: variables)
+            guard built.payload.utf8.count <= Self.maximumPayloadBytes else { return failed("payload-too-large") }
+            return .apns(APNSMessagePlanned(
+                messageId: messageId, deliveryId: delivery.deliveryId, appId: app.appId,
+                registrationToken: subscription.registrationToken, environment: app.environment,
+                credential: app.credential, topic: app.bundleId ?? "", pushType: built.silent ? "background" : "alert",
+                priority: built.silent ? 5 : 10, collapseId: delivery.content.ios?.collapseId,
+                payload: built.payload, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt
+            ))
+        } else {
+            if variables.contains(where: { Self.reservedFCMKeys.contains($0.0) || $0.0.hasPrefix("google.") || $0.0.hasPrefix("gcm.") }) {
+                return failed("reserved-key")
+            }
+            let built = fcmMessage(messageId: messageId, token: subscription.registrationToken, title: render(title), body: render(body), variables: variables, plannedAt: plannedAt)
+            guard built.contentBytes <= Self.maximumPayloadBytes else { return failed("payload-too-large") }
+            return .fcm(FCMMessagePlanned(
+                messageId: messageId, deliveryId: delivery.deliveryId, appId: app.appId,
+                registrationToken: subscription.registrationToken, projectId: app.fcmProjectId ?? "",
+                credential: app.credential, message: built.message, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt
+            ))
+        }
+    }
+
+    /// The APNs JSON payload: `aps`, then `_mId`, `_dId` and the app's variables beside it.
+    func apnsPayload(messageId: UUID, title: String?, subtitle: String?, body: String?, variables: [(String, String)]) -> (payload: String, silent: Bool) {
+        let ios = delivery.content.ios
+        let hasAlert = title != nil || subtitle != nil || body != nil
+        let silent = !hasAlert && ios?.contentAvailable == true
+        var json = JSONText()
+        json.openObject()
+        json.openObject("aps")
+        if hasAlert {
+            json.openObject("alert")
+            if let title { json.string("title", title) }
+            if let subtitle { json.string("subtitle", subtitle) }
+            if let body { json.string("body", body) }
+            json.closeObject()
+            if let badge = ios?.badge { json.number("badge", badge) }
+            if let sound = ios?.sound { json.string("sound", sound) }
+        }
+        if let category = ios?.category { json.string("category", category) }
+        if let thread = ios?.threadId { json.string("thread-id", thread) }
+        if ios?.mutableContent == true, hasAlert { json.number("mutable-content", 1) }
+        if ios?.contentAvailable == true { json.number("content-available", 1) }
+        if hasAlert, let level = ios?.interruptionLevel { json.string("interruption-level", level) }
+        if let score = ios?.relevanceScore { json.number("relevance-score", score) }
+        json.closeObject()
+        json.string("_mId", messageId.uuidString.lowercased())
+        json.string("_dId", delivery.deliveryId)
+        for (name, value) in variables { json.string(name, value) }
+        json.closeObject()
+        return (json.text, silent)
+    }
+
+    /// The FCM HTTP v1 `message` object and the size of what counts against the 4096-byte limit
+    /// (the `data` and `notification` objects).
+    func fcmMessage(messageId: UUID, token: String, title: String?, body: String?, variables: [(String, String)], plannedAt: Date) -> (message: String, contentBytes: Int) {
+        let android = delivery.content.android
+        let notificationMode = android?.mode == "notification"
+        var data = JSONText()
+        data.openObject()
+        data.string("_mId", messageId.uuidString.lowercased())
+        data.string("_dId", delivery.deliveryId)
+        if !notificationMode {
+            if let body { data.string("_msg", body) }
+            if let title { data.string("title", title) }
+        }
+        for (name, value) in variables { data.string(name, value) }
+        data.closeObject()
+        var notification = JSONText()
+        if notificationMode {
+            notification.openObject()
+            if let title { notification.string("title", title) }
+            if let body { notification.string("body", body) }
+            notification.closeObject()
+        }
+        let ttl = max(0, min(Int(delivery.validUntil.timeIntervalSince(plannedAt).rounded(.down)), Int(DeliveryRequestValidator.Limits.maximumValidity)))
+        var message = "{\"token\":" + JSONText.quoted(token) + ",\"data\":" + data.text
+        if notificationMode { message += ",\"notification\":" + notification.text }
+        var androidJSON = JSONText()
+        androidJSON.openObject()
+        androidJSON.string("priority", android?.priority ?? "high")
+        androidJSON.string("ttl", "\(ttl)s")
+        if let key = android?.collapseKey { androidJSON.string("collapse_key", key) }
+        if notificationMode, let channel = android?.channelId {
+            androidJSON.openObject("notification")
+            androidJSON.string("channel_id", channel)
+            androidJSON.closeObject()
+        }
+        androidJSON.closeObject()
+        message += ",\"android\":" + androidJSON.text + "}"
+        return (message, data.text.utf8.count + notification.text.utf8.count)
+    }
+}

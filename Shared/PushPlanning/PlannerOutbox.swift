@@ -1,0 +1,117 @@
+import Foundation
+import Kafka
+import Logging
+import Metrics
+import NIOCore
+import PostgresNIO
+import PushEvents
+import PushStore
+import ServiceLifecycle
+
+/// The planner's transactional outbox: events decided inside a PostgreSQL transaction (a
+/// request accepted, a chunk's exclusions, a delivery planned) are written to
+/// `push.planner_outbox` in that transaction and published to Kafka afterwards by
+/// `PlannerOutboxPublisher`. Nothing decided is lost; an event may be published twice after a
+/// crash, which every consumer tolerates (they deduplicate on the event's natural key).
+public enum PlannerOutbox {
+    struct StoredHeader: Codable {
+        var name: String
+        /// Base64 of the header bytes (nil for a null header).
+        var value: String?
+    }
+
+    /// Adds records to the outbox inside the caller's transaction.
+    public static func insert(_ records: [KafkaProducerRecord], on connection: PostgresConnection, logger: Logger) async throws {
+        guard !records.isEmpty else { return }
+        let encoder = JSONEncoder()
+        let topics = records.map(\.topic)
+        let keys = records.map { $0.key.map { Data($0).base64EncodedString() } ?? "" }
+        let hasKeys = records.map { $0.key != nil }
+        let values = records.map { Data($0.value).base64EncodedString() }
+        let headers = try records.map { record in
+            String(decoding: try encoder.encode(record.headers.map { StoredHeader(name: $0.name, value: $0.value.map { Data($0).base64EncodedString() }) }), as: UTF8.self)
+        }
+        try await connection.query(
+            """
+            INSERT INTO push.planner_outbox (topic, key, value, headers)
+            SELECT t, CASE WHEN hk THEN decode(k, 'base64') END, decode(v, 'base64'), h::jsonb
+            FROM unnest(\(topics)::text[], \(keys)::text[], \(hasKeys)::bool[], \(values)::text[], \(headers)::text[]) WITH ORDINALITY AS x(t, k, hk, v, h, n)
+            ORDER BY n
+            """,
+            logger: logger
+        )
+    }
+
+    /// The record of an event, as `KafkaProducerRecord(topic:event:)` makes it.
+    public static func record<Payload: PushEvent>(topic: String, key: String, payload: Payload, correlationId: String?) throws -> KafkaProducerRecord {
+        try KafkaProducerRecord(topic: topic, event: EventEnvelope(key: key, payload: payload, correlationId: correlationId))
+    }
+}
+
+/// Publishes the outbox in order and deletes what the broker stored. One instance publishes at
+/// a time (a transaction-scoped advisory lock), so events of one key keep their order.
+public final class PlannerOutboxPublisher: Service {
+    private let postgres: PostgresClient
+    private let producer: KafkaProducer
+    private let pollInterval: Duration
+    private let logger: Logger
+    private let published = Counter(label: "planner_outbox_published_total")
+
+    public init(postgres: PostgresClient, producer: KafkaProducer, pollInterval: Duration = .milliseconds(100), logger: Logger) {
+        self.postgres = postgres
+        self.producer = producer
+        self.pollInterval = pollInterval
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        var delay = Duration.milliseconds(200)
+        while !Task.isCancelled, !Task.isShuttingDownGracefully {
+            do {
+                let count = try await publishBatch()
+                delay = .milliseconds(200)
+                if count == 0 { try await Task.sleep(for: pollInterval) }
+            } catch {
+                if Task.isCancelled || Task.isShuttingDownGracefully { break }
+                logger.warning("Publishing the planner outbox failed; retrying", metadata: ["error": "\(String(reflecting: error))", "retry.in": "\(delay)"])
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+
+    /// Publishes up to 500 records; returns how many.
+    func publishBatch() async throws -> Int {
+        let producer = self.producer
+        let logger = self.logger
+        let count = try await postgres.withTransaction(logger: logger) { connection -> Int in
+            let locked = try await connection.query("SELECT pg_try_advisory_xact_lock(hashtext('push-planner-outbox'))", logger: logger)
+            var got = false
+            for try await value in locked.decode(Bool.self) { got = value }
+            guard got else { return 0 }
+            let rows = try await connection.query(
+                "SELECT seq, topic, key, value, headers::text FROM push.planner_outbox ORDER BY seq LIMIT 500",
+                logger: logger
+            )
+            var records: [KafkaProducerRecord] = []
+            var last: Int64 = 0
+            let decoder = JSONDecoder()
+            for try await (seq, topic, key, value, headers) in rows.decode((Int64, String, ByteBuffer?, ByteBuffer, String).self) {
+                let stored = (try? decoder.decode([PlannerOutbox.StoredHeader].self, from: Data(headers.utf8))) ?? []
+                records.append(KafkaProducerRecord(
+                    topic: topic, key: key.map { Array($0.readableBytesView) }, value: Array(value.readableBytesView),
+                    headers: stored.map { KafkaHeader(name: $0.name, value: $0.value.flatMap { Data(base64Encoded: $0) }.map { Array($0) }) }
+                ))
+                last = seq
+            }
+            guard !records.isEmpty else { return 0 }
+            for result in await producer.send(records) {
+                _ = try result.get()
+            }
+            try await connection.query("DELETE FROM push.planner_outbox WHERE seq <= \(last)", logger: logger)
+            return records.count
+        }
+        published.increment(by: count)
+        return count
+    }
+}

@@ -1,0 +1,59 @@
+import Kafka
+import Logging
+import PostgresNIO
+import PushRuntime
+import PushStore
+import ServiceLifecycle
+
+/// Builds the delivery-planning service's parts; the executable and the tests call the same
+/// function.
+public enum PlanningApplication {
+    /// Consumer groups (and `consumer_offsets` keys) of the parts that read topics.
+    public struct GroupNames: Sendable {
+        public var intake: String
+        public var deliveries: String
+        public var broadLog: String
+
+        public init(intake: String = "push-delivery-planner", deliveries: String = "push-deliveries-projection", broadLog: String = "push-broad-log-projection") {
+            self.intake = intake
+            self.deliveries = deliveries
+            self.broadLog = broadLog
+        }
+
+        /// `PLANNER_INTAKE_GROUP`, `PLANNER_DELIVERIES_GROUP`, `PLANNER_BROAD_LOG_GROUP`.
+        public init(environment: EnvironmentSettings) {
+            let defaults = GroupNames()
+            self.init(
+                intake: environment.string("PLANNER_INTAKE_GROUP", default: defaults.intake),
+                deliveries: environment.string("PLANNER_DELIVERIES_GROUP", default: defaults.deliveries),
+                broadLog: environment.string("PLANNER_BROAD_LOG_GROUP", default: defaults.broadLog)
+            )
+        }
+    }
+
+    /// The parts in start order: request intake, outbox publisher, fan-out, and the projections
+    /// of deliveries and the broad log.
+    public static func build(
+        configuration: RuntimeConfiguration, settings: PlanningSettings, postgres: PostgresClient,
+        producer: KafkaProducer, logger: Logger, groups: GroupNames = GroupNames()
+    ) throws -> [any Service] {
+        let topics = configuration.topics
+        let consumer = configuration.consumer(group: "")
+        func runner<P: Projection>(_ projection: P) -> ProjectionRunner<P> {
+            ProjectionRunner(
+                projection: projection, postgres: postgres, consumer: consumer,
+                deadLetters: DeadLetterPublisher(producer: producer, catalog: topics, group: projection.name), logger: logger
+            )
+        }
+        return [
+            runner(DeliveryRequestIntake(name: groups.intake, catalog: topics)),
+            PlannerOutboxPublisher(postgres: postgres, producer: producer, logger: logger),
+            DeliveryFanOut(
+                postgres: postgres, producer: producer, reader: KafkaLogReader(configuration: configuration.kafka, logger: logger),
+                catalog: topics, settings: settings, logger: logger
+            ),
+            runner(DeliveryProjection(name: groups.deliveries, topic: topics.deliveryEvents.name)),
+            runner(BroadLogProjection(name: groups.broadLog, catalog: topics)),
+        ]
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import Logging
+import PostgresNIO
+import PushEvents
+
+/// What the planner needs to know about one app, read from the `push.apps` projection.
+public struct PlanningApp: Sendable, Hashable {
+    public var appId: UUID
+    public var integrationKey: String
+    /// `ios` or `android`.
+    public var platform: String
+    public var environment: String
+    public var bundleId: String?
+    public var fcmProjectId: String?
+    public var variables: Set<String>
+    public var credential: CredentialReference?
+
+    public init(
+        appId: UUID, integrationKey: String, platform: String, environment: String, bundleId: String?,
+        fcmProjectId: String?, variables: Set<String>, credential: CredentialReference?
+    ) {
+        self.appId = appId
+        self.integrationKey = integrationKey
+        self.platform = platform
+        self.environment = environment
+        self.bundleId = bundleId
+        self.fcmProjectId = fcmProjectId
+        self.variables = variables
+        self.credential = credential
+    }
+
+    public var reference: DeliveryApp { DeliveryApp(appId: appId, integrationKey: integrationKey, platform: platform) }
+}
+
+/// A service and its apps as the catalog projection holds them.
+public struct PlanningService: Sendable, Hashable {
+    public var serviceId: UUID
+    public var name: String
+    public var apps: [PlanningApp]
+}
+
+/// Reads services and apps from PostgreSQL (the registration service's catalog projection).
+public enum ServiceCatalog {
+    /// The service with this internal name and all its apps, or nil.
+    public static func service(named name: String, on connection: PostgresConnection, logger: Logger) async throws -> PlanningService? {
+        let services = try await connection.query("SELECT service_id, name FROM push.services WHERE name = \(name)", logger: logger)
+        var found: (UUID, String)?
+        for try await row in services.decode((UUID, String).self) { found = row }
+        guard let (serviceId, serviceName) = found else { return nil }
+        return PlanningService(serviceId: serviceId, name: serviceName, apps: try await apps(where: .service(serviceId), on: connection, logger: logger))
+    }
+
+    /// These apps (by id), whatever their service.
+    public static func apps(ids: [UUID], on connection: PostgresConnection, logger: Logger) async throws -> [PlanningApp] {
+        try await apps(where: .ids(ids), on: connection, logger: logger)
+    }
+
+    private enum Filter {
+        case service(UUID)
+        case ids([UUID])
+    }
+
+    private static func apps(where filter: Filter, on connection: PostgresConnection, logger: Logger) async throws -> [PlanningApp] {
+        let rows: PostgresRowSequence
+        switch filter {
+        case .service(let serviceId):
+            rows = try await connection.query(
+                """
+                SELECT app_id, integration_key, platform, environment, bundle_id, fcm_project_id, variables::text,
+                       credential_id, credential_kind, credential_fingerprint
+                FROM push.apps WHERE service_id = \(serviceId) ORDER BY app_id
+                """,
+                logger: logger
+            )
+        case .ids(let ids):
+            rows = try await connection.query(
+                """
+                SELECT app_id, integration_key, platform, environment, bundle_id, fcm_project_id, variables::text,
+                       credential_id, credential_kind, credential_fingerprint
+                FROM push.apps WHERE app_id = ANY(\(ids)) ORDER BY app_id
+                """,
+                logger: logger
+            )
+        }
+        var apps: [PlanningApp] = []
+        for try await (appId, key, platform, environment, bundleId, project, variables, credentialId, kind, fingerprint)
+            in rows.decode((UUID, String, String, String, String?, String?, String, UUID?, String?, String?).self) {
+            let declared = (try? JSONDecoder().decode([String].self, from: Data(variables.utf8))) ?? []
+            var credential: CredentialReference?
+            if let credentialId, let kind, let fingerprint {
+                credential = CredentialReference(credentialId: credentialId, kind: kind, fingerprint: fingerprint)
+            }
+            apps.append(PlanningApp(
+                appId: appId, integrationKey: key, platform: platform, environment: environment, bundleId: bundleId,
+                fcmProjectId: project, variables: Set(declared), credential: credential
+            ))
+        }
+        return apps
+    }
+}

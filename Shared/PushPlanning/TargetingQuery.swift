@@ -1,0 +1,49 @@
+import Foundation
+import Logging
+import PostgresNIO
+import PushEvents
+
+/// Reads a delivery's audience from `push.subscriptions` in (app_id, registration_token) order,
+/// one chunk at a time after a cursor (keyset pagination on the primary key: memory stays
+/// bounded by the chunk, whatever the audience size). Disabled subscriptions are returned too,
+/// flagged, so that they can be written to the exclusion log.
+enum TargetingQuery {
+    static func next(
+        delivery: DeliveryAccepted, after cursor: DeliveryFanOut.Cursor, through end: DeliveryFanOut.Cursor?,
+        limit: Int, withParams: Bool, on connection: PostgresConnection, logger: Logger
+    ) async throws -> [TargetedSubscription] {
+        let apps = delivery.apps.map(\.appId)
+        // Bounds: strictly after the cursor, and up to the recorded end of an interrupted chunk.
+        let endApp = end?.appId ?? UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255))
+        let bounded = end != nil
+        let endToken = end?.token ?? ""
+        let userKeys = delivery.audience.userKeys ?? []
+        let byUserKey = delivery.audience.userKeys != nil
+        let conditions = try (delivery.audience.where).map { conditions in
+            String(decoding: try JSONEncoder().encode(conditions.mapValues(\.text)), as: UTF8.self)
+        } ?? "{}"
+        let rowLimit = end == nil ? limit : Int(Int32.max)
+        let rows = try await connection.query(
+            """
+            SELECT app_id, registration_token, user_key, CASE WHEN \(withParams) THEN params::text ELSE '{}' END, disabled, disabled_reason
+            FROM push.subscriptions
+            WHERE app_id = ANY(\(apps))
+              AND (app_id, registration_token) > (\(cursor.appId), \(cursor.token))
+              AND (NOT \(bounded) OR (app_id, registration_token) <= (\(endApp), \(endToken)))
+              AND (NOT \(byUserKey) OR user_key = ANY(\(userKeys)))
+              AND params @> \(conditions)::jsonb
+            ORDER BY app_id, registration_token
+            LIMIT \(rowLimit)
+            """,
+            logger: logger
+        )
+        var result: [TargetedSubscription] = []
+        result.reserveCapacity(min(rowLimit, 10_000))
+        let decoder = JSONDecoder()
+        for try await (appId, token, userKey, params, disabled, reason) in rows.decode((UUID, String, String, String, Bool, String?).self) {
+            let values = withParams ? ((try? decoder.decode([String: String].self, from: Data(params.utf8))) ?? [:]) : [:]
+            result.append(TargetedSubscription(appId: appId, registrationToken: token, userKey: userKey, params: values, disabled: disabled, disabledReason: reason))
+        }
+        return result
+    }
+}

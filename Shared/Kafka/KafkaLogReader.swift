@@ -2,11 +2,11 @@ import CRdKafka
 import Logging
 import NIOPosix
 
-/// Reads a bounded stretch of a topic outside any consumer group: for each partition, from a
-/// start offset up to (not including) an end offset.
+/// Reads a topic back outside any consumer group: every partition from a start offset to its
+/// current end.
 ///
 /// For reconciliation, not for streaming: a writer that recorded the end offsets before
-/// producing can, after a crash, read back exactly what reached the log since then.
+/// producing can, after a crash, read back what reached the log since then.
 /// No offsets are committed and no group is joined.
 public final class KafkaLogReader: Sendable {
     private let configuration: KafkaClientConfiguration
@@ -46,21 +46,26 @@ public final class KafkaLogReader: Sendable {
         }
     }
 
-    /// Calls `body` with the records of `topic` from `start` up to `end` (per partition, end
-    /// excluded), in offset order per partition. Partitions where start >= end are not read.
+    /// Calls `body` with the records of every partition of `topic`, from `start` (the
+    /// beginning for a partition not named) up to the partition's end at the time of reading,
+    /// in offset order per partition.
+    ///
+    /// The end is the high watermark the broker reports with fetched data (partition EOF), not
+    /// the answer to a ListOffsets request: Tansu 0.6 answers ListOffsets(latest) with the base
+    /// offset of the last batch + 1, which is short of the end when that batch holds several
+    /// records. (`endOffsets` may therefore be low on Tansu, which is safe for a mark taken
+    /// before writing: reading back from it reads a little more, never less.)
     public func read(
-        topic: String, from start: [Int32: Int64], to end: [Int32: Int64],
+        topic: String, from start: [Int32: Int64] = [:],
         timeout: Duration = .seconds(60),
         _ body: @escaping @Sendable ([KafkaConsumerRecord]) throws -> Void
     ) async throws {
-        let wanted = end.filter { partition, endOffset in endOffset > (start[partition] ?? 0) }
-        guard !wanted.isEmpty else { return }
         var properties = configuration.baseProperties.merging(configuration.properties) { $1 }
         // A group id is needed for the consumer queue; assign() never joins the group.
         properties["group.id"] = "push-log-reader"
         properties["enable.auto.commit"] = "false"
         properties["enable.auto.offset.store"] = "false"
-        properties["enable.partition.eof"] = "false"
+        properties["enable.partition.eof"] = "true"
         properties["fetch.queue.backoff.ms"] = "10"
         let logger = self.logger
         let deadline = ContinuousClock.now + timeout
@@ -68,40 +73,39 @@ public final class KafkaLogReader: Sendable {
         thread.start()
         defer { thread.shutdownGracefully { _ in } }
         try await thread.runIfActive { [properties] in
-            let client = try RdKafkaClient(type: RD_KAFKA_CONSUMER, properties: properties, events: RD_KAFKA_EVENT_FETCH, sink: RdKafkaEventSink(logger: logger))
+            let client = try RdKafkaClient(type: RD_KAFKA_CONSUMER, properties: properties, events: 0, sink: RdKafkaEventSink(logger: logger))
             defer { client.destroy() }
-            guard let queue = rd_kafka_queue_get_consumer(client.handle) else {
-                throw KafkaError(code: .consumer, reason: "no consumer queue", isRetriable: false)
-            }
-            defer { rd_kafka_queue_destroy(queue) }
-            let list = rd_kafka_topic_partition_list_new(Int32(wanted.count))
+            let count = try Self.partitionCount(client: client, topic: topic, timeoutMilliseconds: 10_000)
+            let list = rd_kafka_topic_partition_list_new(count)
             defer { rd_kafka_topic_partition_list_destroy(list) }
-            for partition in wanted.keys.sorted() {
-                rd_kafka_topic_partition_list_add(list, topic, partition)?.pointee.offset = start[partition] ?? 0
+            for partition in 0..<count {
+                rd_kafka_topic_partition_list_add(list, topic, partition)?.pointee.offset = start[partition] ?? KafkaOffset.beginning
             }
             var err = rd_kafka_assign(client.handle, list)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(code: .consumer, err, detail: "assign") }
             defer { _ = rd_kafka_assign(client.handle, nil) }
 
-            var remaining = Set(wanted.keys)
+            var remaining = Set(0..<count)
             while !remaining.isEmpty {
                 guard ContinuousClock.now < deadline else {
-                    throw KafkaError(code: .consumer, reason: "reading \(topic) back did not reach the end offsets in time", isRetriable: true)
+                    throw KafkaError(code: .consumer, reason: "reading \(topic) back did not reach the end of every partition in time", isRetriable: true)
                 }
-                guard let event = rd_kafka_queue_poll(queue, 100) else { continue }
-                defer { rd_kafka_event_destroy(event) }
-                guard rd_kafka_event_type(event) == RD_KAFKA_EVENT_FETCH else { continue }
                 var records: [KafkaConsumerRecord] = []
-                while let message = rd_kafka_event_message_next(event) {
+                var timeout: Int32 = 100
+                // rd_kafka_consumer_poll returns partition EOF as a message with that error.
+                while records.count < 10_000, let message = rd_kafka_consumer_poll(client.handle, timeout) {
+                    defer { rd_kafka_message_destroy(message) }
+                    timeout = 0
                     err = message.pointee.err
+                    if err == RD_KAFKA_RESP_ERR__PARTITION_EOF {
+                        remaining.remove(message.pointee.partition)
+                        continue
+                    }
                     guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
                         logger.warning("Kafka fetch error while reading back", metadata: ["error": "\(KafkaError(code: .consumer, err))"])
                         continue
                     }
-                    let record = KafkaConsumer.record(from: message)
-                    guard let stop = wanted[record.partition], record.offset < stop else { continue }
-                    records.append(record)
-                    if record.offset + 1 >= stop { remaining.remove(record.partition) }
+                    records.append(KafkaConsumer.record(from: message))
                 }
                 if !records.isEmpty { try body(records) }
             }

@@ -63,13 +63,16 @@ public struct DeliveryRejected: PushEvent, Hashable {
     public var requestId: String?
     /// A sentence for a person, naming the field at fault.
     public var reason: String
+    /// Where the rejected record is: topic, partition, offset.
+    public var sourceTopic: String
     public var sourcePartition: Int32
     public var sourceOffset: Int64
     public var rejectedAt: Date
 
-    public init(requestId: String?, reason: String, sourcePartition: Int32, sourceOffset: Int64, rejectedAt: Date) {
+    public init(requestId: String?, reason: String, sourceTopic: String, sourcePartition: Int32, sourceOffset: Int64, rejectedAt: Date) {
         self.requestId = requestId
         self.reason = reason
+        self.sourceTopic = sourceTopic
         self.sourcePartition = sourcePartition
         self.sourceOffset = sourceOffset
         self.rejectedAt = rejectedAt

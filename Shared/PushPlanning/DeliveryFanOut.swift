@@ -267,8 +267,7 @@ public final class DeliveryFanOut: Service {
     private func publishedMessageIds(deliveryId: String, since offsets: [String: [Int32: Int64]]) async throws -> Set<UUID> {
         let found = Mutex<Set<UUID>>([])
         for (topic, start) in offsets {
-            let end = try await reader.endOffsets(topic: topic)
-            try await reader.read(topic: topic, from: start, to: end) { records in
+            try await reader.read(topic: topic, from: start) { records in
                 let ids = records.compactMap { record -> UUID? in
                     guard record.headers.string(Self.deliveryHeader) == deliveryId else { return nil }
                     return record.headers.string(Self.messageHeader).flatMap(UUID.init(uuidString:))

@@ -55,8 +55,8 @@ public struct DeliveryProjection: EnvelopeProjection {
             case .rejected(let rejection):
                 try await connection.query(
                     """
-                    INSERT INTO push.delivery_rejections (request_id, reason, source_partition, source_offset, rejected_at)
-                    VALUES (\(rejection.requestId), \(rejection.reason), \(rejection.sourcePartition), \(rejection.sourceOffset), \(rejection.rejectedAt))
+                    INSERT INTO push.delivery_rejections (request_id, reason, source_topic, source_partition, source_offset, rejected_at)
+                    VALUES (\(rejection.requestId), \(rejection.reason), \(rejection.sourceTopic), \(rejection.sourcePartition), \(rejection.sourceOffset), \(rejection.rejectedAt))
                     ON CONFLICT DO NOTHING
                     """,
                     logger: logger

@@ -86,7 +86,7 @@ public struct DeliveryRequestIntake: Projection {
     private func rejectionRecords(_ rejection: DeliveryRejection, record: KafkaConsumerRecord) throws -> [KafkaProducerRecord] {
         rejected.increment()
         let now = clock()
-        let event = DeliveryRejected(requestId: rejection.requestId, reason: rejection.reason, sourcePartition: record.partition, sourceOffset: record.offset, rejectedAt: now)
+        let event = DeliveryRejected(requestId: rejection.requestId, reason: rejection.reason, sourceTopic: record.topic, sourcePartition: record.partition, sourceOffset: record.offset, rejectedAt: now)
         let key = rejection.requestId ?? "unreadable:\(record.partition):\(record.offset)"
         let letter = KafkaProducerRecord(
             topic: catalog.deliveryRequestsDLQ.name, key: record.key, value: record.value,

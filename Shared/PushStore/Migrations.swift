@@ -190,10 +190,11 @@ public enum Migrations {
             CREATE TABLE push.delivery_rejections (
                 request_id       text,
                 reason           text        NOT NULL,
+                source_topic     text        NOT NULL,
                 source_partition integer     NOT NULL,
                 source_offset    bigint      NOT NULL,
                 rejected_at      timestamptz NOT NULL,
-                PRIMARY KEY (source_partition, source_offset)
+                PRIMARY KEY (source_topic, source_partition, source_offset)
             )
             """,
             "CREATE INDEX delivery_rejections_request ON push.delivery_rejections (request_id)",

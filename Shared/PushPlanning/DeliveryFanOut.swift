@@ -181,12 +181,15 @@ public final class DeliveryFanOut: Service {
             }
             let end = rows.last.map { Cursor(appId: $0.appId, token: $0.registrationToken) } ?? state.pending!.end
 
-            var skip: Set<UUID> = []
+            // Records are built before the chunk is marked, so that the mark is held only
+            // while publishing.
+            var records = try messages.compactMap { try Self.record(for: $0, catalog: catalog, correlationId: delivery.requestId) }
             if let pending = state.pending {
-                skip = try await publishedMessageIds(deliveryId: deliveryId, since: pending.offsets)
+                let skip = try await publishedMessageIds(deliveryId: deliveryId, since: pending.offsets)
                 recovered.increment()
                 alreadyPublished.increment(by: skip.count)
                 logger.notice("Resuming an interrupted chunk", metadata: ["already.published": "\(skip.count)", "chunk.messages": "\(messages.count)"])
+                records.removeAll { record in record.headers.string(Self.messageHeader).flatMap(UUID.init(uuidString:)).map(skip.contains) ?? false }
             } else {
                 if mark == nil || ContinuousClock.now - mark!.at > markInterval {
                     var offsets: [String: [Int32: Int64]] = [:]
@@ -197,11 +200,6 @@ public final class DeliveryFanOut: Service {
                 let json = String(decoding: try JSONEncoder().encode(pending), as: UTF8.self)
                 try await connection.query("UPDATE push.delivery_plans SET pending_chunk = \(json)::jsonb, updated_at = now() WHERE delivery_id = \(deliveryId)", logger: logger)
                 state.pending = pending
-            }
-
-            let records = try messages.compactMap { message -> KafkaProducerRecord? in
-                guard !skip.contains(message.messageId) else { return nil }
-                return try Self.record(for: message, catalog: catalog, correlationId: delivery.requestId)
             }
             try await publish(records, limiter: &limiter)
 

@@ -105,7 +105,7 @@ struct APNsSimulatorTests {
     func voipPayloadLimit() async throws {
         try await self.start().run { simulator in
             let client = try await simulator.client()
-            let payload = #"{"aps":{"alert":"\#(String(repeating: "x", count: 5120 - 22))"}}"#
+            let payload = #"{"aps":{"alert":"\#(String(repeating: "x", count: 5120 - 20))"}}"#
             #expect(payload.utf8.count == 5120)
             let response = try await client.send(
                 "POST", "/3/device/\(Fixtures.deviceToken())",
@@ -380,11 +380,11 @@ let apnsRejections: [APNsRejection] = [
     APNsRejection(name: "empty payload", payload: "", status: 400, reason: "PayloadEmpty"),
     APNsRejection(
         name: "payload of 4097 bytes",
-        payload: #"{"aps":{"alert":"\#(String(repeating: "x", count: 4097 - 22))"}}"#, status: 413, reason: "PayloadTooLarge"
+        payload: #"{"aps":{"alert":"\#(String(repeating: "x", count: 4097 - 20))"}}"#, status: 413, reason: "PayloadTooLarge"
     ),
     APNsRejection(
         name: "voip payload of 5121 bytes", headers: [("apns-push-type", "voip"), ("apns-topic", "com.example.app.voip")],
-        payload: #"{"aps":{"alert":"\#(String(repeating: "x", count: 5121 - 22))"}}"#, status: 413, reason: "PayloadTooLarge"
+        payload: #"{"aps":{"alert":"\#(String(repeating: "x", count: 5121 - 20))"}}"#, status: 413, reason: "PayloadTooLarge"
     ),
     APNsRejection(name: "payload without aps", payload: #"{"hello":"world"}"#, status: 400, reason: "BadPayload"),
     APNsRejection(name: "payload not JSON", payload: "hello", status: 400, reason: "BadPayload"),

@@ -1,6 +1,7 @@
 import Crypto
 import _CryptoExtras
 import Foundation
+import Logging
 import NIOPosix
 import ProviderSimulatorCore
 
@@ -56,9 +57,16 @@ enum Fixtures {
             server: SimulatorServer.Configuration(tls: try SimulatorTLS.generated()),
             apns: APNsBehaviour.Configuration(allowedTopics: topics, signingKeys: keys),
             limits: SimulatorLimits(maxConcurrentStreams: maxConcurrentStreams, logCapacity: 1000),
-            group: MultiThreadedEventLoopGroup.singleton
+            group: MultiThreadedEventLoopGroup.singleton,
+            logger: Self.quietLogger
         )
     }
+
+    static let quietLogger: Logger = {
+        var logger = Logger(label: "simulator-tests")
+        logger.logLevel = .warning
+        return logger
+    }()
 
     // MARK: FCM
 
@@ -122,7 +130,8 @@ enum Fixtures {
                 accessTokenLifetime: tokenLifetime
             ),
             limits: SimulatorLimits(maxConcurrentStreams: 100, logCapacity: 1000),
-            group: MultiThreadedEventLoopGroup.singleton
+            group: MultiThreadedEventLoopGroup.singleton,
+            logger: Self.quietLogger
         )
     }
 

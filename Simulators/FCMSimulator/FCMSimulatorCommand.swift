@@ -36,7 +36,9 @@ struct FCMSimulatorCommand: AsyncParsableCommand {
             logger: logger
         )
         if let quotaPerMinute {
-            _ = running.state.updateFaults { $0.quotaPerMinute = quotaPerMinute }
+            var faults = FaultPlan()
+            faults.quotaPerMinute = quotaPerMinute
+            running.state.setBaselineFaults(faults)
         }
         try await self.server.serve(running)
     }

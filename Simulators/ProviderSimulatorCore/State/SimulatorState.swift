@@ -6,6 +6,8 @@ import Synchronization
 package final class SimulatorState: Sendable {
     private struct Storage {
         var faults = FaultPlan()
+        /// What `reset` restores (the command line's settings).
+        var baselineFaults = FaultPlan()
         var maxConcurrentStreams: Int
         var counters = SimulatorCounters()
         var log: [LoggedNotification] = []
@@ -27,6 +29,14 @@ package final class SimulatorState: Sendable {
 
     package var faults: FaultPlan {
         self.storage.withLock { $0.faults }
+    }
+
+    /// Sets the fault plan and makes it the one `reset` restores (command-line settings).
+    package func setBaselineFaults(_ faults: FaultPlan) {
+        self.storage.withLock {
+            $0.faults = faults
+            $0.baselineFaults = faults
+        }
     }
 
     package func updateFaults(_ update: (inout FaultPlan) -> Void) -> FaultPlan {
@@ -118,10 +128,10 @@ package final class SimulatorState: Sendable {
         return Array(matching.suffix(max(0, limit)))
     }
 
-    /// Clears the log, the counters and the fault plan and restores the configured stream limit.
+    /// Clears the log and the counters, restores the start-up fault plan and stream limit.
     package func reset() {
         self.storage.withLock {
-            $0.faults = FaultPlan()
+            $0.faults = $0.baselineFaults
             $0.counters = SimulatorCounters()
             $0.log = []
             $0.logStart = 0

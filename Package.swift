@@ -18,6 +18,8 @@ let package = Package(
         .executable(name: "pushctl", targets: ["PushCtl"]),
         .executable(name: "kafka-bench", targets: ["KafkaBench"]),
         .executable(name: "minimal-route", targets: ["MinimalRoute"]),
+        .executable(name: "apns-simulator", targets: ["APNsSimulator"]),
+        .executable(name: "fcm-simulator", targets: ["FCMSimulator"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
@@ -30,6 +32,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // MARK: librdkafka
@@ -162,6 +167,45 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: provider simulators (APNs and FCM over HTTP/2 + TLS, for tests, demo and benchmarks)
+        .target(
+            name: "ProviderSimulatorCore",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Simulators/ProviderSimulatorCore",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "APNsSimulator",
+            dependencies: [
+                "ProviderSimulatorCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Simulators/APNsSimulator",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "FCMSimulator",
+            dependencies: [
+                "ProviderSimulatorCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Simulators/FCMSimulator",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: tests
         .testTarget(name: "PushEventsTests", dependencies: ["PushEvents"], swiftSettings: swiftSettings),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka"], swiftSettings: swiftSettings),
@@ -180,6 +224,22 @@ let package = Package(
             dependencies: [
                 "PushPlanning", "PushRegistration", "PushRuntime", "PushStore", "PushEvents", "Kafka",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "SimulatorTests",
+            dependencies: [
+                "ProviderSimulatorCore",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
         ),

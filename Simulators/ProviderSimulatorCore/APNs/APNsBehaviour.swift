@@ -1,0 +1,226 @@
+import Foundation
+import NIOCore
+
+/// Answers `POST /3/device/<token>` like APNs: header, token, auth and payload checks with
+/// APNs's reasons, then token-prefix and control-API faults, then 200 with `apns-id`.
+package struct APNsBehaviour: ProviderBehaviour {
+    package struct Configuration: Sendable {
+        /// Bundle ids (without push-type suffix) `apns-topic` may name; empty allows any topic.
+        package var allowedTopics: Set<String> = []
+        /// Registered provider-token keys; empty disables token auth (no `authorization` needed,
+        /// `apns-topic` optional, full stream limit from the first SETTINGS).
+        package var signingKeys: [APNsProviderTokenVerifier.SigningKey] = []
+
+        package init(allowedTopics: Set<String> = [], signingKeys: [APNsProviderTokenVerifier.SigningKey] = []) {
+            self.allowedTopics = allowedTopics
+            self.signingKeys = signingKeys
+        }
+    }
+
+    package static let payloadLimit = 4096
+    package static let voipPayloadLimit = 5120
+    package static let pushTypes: Set<String> = [
+        "alert", "background", "voip", "complication", "fileprovider", "mdm", "liveactivity", "location",
+        "pushtotalk", "widgets", "controls",
+    ]
+    /// The topic suffix a push type requires (simplified from Apple's table).
+    package static let topicSuffixes: [String: String] = [
+        "voip": ".voip",
+        "complication": ".complication",
+        "fileprovider": ".pushkit.fileprovider",
+        "liveactivity": ".push-type.liveactivity",
+        "pushtotalk": ".voip-ptt",
+        "location": ".location-query",
+    ]
+
+    private static let devicePath = "/3/device/"
+    private static let checkedForDuplicates: Set<String> = [
+        "authorization", "apns-topic", "apns-push-type", "apns-priority", "apns-expiration", "apns-collapse-id",
+        "apns-id", "content-type", "content-length",
+    ]
+
+    package let providerName = "apns"
+    package let goAwayDebugData = #"{"reason":"Shutdown"}"#
+    package let configuration: Configuration
+    package let verifier: APNsProviderTokenVerifier
+    private let state: SimulatorState
+
+    package var limitsStreamsUntilFirstSuccess: Bool { self.verifier.isEnabled }
+
+    package init(configuration: Configuration, state: SimulatorState) {
+        self.configuration = configuration
+        self.verifier = APNsProviderTokenVerifier(keys: configuration.signingKeys)
+        self.state = state
+    }
+
+    package func reset() {
+        self.verifier.reset()
+    }
+
+    package func respond(to request: SimulatorRequest, on connection: ConnectionState) -> SimulatorResponse {
+        guard request.path.hasPrefix(Self.devicePath) else { return Self.error(404, "BadPath") }
+        guard request.method == "POST" else { return Self.error(405, "MethodNotAllowed") }
+        let token = String(request.path.dropFirst(Self.devicePath.count))
+        if Self.hasDuplicateHeaders(request) { return Self.error(400, "DuplicateHeaders") }
+
+        if self.verifier.isEnabled {
+            switch self.verifier.verify(authorization: request.header("authorization")) {
+            case .failure(let rejection):
+                return Self.error(rejection.status, rejection.rawValue)
+            case .success(let identity):
+                if let bound = connection.boundProviderKey, bound != identity.key {
+                    return Self.error(403, "UnrelatedKeyIdInToken")
+                }
+                connection.boundProviderKey = identity.key
+            }
+        }
+
+        if token.isEmpty { return Self.error(400, "MissingDeviceToken") }
+        let prefixRule = APNsTokenPrefix(token: token)
+        if prefixRule == nil, !Self.isHexDeviceToken(token) { return Self.error(400, "BadDeviceToken") }
+
+        let pushType = request.header("apns-push-type")
+        if let pushType, !Self.pushTypes.contains(pushType) { return Self.error(400, "InvalidPushType") }
+        let topic = request.header("apns-topic")
+        if let topic {
+            if let reason = self.topicProblem(topic, pushType: pushType) { return Self.error(400, reason) }
+        } else if self.verifier.isEnabled {
+            return Self.error(400, "MissingTopic")
+        }
+        let priority = request.header("apns-priority")
+        if let priority, !["1", "5", "10"].contains(priority) { return Self.error(400, "BadPriority") }
+        if let expiration = request.header("apns-expiration"), Int64(expiration).map({ $0 < 0 }) ?? true {
+            return Self.error(400, "BadExpirationDate")
+        }
+        let collapseID = request.header("apns-collapse-id")
+        if let collapseID, collapseID.utf8.count > 64 { return Self.error(400, "BadCollapseId") }
+        let requestedID = request.header("apns-id")
+        if let requestedID, !Self.isLowercaseUUID(requestedID) { return Self.error(400, "BadMessageId") }
+
+        let size = request.body.readableBytes
+        if size == 0 { return Self.error(400, "PayloadEmpty") }
+        let limit = pushType == "voip" ? Self.voipPayloadLimit : Self.payloadLimit
+        if size > limit { return Self.error(413, "PayloadTooLarge") }
+        guard let payload = JSON.object(request.body.readableBytesView), let aps = payload["aps"] as? [String: Any] else {
+            return Self.error(400, "BadPayload")
+        }
+        let contentAvailableOnly = Self.isContentAvailableOnly(aps)
+        if pushType == "background", !contentAvailableOnly { return Self.error(400, "InvalidPushType") }
+        if priority == "10", contentAvailableOnly { return Self.error(400, "BadPriority") }
+
+        if let prefixRule {
+            return Self.error(prefixRule.status, prefixRule.reason)
+        }
+        if let injected = self.injectedFailure() {
+            return injected
+        }
+
+        let apnsID = requestedID ?? UUID().uuidString.lowercased()
+        self.state.append(
+            LoggedNotification(
+                provider: "apns",
+                token: token,
+                id: apnsID,
+                mId: Self.messageID(payload["_mId"]),
+                topic: topic,
+                pushType: pushType ?? (contentAvailableOnly ? "background" : "alert"),
+                priority: priority,
+                collapseId: collapseID,
+                payloadBytes: size,
+                receivedAtMs: Self.nowMilliseconds()
+            )
+        )
+        return SimulatorResponse(status: 200, headers: [("apns-id", apnsID)])
+    }
+
+    /// An APNs error answer: `{"reason": ...}`, plus `timestamp` (ms) on 410.
+    package static func error(_ status: Int, _ reason: String) -> SimulatorResponse {
+        var body: [String: Any] = ["reason": reason]
+        if status == 410 {
+            body["timestamp"] = Self.nowMilliseconds()
+        }
+        return .json(status: status, body, reason: reason)
+    }
+
+    private func injectedFailure() -> SimulatorResponse? {
+        let state = self.state
+        if state.takeBurst429() {
+            return Self.error(429, "TooManyRequests")
+        }
+        let faults = state.faults
+        guard faults.failPercent > 0, Double.random(in: 0..<100) < faults.failPercent else { return nil }
+        return Self.error(faults.failStatus, faults.failReason ?? Self.defaultReason(status: faults.failStatus))
+    }
+
+    private static func defaultReason(status: Int) -> String {
+        switch status {
+        case 400: "BadDeviceToken"
+        case 403: "Forbidden"
+        case 410: "Unregistered"
+        case 413: "PayloadTooLarge"
+        case 429: "TooManyRequests"
+        case 503: "ServiceUnavailable"
+        default: "InternalServerError"
+        }
+    }
+
+    private func topicProblem(_ topic: String, pushType: String?) -> String? {
+        guard !topic.isEmpty, !topic.contains(where: { $0.isWhitespace || $0 == "/" }) else { return "BadTopic" }
+        var base = topic
+        if let pushType, let suffix = Self.topicSuffixes[pushType] {
+            guard topic.hasSuffix(suffix) else { return "BadTopic" }
+            base = String(topic.dropLast(suffix.count))
+        }
+        if !self.configuration.allowedTopics.isEmpty, !self.configuration.allowedTopics.contains(base) {
+            return "TopicDisallowed"
+        }
+        return nil
+    }
+
+    private static func hasDuplicateHeaders(_ request: SimulatorRequest) -> Bool {
+        var seen: Set<String> = []
+        for (name, _, _) in request.headers where Self.checkedForDuplicates.contains(name) {
+            if !seen.insert(name).inserted { return true }
+        }
+        return false
+    }
+
+    /// 64 to 200 hex digits, even count (APNs tokens are 32 bytes today; longer ones are allowed).
+    static func isHexDeviceToken(_ token: String) -> Bool {
+        let bytes = token.utf8
+        guard (64...200).contains(bytes.count), bytes.count % 2 == 0 else { return false }
+        return bytes.allSatisfy { (48...57).contains($0) || (97...102).contains($0) || (65...70).contains($0) }
+    }
+
+    /// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx` in lowercase hex.
+    static func isLowercaseUUID(_ value: String) -> Bool {
+        let bytes = Array(value.utf8)
+        guard bytes.count == 36 else { return false }
+        for (index, byte) in bytes.enumerated() {
+            if [8, 13, 18, 23].contains(index) {
+                guard byte == UInt8(ascii: "-") else { return false }
+            } else {
+                guard (48...57).contains(byte) || (97...102).contains(byte) else { return false }
+            }
+        }
+        return true
+    }
+
+    /// `aps` has `content-available: 1` and nothing that shows or sounds.
+    static func isContentAvailableOnly(_ aps: [String: Any]) -> Bool {
+        guard (aps["content-available"] as? NSNumber)?.intValue == 1 else { return false }
+        return aps["alert"] == nil && aps["badge"] == nil && aps["sound"] == nil
+    }
+
+    static func messageID(_ value: Any?) -> String? {
+        switch value {
+        case let string as String: string
+        case let number as NSNumber: number.stringValue
+        default: nil
+        }
+    }
+
+    static func nowMilliseconds() -> Int64 {
+        Int64(Date().timeIntervalSince1970 * 1000)
+    }
+}

@@ -123,4 +123,29 @@ struct TrackingEndpointTests {
             try await tasks.waitForAll()
         }
     }
+
+    @Test("docs/tracking-openapi.json: its examples answer 200, a malformed id a documented 400")
+    func openAPIDocument() async throws {
+        let url = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs/tracking-openapi.json")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        let paths = try #require(document["paths"] as? [String: [String: Any]])
+        #expect(Set(paths.keys) == ["/r/"])
+        let operation = try #require(paths["/r/"]?["get"] as? [String: Any])
+        let statuses = Set(try #require(operation["responses"] as? [String: Any]).keys)
+        #expect(statuses == ["200", "400", "503"])
+        let parameter = try #require((operation["parameters"] as? [[String: Any]])?.first)
+        let examples = try #require(parameter["examples"] as? [String: [String: Any]]).compactMapValues { $0["value"] as? String }
+        #expect(examples.count == 4)
+        let pattern = try #require((parameter["schema"] as? [String: Any])?["pattern"] as? String)
+        try await TrackingHarness.run { harness in
+            for (name, value) in examples {
+                #expect(value.range(of: pattern, options: .regularExpression) != nil, "\(name) matches the documented pattern")
+                let answer = try await harness.get("id=\(value)")
+                #expect(answer.status == 200, "\(name): \(answer.body)")
+            }
+            #expect(statuses.contains(String(try await harness.get("id=hd828,deliveryId,open").status)))
+        }
+    }
 }

@@ -104,25 +104,17 @@ struct TrackingURLTests {
         ("id=hd828,deliveryId,99999999999999999999999", "tag_id", "out of range"),
     ])
     func refused(query: String, code: String, reason: String) {
-        #expect {
-            try TrackingURL(query: query)
-        } throws: { error in
-            guard let error = error as? TrackingURLError else { return false }
-            #expect(error.code.label == code, "\(query): \(error.reason)")
-            #expect(error.reason.contains(reason), "\(query): \(error.reason)")
-            #expect(!error.reason.contains("\n"))
-            return true
-        }
+        let error = #expect(throws: TrackingURLError.self) { try TrackingURL(query: query) }
+        #expect(error?.code.label == code, "\(query): \(error?.reason ?? "")")
+        #expect(error?.reason.contains(reason) == true, "\(query): \(error?.reason ?? "")")
+        #expect(error?.reason.contains("\n") == false)
     }
 
     @Test("a reason quotes at most 40 characters of the input")
     func shortReasons() {
         let junk = String(repeating: "z", count: 200)
-        #expect {
-            try TrackingURL(id: "h\(junk),d,1")
-        } throws: { error in
-            (error as? TrackingURLError).map { $0.reason.count < 120 } ?? false
-        }
+        let error = #expect(throws: TrackingURLError.self) { try TrackingURL(id: "h\(junk),d,1") }
+        #expect((error?.reason.count ?? .max) < 120, "\(error?.reason ?? "")")
     }
 
     @Test("the event carries the normalised id, its form, the tag and kind")

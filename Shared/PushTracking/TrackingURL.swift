@@ -67,7 +67,7 @@ public struct TrackingURL: Sendable, Hashable {
         }
         // The SDKs send the commas as they are; a proxy or client library may encode them.
         guard let decoded = String(raw).removingPercentEncoding else {
-            throw TrackingURLError(.malformedID, "the id parameter is not valid percent-encoding")
+            throw TrackingURLError(.malformedID, "the id parameter is not valid percent-encoded UTF-8")
         }
         try self.init(id: decoded)
     }

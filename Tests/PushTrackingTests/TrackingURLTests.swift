@@ -77,7 +77,7 @@ struct TrackingURLTests {
         ("", "missing_id", "id parameter is missing"),
         ("other=1", "missing_id", "id parameter is missing"),
         ("id=", "missing_id", "id parameter is missing"),
-        ("id=%zz", "malformed_id", "percent-encoding"),
+        ("id=%zz", "malformed_id", "percent-encoded UTF-8"),
         ("id=hd828", "malformed_id", "found 1 part"),
         ("id=hd828,deliveryId", "malformed_id", "found 2 parts"),
         ("id=hd828,delivery,Id,2", "malformed_id", "found 4 parts"),

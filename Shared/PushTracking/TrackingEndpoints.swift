@@ -16,11 +16,21 @@ public struct TrackingEndpoints: Sendable {
     let producer: KafkaProducer
     let topic: String
     let logger: Logger
+    /// `tracking_hits_total` of the hot paths, made once (a lookup per request costs a lock).
+    let stored: [TrackingKind: Counter]
+    let notStored: [TrackingKind: Counter]
 
     public init(producer: KafkaProducer, topic: String, logger: Logger) {
         self.producer = producer
         self.topic = topic
         self.logger = logger
+        func counters(status: String, reason: String) -> [TrackingKind: Counter] {
+            Dictionary(uniqueKeysWithValues: TrackingKind.allCases.map { kind in
+                (kind, Counter(label: "tracking_hits_total", dimensions: [("kind", kind.rawValue), ("status", status), ("reason", reason)]))
+            })
+        }
+        stored = counters(status: "200", reason: "none")
+        notStored = counters(status: "503", reason: "not_stored")
     }
 
     /// Routes `/r/` (and `/r`: the router ignores a trailing slash).
@@ -46,11 +56,11 @@ public struct TrackingEndpoints: Sendable {
         do {
             try await producer.send(KafkaProducerRecord(topic: topic, event: envelope))
         } catch {
-            Counter(label: "tracking_hits_total", dimensions: [("kind", kind.rawValue), ("status", "503"), ("reason", "not_stored")]).increment()
+            notStored[kind]?.increment()
             logger.warning("Tracking hit not stored by the broker", metadata: ["error": "\(error)"])
             return Self.text(.serviceUnavailable, "the tracking hit could not be stored in time; retry later")
         }
-        Counter(label: "tracking_hits_total", dimensions: [("kind", kind.rawValue), ("status", "200"), ("reason", "none")]).increment()
+        stored[kind]?.increment()
         return Self.text(.ok, "OK")
     }
 

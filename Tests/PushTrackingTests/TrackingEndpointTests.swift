@@ -77,14 +77,15 @@ struct TrackingEndpointTests {
                 #expect(answer.body.split(separator: "\n").count == 1, "one line")
             }
             // A good hit afterwards is the first and only record on the (single-partition) topic.
-            #expect(try await harness.get("id=h3039,sentinel,1").status == 200)
+            let sentinel = "sentinel-\(harness.suffix)"
+            #expect(try await harness.get("id=h3039,\(sentinel),1").status == 200)
             let records = try await harness.read(harness.topic) { read in
                 read.contains { $0.keyString == "12345" }
             }
             let hits = try TrackingHarness.hits(records)
-            #expect(hits.map(\.hit.deliveryId) == ["sentinel"], "the refused hits wrote nothing")
+            #expect(hits.map(\.hit.deliveryId) == [sentinel], "the refused hits wrote nothing")
             try await harness.eventually("the sentinel is projected") {
-                try await harness.rows(deliveryId: "sentinel").count == 1
+                try await harness.rows(deliveryId: sentinel).count == 1
             }
         }
     }

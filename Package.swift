@@ -132,12 +132,29 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .target(
+            name: "PushTracking",
+            dependencies: [
+                "Kafka",
+                "PushEvents",
+                "PushStore",
+                "PushRuntime",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Shared/PushTracking",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: services (thin executables)
         .executableTarget(name: "Registration", dependencies: ["PushRuntime", "PushRegistration"], path: "Services/Registration", swiftSettings: swiftSettings),
         .executableTarget(name: "DeliveryPlanning", dependencies: ["PushRuntime", "PushPlanning"], path: "Services/DeliveryPlanning", swiftSettings: swiftSettings),
         .executableTarget(name: "APNSSender", dependencies: ["PushRuntime"], path: "Services/APNSSender", swiftSettings: swiftSettings),
         .executableTarget(name: "FCMSender", dependencies: ["PushRuntime"], path: "Services/FCMSender", swiftSettings: swiftSettings),
-        .executableTarget(name: "TrackingIngestion", dependencies: ["PushRuntime"], path: "Services/TrackingIngestion", swiftSettings: swiftSettings),
+        .executableTarget(name: "TrackingIngestion", dependencies: ["PushRuntime", "PushTracking"], path: "Services/TrackingIngestion", swiftSettings: swiftSettings),
 
         // MARK: tools
         .executableTarget(
@@ -240,6 +257,14 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PushTrackingTests",
+            dependencies: [
+                "PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),

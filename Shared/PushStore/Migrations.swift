@@ -229,5 +229,27 @@ public enum Migrations {
             "CREATE INDEX broad_log_delivery_status ON push.broad_log (delivery_id, status)",
             "CREATE INDEX broad_log_device ON push.broad_log (app_id, registration_token)",
         ]),
+        Migration(version: 5, name: "tracking log", statements: [
+            """
+            CREATE TABLE push.tracking_log (
+                tracking_id     uuid        PRIMARY KEY,
+                message_id      text        NOT NULL,
+                message_id_form text        NOT NULL CHECK (message_id_form IN ('uuid', 'decimal')),
+                delivery_id     text        NOT NULL,
+                tag_id          integer     NOT NULL,
+                kind            text        NOT NULL CHECK (kind IN ('received', 'opened', 'other')),
+                occurred_at     timestamptz NOT NULL,
+                recorded_at     timestamptz NOT NULL DEFAULT now(),
+                kafka_partition integer     NOT NULL,
+                kafka_offset    bigint      NOT NULL
+            )
+            """,
+            "CREATE INDEX tracking_log_delivery_kind_message ON push.tracking_log (delivery_id, kind, message_id)",
+            "CREATE INDEX tracking_log_message ON push.tracking_log (message_id, occurred_at)",
+            """
+            COMMENT ON TABLE push.tracking_log IS
+                'One row per tracking hit (GET /r/) from push.tracking; duplicates of a device are separate rows, a re-read Kafka record is not'
+            """,
+        ]),
     ]
 }

@@ -1,0 +1,62 @@
+import Foundation
+import Kafka
+import Logging
+import PostgresNIO
+import PushEvents
+import PushStore
+
+/// Keeps `push.tracking_log` from `push.tracking`: one row per tracking hit.
+///
+/// Exactly once comes from the `ProjectionRunner` (rows and offsets commit together); the
+/// `tracking_id` primary key with `ON CONFLICT DO NOTHING` is a second guard, so a record that
+/// is read again (a rebuild into a table that was not emptied) cannot add a row either. Two hits
+/// of the same device are two events with two tracking ids, and stay two rows.
+public struct TrackingLogProjection: EnvelopeProjection {
+    public typealias Event = TrackingHitRecorded
+
+    public let name: String
+    public let topics: [String]
+    public let decoder: EventDecoder<TrackingHitRecorded>
+
+    public init(name: String = "push-tracking-log-projection", topic: String) {
+        self.name = name
+        self.topics = [topic]
+        var decoder = EventDecoder<TrackingHitRecorded>()
+        decoder.register(TrackingHitRecorded.self) { event, _ in event }
+        self.decoder = decoder
+    }
+
+    public func decode(_ record: KafkaConsumerRecord) throws -> TrackingHitRecorded? {
+        switch try decoder.decode(record.value) {
+        case .known(let hit, _):
+            // The table's CHECK would refuse these and stall the runner on retries; a record
+            // that can never be stored belongs in the dead-letter topic instead.
+            guard TrackingKind(rawValue: hit.kind) != nil else {
+                throw EventDecodingError(reason: .invalidPayload, detail: "TrackingHitRecorded v1: kind must be received, opened or other")
+            }
+            guard hit.messageIdForm == "uuid" || hit.messageIdForm == "decimal" else {
+                throw EventDecodingError(reason: .invalidPayload, detail: "TrackingHitRecorded v1: messageIdForm must be uuid or decimal")
+            }
+            return hit
+        case .unknown:
+            return nil
+        }
+    }
+
+    public func apply(_ events: [ProjectedEvent<TrackingHitRecorded>], on connection: PostgresConnection, logger: Logger) async throws {
+        let hits = events.map(\.event)
+        try await connection.query(
+            """
+            INSERT INTO push.tracking_log (
+                tracking_id, message_id, message_id_form, delivery_id, tag_id, kind, occurred_at, kafka_partition, kafka_offset)
+            SELECT * FROM unnest(
+                \(hits.map(\.trackingId))::uuid[], \(hits.map(\.messageId))::text[], \(hits.map(\.messageIdForm))::text[],
+                \(hits.map(\.deliveryId))::text[], \(hits.map(\.tagId))::int[], \(hits.map(\.kind))::text[],
+                \(hits.map(\.occurredAt))::timestamptz[], \(events.map(\.partition))::int[], \(events.map(\.offset))::bigint[]
+            )
+            ON CONFLICT (tracking_id) DO NOTHING
+            """,
+            logger: logger
+        )
+    }
+}

@@ -52,8 +52,8 @@ public struct TopicCatalog: Sendable, Hashable {
         deliveryRequests = topic("DELIVERY_REQUESTS", "push.delivery-requests", partitions: 6, "upstream delivery requests (versioned contract); key = requestId")
         deliveryRequestsDLQ = topic("DELIVERY_REQUESTS_DLQ", "push.delivery-requests.dlq", partitions: 1, retention: Self.thirtyDays, "delivery requests that could not be read or were invalid, with the reason in headers")
         deliveryEvents = topic("DELIVERY_EVENTS", "push.delivery-events", partitions: 6, "delivery lifecycle: accepted, rejected, targeted, exclusions, completed; key = delivery id")
-        apnsMessages = topic("APNS_MESSAGES", "push.apns.messages", partitions: 24, "one record per iOS device to send; key = message id")
-        fcmMessages = topic("FCM_MESSAGES", "push.fcm.messages", partitions: 24, "one record per Android device to send; key = message id")
+        apnsMessages = topic("APNS_MESSAGES", "push.apns.messages", partitions: 24, "one record per iOS device to send; key = app + token (one device's messages in order)")
+        fcmMessages = topic("FCM_MESSAGES", "push.fcm.messages", partitions: 24, "one record per Android device to send; key = app + token")
         messageResults = topic("MESSAGE_RESULTS", "push.message-results", partitions: 12, "provider outcomes per message: sent, failed (hard/soft/ignored), expired; key = message id")
         tracking = topic("TRACKING", "push.tracking", partitions: 12, "impressions and opens from the tracking URL; key = message id")
         let consumed = [subscriptions, catalog, deliveryEvents, apnsMessages, fcmMessages, messageResults, tracking]

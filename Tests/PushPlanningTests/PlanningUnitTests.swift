@@ -239,3 +239,19 @@ struct MessageFactoryTests {
         #expect(times.last! - times.first! >= .milliseconds(1_300), "75 records at 50/s are spread over about 1.4 s")
     }
 }
+
+@Suite("The contract's published examples")
+struct ContractExampleTests {
+    @Test("every docs/examples/delivery-request-*.json is read by the planner")
+    func examplesParse() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let directory = root.appendingPathComponent("docs/examples")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("delivery-request-") && $0.hasSuffix(".json") }
+        #expect(files.count >= 3)
+        for file in files {
+            let bytes = try [UInt8](Data(contentsOf: directory.appendingPathComponent(file)))
+            let request = try DeliveryRequestValidator.parse(bytes)
+            #expect(request.version == 1, "\(file)")
+        }
+    }
+}

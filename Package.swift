@@ -239,7 +239,7 @@ let package = Package(
         .testTarget(
             name: "PushPlanningTests",
             dependencies: [
-                "PushPlanning", "PushRegistration", "PushRuntime", "PushStore", "PushEvents", "Kafka",
+                "PushPlanning", "PushRegistration", "PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings

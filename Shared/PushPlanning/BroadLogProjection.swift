@@ -13,6 +13,11 @@ import PushStore
 /// before its planned message is seen; a final status (`sent`, `failed`, `expired`) is never
 /// overwritten by `pending` or by a later result. Rows are written in bulk (one statement per
 /// kind per batch).
+///
+/// It also keeps the outcome counters of `push.delivery_indicator_counts` (sent, failed by type,
+/// expired) in the same statement as the results: only a row that this batch creates in, or moves
+/// to, a final status counts, so a repeated or late result never counts twice and a planned
+/// message arriving after its result counts nothing.
 public struct BroadLogProjection: EnvelopeProjection {
     public enum Event: Sendable {
         case planned(MessageReference, Date)
@@ -84,8 +89,13 @@ public struct BroadLogProjection: EnvelopeProjection {
         }
         if !resultOrder.isEmpty {
             let rows = resultOrder.map { results[$0]! }
+            // The CTE returns only the rows this statement created or moved out of `pending`: a
+            // result for a message already final is skipped by the WHERE and returns nothing, so
+            // each message adds to its delivery's counters exactly once. Deliveries are locked in
+            // key order (no deadlock with the tracking projection's increments).
             try await connection.query(
                 """
+                WITH changed AS (
                 INSERT INTO push.broad_log AS b (message_id, delivery_id, app_id, registration_token, platform, status, failure_type,
                                                  failure_reason, provider_message_id, attempts, created_at, updated_at, sent_at)
                 SELECT m, d, a, t, p, s, nullif(ft, ''), nullif(fr, ''), nullif(pm, ''), n, at, at, CASE WHEN s = 'sent' THEN at END
@@ -97,6 +107,18 @@ public struct BroadLogProjection: EnvelopeProjection {
                     failure_reason = excluded.failure_reason, provider_message_id = excluded.provider_message_id,
                     attempts = excluded.attempts, updated_at = excluded.updated_at, sent_at = excluded.sent_at
                 WHERE b.status = 'pending'
+                RETURNING b.delivery_id, b.status, b.failure_type
+                )
+                INSERT INTO push.delivery_indicator_counts AS c (delivery_id, sent, failed, failed_hard, failed_soft, failed_ignored, expired, updated_at)
+                SELECT delivery_id, count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'),
+                       count(*) FILTER (WHERE failure_type = 'hard'), count(*) FILTER (WHERE failure_type = 'soft'),
+                       count(*) FILTER (WHERE failure_type = 'ignored'), count(*) FILTER (WHERE status = 'expired'), now()
+                FROM changed GROUP BY delivery_id ORDER BY delivery_id
+                ON CONFLICT (delivery_id) DO UPDATE SET
+                    sent = c.sent + excluded.sent, failed = c.failed + excluded.failed,
+                    failed_hard = c.failed_hard + excluded.failed_hard, failed_soft = c.failed_soft + excluded.failed_soft,
+                    failed_ignored = c.failed_ignored + excluded.failed_ignored, expired = c.expired + excluded.expired,
+                    updated_at = excluded.updated_at
                 """,
                 logger: logger
             )

@@ -34,6 +34,7 @@ public struct DeliveryProjection: EnvelopeProjection {
     }
 
     public func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
+        var plannedDeliveries: [String: DeliveryPlanned] = [:]
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         encoder.dateEncodingStrategy = .iso8601
@@ -84,6 +85,7 @@ public struct DeliveryProjection: EnvelopeProjection {
                     logger: logger
                 )
             case .planned(let planned):
+                plannedDeliveries[planned.deliveryId] = planned
                 try await connection.query(
                     """
                     UPDATE push.deliveries SET status = 'planned', targeted = \(planned.targeted), excluded = \(planned.excluded),
@@ -93,6 +95,20 @@ public struct DeliveryProjection: EnvelopeProjection {
                     logger: logger
                 )
             }
+        }
+        // The planned sizes of the indicators, set (not added: a replayed event changes nothing),
+        // in key order like every writer of the counters.
+        if !plannedDeliveries.isEmpty {
+            let rows = plannedDeliveries.values.sorted { $0.deliveryId < $1.deliveryId }
+            try await connection.query(
+                """
+                INSERT INTO push.delivery_indicator_counts AS c (delivery_id, to_deliver, excluded, updated_at)
+                SELECT d, t, e, now() FROM unnest(\(rows.map(\.deliveryId))::text[], \(rows.map(\.targeted))::bigint[], \(rows.map(\.excluded))::bigint[]) AS x(d, t, e)
+                ORDER BY d
+                ON CONFLICT (delivery_id) DO UPDATE SET to_deliver = excluded.to_deliver, excluded = excluded.excluded, updated_at = excluded.updated_at
+                """,
+                logger: logger
+            )
         }
     }
 }

@@ -251,5 +251,80 @@ public enum Migrations {
                 'One row per tracking hit (GET /r/) from push.tracking; duplicates of a device are separate rows, a re-read Kafka record is not'
             """,
         ]),
+        Migration(version: 6, name: "delivery indicators", statements: [
+            """
+            CREATE TABLE push.delivery_indicator_counts (
+                delivery_id    text        PRIMARY KEY,
+                to_deliver     bigint,
+                excluded       bigint,
+                sent           bigint      NOT NULL DEFAULT 0,
+                failed         bigint      NOT NULL DEFAULT 0,
+                failed_hard    bigint      NOT NULL DEFAULT 0,
+                failed_soft    bigint      NOT NULL DEFAULT 0,
+                failed_ignored bigint      NOT NULL DEFAULT 0,
+                expired        bigint      NOT NULL DEFAULT 0,
+                impressions    bigint      NOT NULL DEFAULT 0,
+                opens          bigint      NOT NULL DEFAULT 0,
+                updated_at     timestamptz NOT NULL DEFAULT now()
+            )
+            """,
+            """
+            COMMENT ON TABLE push.delivery_indicator_counts IS
+                'Per-delivery counters kept incrementally by the deliveries, broad_log and tracking_log projections in their own transactions; read push.delivery_indicators'
+            """,
+            """
+            CREATE TABLE push.tracking_firsts (
+                delivery_id text        NOT NULL,
+                message_id  text        NOT NULL,
+                kind        text        NOT NULL CHECK (kind IN ('received', 'opened')),
+                first_at    timestamptz NOT NULL,
+                PRIMARY KEY (delivery_id, message_id, kind)
+            )
+            """,
+            """
+            COMMENT ON TABLE push.tracking_firsts IS
+                'One row per (delivery, message, kind) that has at least one received or opened hit: what makes impressions and opens distinct counts'
+            """,
+            """
+            CREATE VIEW push.delivery_indicators AS
+            SELECT delivery_id, to_deliver, excluded,
+                   sent + failed + expired AS processed,
+                   sent, failed, failed_hard, failed_soft, failed_ignored, expired,
+                   impressions, opens,
+                   round(impressions::numeric / nullif(sent, 0), 4) AS impression_rate,
+                   round(opens::numeric / nullif(sent, 0), 4) AS open_rate,
+                   updated_at
+            FROM push.delivery_indicator_counts
+            """,
+            """
+            COMMENT ON VIEW push.delivery_indicators IS
+                'Delivery indicators for analysts: counters of push.delivery_indicator_counts with processed and the rates over sent (null while nothing is sent)'
+            """,
+            // Deployments that already have rows: start the counters from what is there.
+            """
+            INSERT INTO push.tracking_firsts (delivery_id, message_id, kind, first_at)
+            SELECT delivery_id, message_id, kind, min(occurred_at) FROM push.tracking_log
+            WHERE kind IN ('received', 'opened') GROUP BY delivery_id, message_id, kind
+            """,
+            """
+            INSERT INTO push.delivery_indicator_counts (delivery_id, to_deliver, excluded, sent, failed, failed_hard, failed_soft, failed_ignored, expired)
+            SELECT d.delivery_id, d.targeted, d.excluded, 0, 0, 0, 0, 0, 0 FROM push.deliveries d WHERE d.status = 'planned'
+            """,
+            """
+            INSERT INTO push.delivery_indicator_counts AS c (delivery_id, sent, failed, failed_hard, failed_soft, failed_ignored, expired)
+            SELECT delivery_id, count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'),
+                   count(*) FILTER (WHERE failure_type = 'hard'), count(*) FILTER (WHERE failure_type = 'soft'),
+                   count(*) FILTER (WHERE failure_type = 'ignored'), count(*) FILTER (WHERE status = 'expired')
+            FROM push.broad_log WHERE status <> 'pending' GROUP BY delivery_id
+            ON CONFLICT (delivery_id) DO UPDATE SET sent = excluded.sent, failed = excluded.failed, failed_hard = excluded.failed_hard,
+                failed_soft = excluded.failed_soft, failed_ignored = excluded.failed_ignored, expired = excluded.expired
+            """,
+            """
+            INSERT INTO push.delivery_indicator_counts AS c (delivery_id, impressions, opens)
+            SELECT delivery_id, count(*) FILTER (WHERE kind = 'received'), count(*) FILTER (WHERE kind = 'opened')
+            FROM push.tracking_firsts GROUP BY delivery_id
+            ON CONFLICT (delivery_id) DO UPDATE SET impressions = excluded.impressions, opens = excluded.opens
+            """,
+        ]),
     ]
 }

@@ -11,6 +11,11 @@ import PushStore
 /// `tracking_id` primary key with `ON CONFLICT DO NOTHING` is a second guard, so a record that
 /// is read again (a rebuild into a table that was not emptied) cannot add a row either. Two hits
 /// of the same device are two events with two tracking ids, and stay two rows.
+///
+/// The same transaction keeps the delivery's `impressions` and `opens` in
+/// `push.delivery_indicator_counts`: `push.tracking_firsts` holds one row per (delivery, message,
+/// kind) with a received or opened hit, and only a newly inserted first adds one, so duplicate
+/// hits count once.
 public struct TrackingLogProjection: EnvelopeProjection {
     public typealias Event = TrackingHitRecorded
 
@@ -45,16 +50,34 @@ public struct TrackingLogProjection: EnvelopeProjection {
 
     public func apply(_ events: [ProjectedEvent<TrackingHitRecorded>], on connection: PostgresConnection, logger: Logger) async throws {
         let hits = events.map(\.event)
+        // One statement: the hits, then the (delivery, message, kind) pairs seen for the first
+        // time among the rows really inserted, then those firsts added to the delivery's
+        // impressions and opens (locked in key order, as every writer of the counters does).
         try await connection.query(
             """
-            INSERT INTO push.tracking_log (
-                tracking_id, message_id, message_id_form, delivery_id, tag_id, kind, occurred_at, kafka_partition, kafka_offset)
-            SELECT * FROM unnest(
-                \(hits.map(\.trackingId))::uuid[], \(hits.map(\.messageId))::text[], \(hits.map(\.messageIdForm))::text[],
-                \(hits.map(\.deliveryId))::text[], \(hits.map(\.tagId))::int[], \(hits.map(\.kind))::text[],
-                \(hits.map(\.occurredAt))::timestamptz[], \(events.map(\.partition))::int[], \(events.map(\.offset))::bigint[]
+            WITH hits AS (
+                INSERT INTO push.tracking_log (
+                    tracking_id, message_id, message_id_form, delivery_id, tag_id, kind, occurred_at, kafka_partition, kafka_offset)
+                SELECT * FROM unnest(
+                    \(hits.map(\.trackingId))::uuid[], \(hits.map(\.messageId))::text[], \(hits.map(\.messageIdForm))::text[],
+                    \(hits.map(\.deliveryId))::text[], \(hits.map(\.tagId))::int[], \(hits.map(\.kind))::text[],
+                    \(hits.map(\.occurredAt))::timestamptz[], \(events.map(\.partition))::int[], \(events.map(\.offset))::bigint[]
+                )
+                ON CONFLICT (tracking_id) DO NOTHING
+                RETURNING delivery_id, message_id, kind, occurred_at
+            ), firsts AS (
+                INSERT INTO push.tracking_firsts (delivery_id, message_id, kind, first_at)
+                SELECT DISTINCT ON (delivery_id, message_id, kind) delivery_id, message_id, kind, occurred_at
+                FROM hits WHERE kind IN ('received', 'opened')
+                ORDER BY delivery_id, message_id, kind, occurred_at
+                ON CONFLICT DO NOTHING
+                RETURNING delivery_id, kind
             )
-            ON CONFLICT (tracking_id) DO NOTHING
+            INSERT INTO push.delivery_indicator_counts AS c (delivery_id, impressions, opens, updated_at)
+            SELECT delivery_id, count(*) FILTER (WHERE kind = 'received'), count(*) FILTER (WHERE kind = 'opened'), now()
+            FROM firsts GROUP BY delivery_id ORDER BY delivery_id
+            ON CONFLICT (delivery_id) DO UPDATE SET
+                impressions = c.impressions + excluded.impressions, opens = c.opens + excluded.opens, updated_at = excluded.updated_at
             """,
             logger: logger
         )

@@ -32,6 +32,7 @@ struct PlanningHarness: Sendable {
         for (id, name, partitions) in [
             ("DELIVERY_REQUESTS", "requests", 2), ("DELIVERY_REQUESTS_DLQ", "requests.dlq", 1), ("DELIVERY_EVENTS", "delivery-events", 2),
             ("APNS_MESSAGES", "apns", 4), ("FCM_MESSAGES", "fcm", 4), ("MESSAGE_RESULTS", "results", 2),
+            ("TRACKING", "tracking", 2),
         ] {
             overrides["PUSH_TOPIC_\(id)"] = "test.\(name).\(suffix)"
             overrides["PUSH_TOPIC_\(id)_PARTITIONS"] = String(partitions)
@@ -53,8 +54,8 @@ struct PlanningHarness: Sendable {
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .error
         let admin = try KafkaAdmin(configuration: configuration.kafka, logger: logger)
         let catalog = configuration.topics
-        let dlqs = [catalog.deliveryEvents, catalog.apnsMessages, catalog.fcmMessages, catalog.messageResults].map { KafkaTopicSpecification(name: "\($0.name).dlq", partitions: 1) }
-        _ = try await admin.createTopics([catalog.deliveryRequests, catalog.deliveryRequestsDLQ, catalog.deliveryEvents, catalog.apnsMessages, catalog.fcmMessages, catalog.messageResults].map {
+        let dlqs = [catalog.deliveryEvents, catalog.apnsMessages, catalog.fcmMessages, catalog.messageResults, catalog.tracking].map { KafkaTopicSpecification(name: "\($0.name).dlq", partitions: 1) }
+        _ = try await admin.createTopics([catalog.deliveryRequests, catalog.deliveryRequestsDLQ, catalog.deliveryEvents, catalog.apnsMessages, catalog.fcmMessages, catalog.messageResults, catalog.tracking].map {
             KafkaTopicSpecification(name: $0.name, partitions: $0.partitions)
         } + dlqs)
         await admin.close()
@@ -62,9 +63,11 @@ struct PlanningHarness: Sendable {
     }
 
     /// Runs `body` with a planner running; `suffix` names topics and groups (the same suffix is
-    /// the same deployment restarted).
+    /// the same deployment restarted). `more` adds services to run alongside (e.g. another
+    /// service's projection), given the run's configuration, client and producer.
     static func run<T: Sendable>(
         suffix: String = makeSuffix(), planner: Bool = true, settings: PlanningSettings = testSettings,
+        more: (RuntimeConfiguration, PostgresClient, KafkaProducer, Logger) throws -> [any Service] = { _, _, _, _ in [] },
         _ body: @escaping @Sendable (PlanningHarness) async throws -> T
     ) async throws -> T {
         let (configuration, logger) = try await prepare(suffix: suffix)
@@ -74,7 +77,8 @@ struct PlanningHarness: Sendable {
             configuration: configuration, settings: settings, postgres: postgres, producer: producer, logger: logger,
             groups: .init(environment: EnvironmentSettings(environment(suffix: suffix)))
         ) : []
-        let group = ServiceGroup(configuration: .init(services: ([postgres, producer] + parts).map { .init(service: $0) }, logger: logger))
+        let extra = try more(configuration, postgres, producer, logger)
+        let group = ServiceGroup(configuration: .init(services: ([postgres, producer] + parts + extra).map { .init(service: $0) }, logger: logger))
         let harness = PlanningHarness(suffix: suffix, postgres: postgres, configuration: configuration, logger: logger)
         return try await withThrowingTaskGroup(of: T?.self) { tasks in
             tasks.addTask {

@@ -12,8 +12,9 @@
 #   --chunk N     PLANNER_CHUNK_SIZE: subscriptions read and messages published per step (default 5000)
 #   --no-build    use the existing .build-bench/release/{delivery-planning,pushctl}
 #   --keep        keep the run's database and topics (their names are printed)
-#   --perf        also sample the planner with `perf record -g` during the fan-out and print the
-#                 top symbols (perturbs the figures: use it for a separate run)
+#   --perf        also sample the planner with `perf record --call-graph dwarf` during the fan-out,
+#                 print the top symbols and keep the data in .local/planning-perf.data for
+#                 `perf report -i` (perturbs the figures: use it for a separate run)
 #
 # What runs:
 #   1. scripts/stack up; release build of delivery-planning and pushctl (--scratch-path .build-bench).
@@ -233,7 +234,7 @@ cpu_of_pid() { awk -v hz="$HZ" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) 
 cpu_of_name() {
     local total=0 f line
     for f in /proc/[0-9]*/stat; do
-        read -r line <"$f" 2>/dev/null || continue
+        { read -r line <"$f"; } 2>/dev/null || continue
         [[ "$line" == *"($1)"* ]] || continue
         total=$(awk -v t="$total" -v hz="$HZ" '{ sub(/^.*\) /, ""); printf "%.2f", t + ($12 + $13) / hz }' <<<"$line")
     done
@@ -246,7 +247,8 @@ snapshot() { echo "$(cpu_of_pid "$PLANNER_PID") $(cpu_of_pid "$TANSU_PID") $(cpu
 REQUEST_ID="bench-planning-$RUN_ID"
 DELIVERY_ID=""
 if ((PERF)); then
-    perf record -F 499 -g -p "$PLANNER_PID" -o "$WORK/perf.data" >/dev/null 2>"$WORK/perf.err" &
+    PERF_DATA="$PUSH_STACK_ROOT/planning-perf.data"
+    perf record -F 199 --call-graph dwarf,16384 -p "$PLANNER_PID" -o "$PERF_DATA" >/dev/null 2>"$WORK/perf.err" &
     PERF_PID=$!
     sleep 1
 fi
@@ -258,9 +260,19 @@ printf '{"type":"DeliveryRequested","version":1,"requestId":"%s","service":"%s",
 
 deadline=$(($(date +%s) + ${BENCH_TIMEOUT_S:-3600}))
 status=""
+rss_of() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+broad_log_rows() { sql "SELECT count(*) FROM push.broad_log WHERE delivery_id = '${1:-}'"; }
+echo "0 0 $cpu0_planner $cpu0_tansu $cpu0_pg $(rss_of "$PLANNER_PID") 0" >"$WORK/progress"
+next_progress=15
 while :; do
-    status="$(sql "SELECT status FROM push.delivery_plans WHERE request_id = '$REQUEST_ID'")"
+    IFS='|' read -r status so_far < <(sql "SELECT status, targeted FROM push.delivery_plans WHERE request_id = '$REQUEST_ID'") || true
     [[ "$status" == planned ]] && break
+    elapsed=$(minus "$(now)" "$published_at")
+    if awk -v e="$elapsed" -v n="$next_progress" 'BEGIN { exit !(e >= n) }'; then
+        read -r c_planner c_tansu c_pg _ < <(snapshot)
+        echo "$elapsed ${so_far:-0} $c_planner $c_tansu $c_pg $(rss_of "$PLANNER_PID") $(broad_log_rows "$(sql "SELECT delivery_id FROM push.delivery_plans WHERE request_id = '$REQUEST_ID'")")" >>"$WORK/progress"
+        next_progress=$((next_progress + 15))
+    fi
     kill -0 "$PLANNER_PID" 2>/dev/null || { tail -n 40 "$WORK/planner.log" >&2; die "the planner exited during the fan-out"; }
     (($(date +%s) < deadline)) || die "not planned after ${BENCH_TIMEOUT_S:-3600} s (status '$status', targeted $(sql "SELECT targeted FROM push.delivery_plans WHERE request_id = '$REQUEST_ID'"))"
     sleep 0.5
@@ -276,6 +288,14 @@ wall_seconds=$(minus "$planned" "$published_at")
 planner_rate=$(awk -v n="$targeted" -v s="$planner_seconds" 'BEGIN { printf "%.0f", n / s }')
 echo "planner: delivery $DELIVERY_ID targeted=$targeted excluded=$excluded failed=$failed"
 echo "planner: fan-out ${planner_seconds} s (started_at to planned_at) = $planner_rate messages/s; request published to planned: ${wall_seconds} s"
+# Progress every 15 s: messages (counted at each committed chunk), the rate and CPU (percent of
+# one core) over the interval, the planner's RSS, broad_log rows; to see whether the rate holds.
+if (($(wc -l <"$WORK/progress") > 1)); then
+    echo "progress:      s  messages  messages/s  CPU% planner  PostgreSQL  Tansu  RSS MiB  broad_log rows"
+    awk 'NR > 1 { d = $1 - t; printf "  %13.0f  %8d  %10.0f  %12.0f  %10.0f  %5.0f  %7.0f  %14d\n", $1, $2, ($2 - m) / d,
+                  100 * ($3 - cp) / d, 100 * ($5 - cg) / d, 100 * ($4 - ct) / d, $6 / 1024, $7 }
+         { t = $1; m = $2; cp = $3; ct = $4; cg = $5 }' "$WORK/progress"
+fi
 [[ "$targeted" == "$DEVICES" && "$excluded" == 0 && "$failed" == 0 ]] || die "expected targeted=$DEVICES excluded=0 failed=0"
 
 # broad_log: rows for this delivery, polled every 0.5 s.
@@ -312,7 +332,7 @@ cpu_pg=$(minus "$cpu1_pg" "$cpu0_pg") cpu_machine=$(minus "$cpu1_machine" "$cpu0
 echo "CPU seconds from the request to planned (${wall_seconds} s wall, $(nproc) cores): planner $cpu_planner, Tansu $cpu_tansu, PostgreSQL (all its processes) $cpu_pg, whole machine $cpu_machine"
 echo "planner CPU by thread name (digits folded; whole life of the process, seconds):"
 for task in /proc/"$PLANNER_PID"/task/*; do
-    read -r line <"$task/stat" 2>/dev/null || continue
+    { read -r line <"$task/stat"; } 2>/dev/null || continue
     name="${line#*(}"; name="${name%)*}"
     awk -v n="$name" -v hz="$HZ" '{ sub(/^.*\) /, ""); gsub(/[0-9]+/, "N", n); printf "%.2f\t%s\n", ($12 + $13) / hz, n }' <<<"$line"
 done | awk -F'\t' '{ s[$2] += $1; c[$2]++ } END { for (k in s) printf "%.2f\t%s\t%d\n", s[k], k, c[k] }' | sort -nr |
@@ -333,11 +353,11 @@ else
 fi
 
 if ((PERF)); then
-    echo "perf: top symbols of the planner during the fan-out (self time)"
-    perf report -i "$WORK/perf.data" --no-children --sort dso,sym --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -n 40 |
+    echo "perf: top symbols of the planner during the fan-out (self time; data in $PERF_DATA)"
+    perf report -i "$PERF_DATA" --no-children --sort dso,sym --stdio -g none 2>/dev/null | grep -E '^ +[0-9]' | awk 'NR <= 30' |
         { if command -v swift >/dev/null; then swift demangle --simplified; else cat; fi; } | cut -c1-200
-    echo "perf: by library"
-    perf report -i "$WORK/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -n 12
+    echo "perf: by library (self time)"
+    perf report -i "$PERF_DATA" --no-children --sort dso --stdio -g none 2>/dev/null | grep -E '^ +[0-9]' | awk 'NR <= 12'
 fi
 
 # ------------------------------------------------------ records on topics ---

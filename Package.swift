@@ -149,11 +149,31 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        .target(
+            name: "PushSending",
+            dependencies: [
+                "Kafka",
+                "PushEvents",
+                "PushStore",
+                "PushRuntime",
+                "PushRegistration",
+                "APNSClient",
+                "FCMClient",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Shared/PushSending",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: services (thin executables)
         .executableTarget(name: "Registration", dependencies: ["PushRuntime", "PushRegistration"], path: "Services/Registration", swiftSettings: swiftSettings),
         .executableTarget(name: "DeliveryPlanning", dependencies: ["PushRuntime", "PushPlanning"], path: "Services/DeliveryPlanning", swiftSettings: swiftSettings),
-        .executableTarget(name: "APNSSender", dependencies: ["PushRuntime"], path: "Services/APNSSender", swiftSettings: swiftSettings),
-        .executableTarget(name: "FCMSender", dependencies: ["PushRuntime"], path: "Services/FCMSender", swiftSettings: swiftSettings),
+        .executableTarget(name: "APNSSender", dependencies: ["PushRuntime", "PushSending"], path: "Services/APNSSender", swiftSettings: swiftSettings),
+        .executableTarget(name: "FCMSender", dependencies: ["PushRuntime", "PushSending"], path: "Services/FCMSender", swiftSettings: swiftSettings),
         .executableTarget(name: "TrackingIngestion", dependencies: ["PushRuntime", "PushTracking"], path: "Services/TrackingIngestion", swiftSettings: swiftSettings),
 
         // MARK: tools
@@ -265,6 +285,17 @@ let package = Package(
             dependencies: [
                 "PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PushSendingTests",
+            dependencies: [
+                "PushSending", "APNSClient", "ProviderSimulatorCore", "PushRegistration", "PushRuntime", "PushStore", "PushEvents", "Kafka",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),

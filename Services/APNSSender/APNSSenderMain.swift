@@ -1,13 +1,17 @@
 import PushRuntime
+import PushSending
 
-/// The apns-sender service. Sends iOS messages to APNs, scaled as a consumer group.
-///
-/// This executable already runs the shared plumbing (configuration, logging, metrics,
-/// `/health/live`, `/health/ready`, `/metrics` on port 9103, graceful shutdown); its own
-/// work arrives with its issue.
+/// The apns-sender service: a member of the `push.apns.messages` + `push.apns.retries` consumer
+/// group that sends each iOS message to APNs over HTTP/2 and publishes its outcome on
+/// `push.message-results` (docs/senders.md). Operations endpoints on port 9103.
 @main
 enum APNSSenderMain {
     static func main() async {
-        await ServiceRuntime.main(service: "apns-sender", defaultOpsPort: 9103)
+        await ServiceRuntime.main(service: "apns-sender", defaultOpsPort: 9103) { runtime in
+            try APNSSenderApplication.build(
+                configuration: runtime.configuration, environment: EnvironmentSettings(),
+                postgres: runtime.postgres, producer: runtime.producer, logger: runtime.logger
+            )
+        }
     }
 }

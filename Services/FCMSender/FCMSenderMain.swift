@@ -1,13 +1,17 @@
 import PushRuntime
+import PushSending
 
-/// The fcm-sender service. Sends Android messages to FCM, scaled as a consumer group.
-///
-/// This executable already runs the shared plumbing (configuration, logging, metrics,
-/// `/health/live`, `/health/ready`, `/metrics` on port 9104, graceful shutdown); its own
-/// work arrives with its issue.
+/// The fcm-sender service: a member of the `push.fcm.messages` + `push.fcm.retries` consumer
+/// group that sends each Android message through FCM HTTP v1 and publishes its outcome on
+/// `push.message-results` (docs/senders.md). Operations endpoints on port 9104.
 @main
 enum FCMSenderMain {
     static func main() async {
-        await ServiceRuntime.main(service: "fcm-sender", defaultOpsPort: 9104)
+        await ServiceRuntime.main(service: "fcm-sender", defaultOpsPort: 9104) { runtime in
+            try FCMSenderApplication.build(
+                configuration: runtime.configuration, environment: EnvironmentSettings(),
+                postgres: runtime.postgres, producer: runtime.producer, logger: runtime.logger
+            )
+        }
     }
 }

@@ -28,12 +28,17 @@ public enum KafkaOffset {
 public final class KafkaConsumer: Service, Sendable {
     /// Given newly assigned partitions, returns the next offset to read for those it knows.
     public typealias StartPositionProvider = @Sendable ([KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64]
+    /// Given partitions about to be taken away (a rebalance, not a loss), finishes or hands back
+    /// the work in progress on them and stores their offsets; the consumer then commits before
+    /// letting them go, so that their next owner starts exactly after what was done here.
+    public typealias RevocationHandler = @Sendable ([KafkaTopicPartition]) async -> Void
 
     public let configuration: KafkaConsumerConfiguration
     private let client: RdKafkaClient
     private let queue: QueueHandle
     private let thread: NIOThreadPool
     private let startPositions: StartPositionProvider?
+    private let revocationHandler: RevocationHandler?
     private let logger: Logger
     private let state = Mutex(State())
 
@@ -46,10 +51,12 @@ public final class KafkaConsumer: Service, Sendable {
     public init(
         configuration: KafkaConsumerConfiguration,
         startPositions: StartPositionProvider? = nil,
+        revocationHandler: RevocationHandler? = nil,
         logger: Logger
     ) throws(KafkaError) {
         self.configuration = configuration
         self.startPositions = startPositions
+        self.revocationHandler = revocationHandler
         var logger = logger
         logger[metadataKey: "kafka.group"] = .string(configuration.groupID)
         self.logger = logger
@@ -248,6 +255,16 @@ public final class KafkaConsumer: Service, Sendable {
             logger.info("Kafka partitions assigned", metadata: ["partitions": "\(partitions.map(\.description).sorted())"])
         } else {
             let lost = rd_kafka_assignment_lost(client.handle) != 0
+            if !lost, let revocationHandler, !partitions.isEmpty {
+                await revocationHandler(partitions)
+                let logger = self.logger
+                try await thread.runIfActive { [client] in
+                    let err = rd_kafka_commit(client.handle, nil, 0)
+                    if err != RD_KAFKA_RESP_ERR_NO_ERROR, err != RD_KAFKA_RESP_ERR__NO_OFFSET {
+                        logger.warning("Offset commit before revocation failed", metadata: ["error": "\(KafkaError(code: .consumer, err))"])
+                    }
+                }
+            }
             try await thread.runIfActive { [client] in
                 if cooperative {
                     if let error = rd_kafka_incremental_unassign(client.handle, listHandle.pointer) {

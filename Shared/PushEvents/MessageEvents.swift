@@ -46,11 +46,14 @@ public struct APNSMessagePlanned: PushEvent, Hashable {
     /// 1 for the first attempt; a sender's retry republishes with attempt + 1.
     public var attempt: Int
     public var plannedAt: Date
+    /// Set on retry records (`push.apns.retries`): not to be sent before this time. Absent on
+    /// the planner's records.
+    public var notBefore: Date?
 
     public init(
         messageId: UUID, deliveryId: String, appId: UUID, registrationToken: String, environment: String,
         credential: CredentialReference?, topic: String, pushType: String, priority: Int, collapseId: String?,
-        payload: String, validUntil: Date, attempt: Int, plannedAt: Date
+        payload: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil
     ) {
         self.messageId = messageId
         self.deliveryId = deliveryId
@@ -66,6 +69,7 @@ public struct APNSMessagePlanned: PushEvent, Hashable {
         self.validUntil = validUntil
         self.attempt = attempt
         self.plannedAt = plannedAt
+        self.notBefore = notBefore
     }
 }
 
@@ -88,10 +92,12 @@ public struct FCMMessagePlanned: PushEvent, Hashable {
     public var validUntil: Date
     public var attempt: Int
     public var plannedAt: Date
+    /// Set on retry records (`push.fcm.retries`): not to be sent before this time.
+    public var notBefore: Date?
 
     public init(
         messageId: UUID, deliveryId: String, appId: UUID, registrationToken: String, projectId: String,
-        credential: CredentialReference?, message: String, validUntil: Date, attempt: Int, plannedAt: Date
+        credential: CredentialReference?, message: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil
     ) {
         self.messageId = messageId
         self.deliveryId = deliveryId
@@ -103,6 +109,7 @@ public struct FCMMessagePlanned: PushEvent, Hashable {
         self.validUntil = validUntil
         self.attempt = attempt
         self.plannedAt = plannedAt
+        self.notBefore = notBefore
     }
 }
 

@@ -28,6 +28,9 @@ public struct TopicCatalog: Sendable, Hashable {
     public var deliveryEvents: TopicDefinition
     public var apnsMessages: TopicDefinition
     public var fcmMessages: TopicDefinition
+    /// Messages a sender will try again later (same record with `attempt` + 1 and `notBefore`).
+    public var apnsRetries: TopicDefinition
+    public var fcmRetries: TopicDefinition
     public var messageResults: TopicDefinition
     public var tracking: TopicDefinition
     /// Where any consumer sends a record it cannot read (one dead-letter topic per source topic
@@ -36,6 +39,9 @@ public struct TopicCatalog: Sendable, Hashable {
 
     static let forever: Int64 = -1
     static let thirtyDays: Int64 = 30 * 24 * 3600 * 1000
+    /// Retry records are read again within minutes while a sender runs; a week covers a sender
+    /// group stopped that long (its messages would mostly have expired: `validUntil` defaults to 24 h).
+    static let sevenDays: Int64 = 7 * 24 * 3600 * 1000
 
     public init(environment: [String: String] = [:]) {
         func topic(_ id: String, _ name: String, partitions: Int, retention: Int64 = Self.forever, _ purpose: String) -> TopicDefinition {
@@ -54,9 +60,11 @@ public struct TopicCatalog: Sendable, Hashable {
         deliveryEvents = topic("DELIVERY_EVENTS", "push.delivery-events", partitions: 6, "delivery lifecycle: accepted, rejected, targeted, exclusions, completed; key = delivery id")
         apnsMessages = topic("APNS_MESSAGES", "push.apns.messages", partitions: 24, "one record per iOS device to send; key = app + token (one device's messages in order)")
         fcmMessages = topic("FCM_MESSAGES", "push.fcm.messages", partitions: 24, "one record per Android device to send; key = app + token")
+        apnsRetries = topic("APNS_RETRIES", "push.apns.retries", partitions: 12, retention: Self.sevenDays, "iOS messages waiting for another attempt after a transient APNs error; notBefore in the record; key = app + token")
+        fcmRetries = topic("FCM_RETRIES", "push.fcm.retries", partitions: 12, retention: Self.sevenDays, "Android messages waiting for another attempt after a transient FCM error; key = app + token")
         messageResults = topic("MESSAGE_RESULTS", "push.message-results", partitions: 12, "provider outcomes per message: sent, failed (hard/soft/ignored), expired; key = message id")
         tracking = topic("TRACKING", "push.tracking", partitions: 12, "impressions and opens from the tracking URL; key = message id")
-        let consumed = [subscriptions, catalog, deliveryEvents, apnsMessages, fcmMessages, messageResults, tracking]
+        let consumed = [subscriptions, catalog, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries, messageResults, tracking]
         deadLetters = consumed.map { source in
             topic("\(source.id)_DLQ", "\(source.name).dlq", partitions: 1, retention: Self.thirtyDays, "records of \(source.name) that a consumer could not read, with the reason in headers")
         }
@@ -64,7 +72,7 @@ public struct TopicCatalog: Sendable, Hashable {
 
     /// Every topic, for creation and documentation.
     public var all: [TopicDefinition] {
-        [subscriptions, catalog, deliveryRequests, deliveryRequestsDLQ, deliveryEvents, apnsMessages, fcmMessages, messageResults, tracking] + deadLetters
+        [subscriptions, catalog, deliveryRequests, deliveryRequestsDLQ, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries, messageResults, tracking] + deadLetters
     }
 
     /// The dead-letter topic for records of `topic`.

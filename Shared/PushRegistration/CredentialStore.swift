@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import PushEvents
 
 /// Sealed provider secrets in `push.app_credentials`. The admin API stores them; the senders
 /// read the active one (`push.apps.credential_id`, set by `AppCredentialsSet`). Older rows stay
@@ -40,6 +41,25 @@ public struct CredentialStore: Sendable {
             credentials.append(CredentialOutput(credentialId: id, appId: appId, kind: kind, fingerprint: fingerprint, details: decoded, createdAt: created))
         }
         return credentials
+    }
+
+    /// The app's active credentials, decrypted, with the reference that names them without the
+    /// secret (for the senders: the fingerprint keys their connection pools).
+    public func activeCredential(appId: UUID) async throws -> (reference: CredentialReference, secret: CredentialInput)? {
+        let rows = try await postgres.query(
+            """
+            SELECT c.credential_id, c.kind, c.fingerprint, c.ciphertext FROM push.apps a
+            JOIN push.app_credentials c ON c.credential_id = a.credential_id
+            WHERE a.app_id = \(appId)
+            """,
+            logger: logger
+        )
+        for try await (id, kind, fingerprint, sealed) in rows.decode((UUID, String, String, ByteBuffer).self) {
+            let secret = try cipher.open(Data(buffer: sealed), appId: appId)
+            let input = try JSONDecoder().decode(CredentialInput.self, from: secret)
+            return (CredentialReference(credentialId: id, kind: kind, fingerprint: fingerprint), input)
+        }
+        return nil
     }
 
     /// The app's active credentials, decrypted (for the senders).

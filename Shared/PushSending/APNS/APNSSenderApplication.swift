@@ -1,0 +1,54 @@
+import APNSClient
+import Foundation
+import Kafka
+import Logging
+import NIOPosix
+import PostgresNIO
+import PushRegistration
+import PushRuntime
+import PushStore
+import ServiceLifecycle
+
+/// Builds the apns-sender's parts; the executable and the tests call the same function.
+public enum APNSSenderApplication {
+    /// Defaults of `APNS_SENDER_*` (docs/configuration.md).
+    public static let defaults = SenderSettings(group: "push-apns-sender", maxInFlight: 1000)
+
+    /// The APNs client settings: `APNS_PRODUCTION_URL`, `APNS_SANDBOX_URL`, `APNS_CA_FILE`,
+    /// `APNS_CONNECTIONS_PER_POOL`.
+    public static func clientConfiguration(environment: EnvironmentSettings) throws -> APNSClientConfiguration {
+        var configuration = APNSClientConfiguration()
+        configuration.productionBaseURL = environment.string("APNS_PRODUCTION_URL", default: configuration.productionBaseURL)
+        configuration.sandboxBaseURL = environment.string("APNS_SANDBOX_URL", default: configuration.sandboxBaseURL)
+        configuration.connectionsPerPool = try environment.int("APNS_CONNECTIONS_PER_POOL", default: configuration.connectionsPerPool, in: 1...64)
+        configuration.trustedCAPEM = try SenderRuntime.caFile(environment.string("APNS_CA_FILE", default: ""), setting: "APNS_CA_FILE")
+        return configuration
+    }
+
+    public static func build(
+        configuration: RuntimeConfiguration, environment: EnvironmentSettings, postgres: PostgresClient,
+        producer: KafkaProducer, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+    ) throws -> [any Service] {
+        let settings = try SenderSettings(prefix: "APNS_SENDER", defaults: defaults, environment: environment)
+        let client = APNSClient(
+            configuration: try clientConfiguration(environment: environment),
+            eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger, now: now
+        )
+        let cipher = try SenderRuntime.cipher(environment)
+        let suspensions = CredentialSuspensions()
+        let transport = APNSTransport(
+            client: client,
+            credentials: AppCredentialCache(store: CredentialStore(postgres: postgres, cipher: cipher, logger: logger), lifetime: .milliseconds(settings.credentialCacheMilliseconds)),
+            suspensions: suspensions, settings: settings, now: now
+        )
+        let topics = configuration.topics
+        let sender = MessageSender(
+            transport: transport, settings: settings,
+            topics: .init(messages: topics.apnsMessages.name, retries: topics.apnsRetries.name, results: topics.messageResults.name, subscriptions: topics.subscriptions.name),
+            producer: producer, deadLetters: DeadLetterPublisher(producer: producer, catalog: topics, group: settings.group),
+            suspensions: suspensions, consumer: configuration.consumer(group: settings.group), logger: logger, now: now
+        )
+        // Stopped after the sender (reverse order): its last sends still have connections.
+        return [ShutdownAction { try await client.shutdown() }, sender]
+    }
+}

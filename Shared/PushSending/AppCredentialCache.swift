@@ -1,0 +1,87 @@
+import Foundation
+import Logging
+import PushEvents
+import PushRegistration
+import Synchronization
+
+/// The apps' active provider credentials, read from `push.app_credentials` (decrypted with
+/// `PUSH_CREDENTIALS_KEY`) and kept for `<PREFIX>_CREDENTIAL_CACHE_MS`: a rotation reaches the
+/// senders within that time. Concurrent misses for one app make one database read.
+public final class AppCredentialCache: Sendable {
+    public typealias Entry = (reference: CredentialReference, secret: CredentialInput)
+    public typealias Lookup = @Sendable (UUID) async throws -> Entry?
+
+    private enum Slot {
+        case loaded(Entry?, readAt: ContinuousClock.Instant)
+        case loading([CheckedContinuation<Entry?, any Error>])
+    }
+
+    private let lookup: Lookup
+    private let lifetime: Duration
+    private let slots = Mutex<[UUID: Slot]>([:])
+
+    public init(lifetime: Duration, lookup: @escaping Lookup) {
+        self.lifetime = lifetime
+        self.lookup = lookup
+    }
+
+    public convenience init(store: CredentialStore, lifetime: Duration) {
+        self.init(lifetime: lifetime) { appId in try await store.activeCredential(appId: appId) }
+    }
+
+    /// The app's credentials (nil when it has none); throws when the database cannot be read.
+    public func credentials(appId: UUID) async throws -> Entry? {
+        enum Next { case cached(Entry?), wait, load }
+        let now = ContinuousClock.now
+        let next: Next = slots.withLock { slots in
+            switch slots[appId] {
+            case .loaded(let entry, let readAt) where now - readAt < lifetime:
+                return .cached(entry)
+            case .loading:
+                return .wait
+            default:
+                slots[appId] = .loading([])
+                return .load
+            }
+        }
+        switch next {
+        case .cached(let entry):
+            return entry
+        case .wait:
+            return try await withCheckedThrowingContinuation { continuation in
+                let resumeNow: Result<Entry?, any Error>? = slots.withLock { slots in
+                    switch slots[appId] {
+                    case .loading(var waiters):
+                        waiters.append(continuation)
+                        slots[appId] = .loading(waiters)
+                        return nil
+                    case .loaded(let entry, _):
+                        return .success(entry)
+                    case nil:
+                        return .failure(CancellationError())  // the load failed meanwhile; the caller retries later
+                    }
+                }
+                if let resumeNow { continuation.resume(with: resumeNow) }
+            }
+        case .load:
+            do {
+                let entry = try await lookup(appId)
+                let waiters = slots.withLock { slots in
+                    defer { slots[appId] = .loaded(entry, readAt: ContinuousClock.now) }
+                    if case .loading(let waiters) = slots[appId] { return waiters }
+                    return []
+                }
+                for waiter in waiters { waiter.resume(returning: entry) }
+                return entry
+            } catch {
+                let waiters = slots.withLock { slots in
+                    defer { slots[appId] = nil }
+                    if case .loading(let waiters) = slots[appId] { return waiters }
+                    return []
+                }
+                for waiter in waiters { waiter.resume(throwing: error) }
+                throw error
+            }
+        }
+    }
+}

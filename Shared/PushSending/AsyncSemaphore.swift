@@ -1,0 +1,72 @@
+import Synchronization
+
+/// A counting semaphore for tasks: `acquire` suspends while no permit is left. Used to bound the
+/// records a sender holds and the sends it has in flight (back-pressure instead of memory).
+final class AsyncSemaphore: Sendable {
+    private struct State {
+        var available: Int
+        var waiters: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
+        var nextId = 0
+    }
+
+    private let state: Mutex<State>
+
+    init(permits: Int) {
+        precondition(permits > 0)
+        state = Mutex(State(available: permits))
+    }
+
+    /// Waits for a permit; throws `CancellationError` if the task is cancelled while waiting.
+    func acquire() async throws {
+        let id: Int? = state.withLock { state in
+            if state.available > 0 {
+                state.available -= 1
+                return nil
+            }
+            defer { state.nextId += 1 }
+            return state.nextId
+        }
+        guard let id else { return }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let cancelled = state.withLock { state in
+                    if Task.isCancelled { return true }
+                    if state.available > 0 {  // released between the check above and here
+                        state.available -= 1
+                        continuation.resume()
+                        return false
+                    }
+                    state.waiters.append((id, continuation))
+                    return false
+                }
+                if cancelled { continuation.resume(throwing: CancellationError()) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+                guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return state.waiters.remove(at: index).continuation
+            }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Takes a permit if one is free, without waiting.
+    func tryAcquire() -> Bool {
+        state.withLock { state in
+            guard state.available > 0 else { return false }
+            state.available -= 1
+            return true
+        }
+    }
+
+    func release() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            if state.waiters.isEmpty {
+                state.available += 1
+                return nil
+            }
+            return state.waiters.removeFirst().continuation
+        }
+        waiter?.resume()
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+import Synchronization
+
+/// Credentials a provider refused, and until when they are left alone. The sender suspends a
+/// credential after a `credentialRejected` outcome; the transport looks here before sending and
+/// defers messages of a suspended credential, so one bad key fails one message per cool-down
+/// instead of the whole queue. A rotated credential has another key and is not suspended.
+public final class CredentialSuspensions: Sendable {
+    private let until = Mutex<[String: Date]>([:])
+
+    public init() {}
+
+    public func suspend(_ credential: String, until date: Date) {
+        until.withLock { $0[credential] = max($0[credential] ?? date, date) }
+    }
+
+    /// When the suspension of `credential` ends, if it is suspended at `now`.
+    public func suspendedUntil(_ credential: String, now: Date) -> Date? {
+        until.withLock { suspensions in
+            guard let end = suspensions[credential] else { return nil }
+            if end <= now {
+                suspensions[credential] = nil
+                return nil
+            }
+            return end
+        }
+    }
+}

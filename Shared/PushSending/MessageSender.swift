@@ -1,0 +1,430 @@
+import Foundation
+import Kafka
+import Logging
+import PushEvents
+import PushStore
+import ServiceLifecycle
+import Synchronization
+
+/// A sender instance: a member of the sender's consumer group on the message topic and the retry
+/// topic, sending each record through a provider transport and publishing what became of it.
+///
+/// Guarantees (docs/senders.md):
+/// - A record's offset is stored only once the events of its outcome (`MessageSent`,
+///   `MessageFailed`, `SubscriptionDisabled`, `MessageExpired`, or its retry record) are stored by
+///   the broker, and only when every earlier record of its partition is finished too.
+/// - SIGTERM and rebalances: reading stops, sends in flight finish and publish their outcome,
+///   records waiting for a retry time are handed back (re-appended unchanged to the retry topic),
+///   then offsets are committed: the next owner sends nothing twice.
+/// - SIGKILL: the records past the committed offset are read again by the next owner and those
+///   already sent are sent again; `push_sender_resend_window` shows how many that is at any time.
+/// - A record that is not a message goes to `<topic>.dlq` with the reason; reading goes on.
+public final class MessageSender<Transport: MessageTransport>: Service {
+    public typealias Message = Transport.Message
+
+    public struct Topics: Sendable {
+        public var messages: String
+        public var retries: String
+        public var results: String
+        public var subscriptions: String
+
+        public init(messages: String, retries: String, results: String, subscriptions: String) {
+            self.messages = messages
+            self.retries = retries
+            self.results = results
+            self.subscriptions = subscriptions
+        }
+    }
+
+    let transport: Transport
+    let settings: SenderSettings
+    let topics: Topics
+    let producer: KafkaProducer
+    let deadLetters: DeadLetterPublisher
+    let suspensions: CredentialSuspensions
+    let consumerConfiguration: KafkaConsumerConfiguration
+    let logger: Logger
+    let now: @Sendable () -> Date
+    let metrics: SenderMetrics
+    private let decoder: EventDecoder<Message>
+
+    private let held: AsyncSemaphore
+    private let inFlight: AsyncSemaphore
+    private let state = Mutex(State())
+
+    /// A record read and not yet finished, with what it holds.
+    struct Work: Sendable {
+        var record: KafkaConsumerRecord
+        var message: Message
+        var metadata: EventMetadata
+    }
+
+    private struct State: Sendable {
+        var consumer: KafkaConsumer?
+        var progress: [KafkaTopicPartition: PartitionProgress] = [:]
+        var schedule = RetrySchedule<Work>()
+        var scheduleClosed = false
+        var inFlight = 0
+        /// Records finished since the last commit the broker confirmed.
+        var finishedSinceCommit = 0
+    }
+
+    /// - Parameter consumer: brokers and timeouts; group and topics come from `settings` and `topics`.
+    public init(
+        transport: Transport, settings: SenderSettings, topics: Topics, producer: KafkaProducer,
+        deadLetters: DeadLetterPublisher, suspensions: CredentialSuspensions, consumer: KafkaConsumerConfiguration,
+        logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+    ) {
+        self.transport = transport
+        self.settings = settings
+        self.topics = topics
+        self.producer = producer
+        self.deadLetters = deadLetters
+        self.suspensions = suspensions
+        var configuration = consumer
+        configuration.groupID = settings.group
+        configuration.topics = [topics.messages, topics.retries]
+        // A sender may wait up to a retry delay for room before it reads again (see `maxHeld`).
+        configuration.maxPollIntervalMilliseconds = max(configuration.maxPollIntervalMilliseconds, settings.retryMaxMilliseconds + 300_000)
+        self.consumerConfiguration = configuration
+        var logger = logger
+        logger[metadataKey: "sender"] = .string(transport.provider)
+        self.logger = logger
+        self.now = now
+        self.metrics = SenderMetrics(provider: transport.provider)
+        var decoder = EventDecoder<Message>()
+        decoder.register(Message.self) { message, _ in message }
+        self.decoder = decoder
+        held = AsyncSemaphore(permits: settings.maxHeld)
+        inFlight = AsyncSemaphore(permits: settings.maxInFlight)
+    }
+
+    public func run() async throws {
+        let consumer = try KafkaConsumer(
+            configuration: consumerConfiguration,
+            revocationHandler: { [self] partitions in await handBack(partitions) },
+            logger: logger
+        )
+        state.withLock { $0.consumer = consumer }
+        do {
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask { try await self.runSchedule() }
+                group.addTask { try await self.runCommits(consumer) }
+                reading: for try await batch in consumer.batches.cancelOnGracefulShutdown() {
+                    for record in batch {
+                        // Stopping while waiting for room: this record and the rest of the batch
+                        // are not begun, so their offsets are not stored; they are read again.
+                        guard try await waitForRoom() else { break reading }
+                        try await take(record, group: &group)
+                    }
+                }
+                // Stopping: hand back what waits for a retry time; the group then waits for the
+                // sends in flight to finish and publish.
+                let waiting = state.withLock { state in
+                    state.scheduleClosed = true
+                    return state.schedule.removeAll { _ in true }
+                }
+                await handBack(waiting)
+            }
+        } catch {
+            await consumer.close()
+            throw error
+        }
+        let window = state.withLock { $0.progress.values.reduce(0) { $0 + $1.held } }
+        if window > 0 { logger.warning("Stopping with records not finished; they are read again", metadata: ["records": "\(window)"]) }
+        await consumer.close()
+    }
+
+    // MARK: reading
+
+    /// Takes a permit to hold one more record; false if the sender is stopping meanwhile.
+    private func waitForRoom() async throws -> Bool {
+        while !held.tryAcquire() {
+            if Task.isShuttingDownGracefully { return false }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
+    /// Begins a record (its permit is taken): sends it, schedules it, or sets it aside.
+    private func take(_ record: KafkaConsumerRecord, group: inout ThrowingDiscardingTaskGroup<any Error>) async throws {
+        state.withLock { $0.progress[record.topicPartition, default: PartitionProgress()].begin(record.offset) }
+        updateGauges()
+        let work: Work
+        do {
+            switch try decoder.decode(record.value) {
+            case .known(let message, let metadata):
+                work = Work(record: record, message: message, metadata: metadata)
+            case .unknown(let metadata):
+                logger.debug("Skipping a record of another type", metadata: ["type": "\(metadata.type)", "version": "\(metadata.version)"])
+                finish(record)
+                return
+            }
+        } catch {
+            group.addTask { await self.deadLetter(record, reason: "\(error)") }
+            return
+        }
+        let now = now()
+        if work.message.validUntil <= now {
+            let records = try expired(work, at: now)
+            group.addTask { await self.publishOutcome(of: work, records: [records], count: Tally(outcome: "expired")) }
+        } else if let notBefore = work.message.notBefore, notBefore > now {
+            state.withLock { $0.schedule.insert(work, due: notBefore) }
+            updateGauges()
+        } else {
+            try await inFlight.acquire()
+            group.addTask { await self.send(work) }
+        }
+    }
+
+    /// Sends the records whose retry time came, until the sender stops.
+    private func runSchedule() async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            while true {
+                let (due, closed) = state.withLock { state in (state.schedule.popDue(now()), state.scheduleClosed) }
+                if !due.isEmpty { updateGauges() }
+                for work in due {
+                    try await inFlight.acquire()
+                    group.addTask { await self.send(work) }
+                }
+                if closed { return }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+    }
+
+    /// Commits stored offsets every `commitInterval` (librdkafka's own auto-commit is once a
+    /// second): what a SIGKILL makes the next owner send again is what was held plus what was
+    /// finished since the last commit, and this keeps the second part small and measured.
+    private func runCommits(_ consumer: KafkaConsumer) async throws {
+        while !state.withLock({ $0.scheduleClosed }) {
+            try await Task.sleep(for: .milliseconds(settings.commitIntervalMilliseconds))
+            let finished = state.withLock { $0.finishedSinceCommit }
+            guard finished > 0 else { continue }
+            do {
+                try await consumer.commit()
+                state.withLock { $0.finishedSinceCommit -= finished }
+            } catch {
+                logger.debug("Offset commit failed; retried at the next interval", metadata: ["error": "\(error)"])
+            }
+            updateGauges()
+        }
+    }
+
+    // MARK: sending
+
+    private func send(_ work: Work) async {
+        state.withLock { $0.inFlight += 1 }
+        updateGauges()
+        let started = ContinuousClock.now
+        let outcome = await transport.send(work.message)
+        metrics.sendLatency.recordNanoseconds(Int64((ContinuousClock.now - started) / .nanoseconds(1)))
+        state.withLock { $0.inFlight -= 1 }
+        inFlight.release()
+        do {
+            let (records, tally) = try consequences(of: outcome, for: work)
+            await publishOutcome(of: work, records: records, count: tally)
+        } catch {
+            // Encoding our own events cannot fail for valid messages; keep the record unfinished.
+            logger.error("Could not encode a result event", metadata: ["error": "\(error)"])
+            abandon(work.record)
+        }
+    }
+
+    /// What `push_sender_messages_total` counts once the outcome is stored.
+    struct Tally: Sendable {
+        var outcome: String
+        var reason = ""
+        var failureType = ""
+    }
+
+    /// The records that say what became of a message, and how it is counted.
+    func consequences(of outcome: SendOutcome, for work: Work) throws -> ([KafkaProducerRecord], Tally) {
+        let message = work.message
+        let now = now()
+        switch outcome {
+        case .sent(let providerMessageId):
+            let sent = MessageSent(message: message.reference, providerMessageId: providerMessageId, attempts: message.attempt, sentAt: now)
+            return ([try result(sent, of: work)], Tally(outcome: "sent"))
+        case .tokenInvalid(let reason, let invalidSince):
+            let failed = MessageFailed(message: message.reference, failureType: "hard", reason: reason, attempts: message.attempt, failedAt: now)
+            let disabled = SubscriptionDisabled(appId: message.appId, registrationToken: message.registrationToken, reason: reason, invalidSince: invalidSince ?? now)
+            let envelope = EventEnvelope(
+                key: SubscriptionRegistered.key(appId: message.appId, registrationToken: message.registrationToken), payload: disabled,
+                correlationId: message.deliveryId, causationId: work.metadata.id.uuidString.lowercased()
+            )
+            return ([try result(failed, of: work), try KafkaProducerRecord(topic: topics.subscriptions, event: envelope)], Tally(outcome: "failed", reason: reason, failureType: "hard"))
+        case .failed(let reason):
+            let failed = MessageFailed(message: message.reference, failureType: "soft", reason: reason, attempts: message.attempt, failedAt: now)
+            return ([try result(failed, of: work)], Tally(outcome: "failed", reason: reason, failureType: "soft"))
+        case .credentialRejected(let reason, let credential):
+            metrics.credentialErrors.increment()
+            suspensions.suspend(credential, until: now.addingTimeInterval(Double(settings.credentialCooldownMilliseconds) / 1000))
+            logger.error("The provider refused the app's credentials; its messages wait while they are suspended", metadata: [
+                "app": "\(message.appId)", "reason": "\(reason)", "suspended.ms": "\(settings.credentialCooldownMilliseconds)",
+            ])
+            let failed = MessageFailed(message: message.reference, failureType: "soft", reason: reason, attempts: message.attempt, failedAt: now)
+            return ([try result(failed, of: work)], Tally(outcome: "failed", reason: reason, failureType: "soft"))
+        case .retry(let reason, let after, let atLeast):
+            let delay = settings.retryPolicy.delay(afterAttempt: message.attempt, after: after, atLeast: atLeast)
+            let due = now.addingTimeInterval(Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+            guard due < message.validUntil else { return ([try expired(work, at: now)], Tally(outcome: "expired", reason: reason)) }
+            var next = message
+            next.attempt += 1
+            next.notBefore = due
+            return ([try retryRecord(next, of: work)], Tally(outcome: "retried", reason: reason))
+        case .deferred(let reason, let until):
+            guard until < message.validUntil else { return ([try expired(work, at: now)], Tally(outcome: "expired", reason: reason)) }
+            var next = message
+            next.notBefore = until
+            return ([try retryRecord(next, of: work)], Tally(outcome: "deferred", reason: reason))
+        }
+    }
+
+    private func result(_ payload: some PushEvent, of work: Work) throws -> KafkaProducerRecord {
+        let envelope = EventEnvelope(
+            key: work.message.messageId.uuidString.lowercased(), payload: payload,
+            correlationId: work.message.deliveryId, causationId: work.metadata.id.uuidString.lowercased()
+        )
+        return try KafkaProducerRecord(topic: topics.results, event: envelope)
+    }
+
+    private func expired(_ work: Work, at now: Date) throws -> KafkaProducerRecord {
+        try result(MessageExpired(message: work.message.reference, attempts: work.message.attempt - 1, expiredAt: now), of: work)
+    }
+
+    private func retryRecord(_ message: Message, of work: Work) throws -> KafkaProducerRecord {
+        let envelope = EventEnvelope(
+            key: message.recordKey, payload: message,
+            correlationId: message.deliveryId, causationId: work.metadata.id.uuidString.lowercased()
+        )
+        var record = try KafkaProducerRecord(topic: topics.retries, event: envelope)
+        record.headers += [
+            KafkaHeader(name: "push-delivery-id", string: message.deliveryId),
+            KafkaHeader(name: "push-message-id", string: message.messageId.uuidString.lowercased()),
+        ]
+        return record
+    }
+
+    // MARK: finishing
+
+    /// Publishes the outcome's events; once the broker stored them all, the record is finished.
+    private func publishOutcome(of work: Work, records: [KafkaProducerRecord], count: Tally) async {
+        if await publish(records) {
+            metrics.count(count.outcome, reason: count.reason, failureType: count.failureType)
+            finish(work.record)
+        } else {
+            abandon(work.record)
+        }
+    }
+
+    /// Sends until the broker stored every record. Gives up (the record stays unfinished and is
+    /// read again by the partition's next owner) only when stopping and the broker still fails.
+    private func publish(_ records: [KafkaProducerRecord]) async -> Bool {
+        var delay = Duration.milliseconds(100)
+        var failures = 0
+        var pending = records
+        while true {
+            let results = await producer.send(pending)
+            var failed: [KafkaProducerRecord] = []
+            var lastError: KafkaError?
+            for (record, result) in zip(pending, results) {
+                if case .failure(let error) = result {
+                    failed.append(record)
+                    lastError = error
+                }
+            }
+            if failed.isEmpty { return true }
+            failures += 1
+            logger.warning("Could not store a sender's events; retrying", metadata: ["error": "\(lastError.map { "\($0)" } ?? "")", "attempt": "\(failures)"])
+            if Task.isCancelled || (Task.isShuttingDownGracefully && failures >= 3) { return false }
+            pending = failed
+            try? await Task.sleep(for: delay)
+            delay = min(delay * 2, .seconds(5))
+        }
+    }
+
+    private func deadLetter(_ record: KafkaConsumerRecord, reason: String) async {
+        do {
+            try await deadLetters.publish([(record, reason)])
+            metrics.deadLetters.increment()
+            logger.warning("Record set aside to the dead-letter topic", metadata: [
+                "topic": "\(record.topic)", "partition": "\(record.partition)", "offset": "\(record.offset)", "reason": "\(reason)",
+            ])
+            finish(record)
+        } catch {
+            logger.error("Could not publish a dead letter; the record is read again later", metadata: ["error": "\(error)"])
+            abandon(record)
+        }
+    }
+
+    /// Re-appends records waiting for their retry time to the retry topic, unchanged, and finishes
+    /// them: for partitions being revoked (`partitions`) or all of them when stopping (`waiting`).
+    private func handBack(_ partitions: [KafkaTopicPartition]) async {
+        let revoked = Set(partitions)
+        let waiting = state.withLock { $0.schedule.removeAll { revoked.contains($0.record.topicPartition) } }
+        await handBack(waiting)
+        // Sends in flight on these partitions finish and publish before the partitions go.
+        while state.withLock({ state in revoked.contains { (state.progress[$0]?.held ?? 0) > 0 } }) {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        state.withLock { state in
+            for partition in revoked { state.progress[partition] = nil }
+        }
+        updateGauges()
+    }
+
+    private func handBack(_ waiting: [Work]) async {
+        guard !waiting.isEmpty else { return }
+        let records = waiting.map { work in
+            KafkaProducerRecord(topic: topics.retries, key: work.record.key, value: work.record.value, headers: work.record.headers)
+        }
+        if await publish(records) {
+            for work in waiting {
+                metrics.count("handed_back")
+                finish(work.record)
+            }
+            logger.info("Handed back records waiting for a retry", metadata: ["records": "\(waiting.count)"])
+        } else {
+            for work in waiting { abandon(work.record) }
+        }
+    }
+
+    /// The record is done: its offset is stored once every earlier record of its partition is.
+    private func finish(_ record: KafkaConsumerRecord) {
+        state.withLock { state in
+            state.finishedSinceCommit += 1
+            guard let next = state.progress[record.topicPartition]?.finish(record.offset) else { return }
+            do {
+                try state.consumer?.storeOffsets([record.topicPartition: next])
+            } catch {
+                logger.warning("Could not store an offset", metadata: ["error": "\(error)"])
+            }
+        }
+        held.release()
+        updateGauges()
+    }
+
+    /// The record stays unfinished (its offset is never stored by this instance); it no longer
+    /// counts as held so that stopping and rebalancing do not wait for it.
+    private func abandon(_ record: KafkaConsumerRecord) {
+        state.withLock { state in
+            state.progress[record.topicPartition]?.abandon()
+        }
+        held.release()
+        updateGauges()
+    }
+
+    private func updateGauges() {
+        let (held, waiting, inFlight, window) = state.withLock { state in
+            let held = state.progress.values.reduce(0) { $0 + $1.held }
+            let behind = state.progress.values.reduce(0) { $0 + $1.finishedBehindUnfinished }
+            // An upper bound: records finished behind an unfinished one may be counted twice.
+            return (held, state.schedule.count, state.inFlight, held + behind + state.finishedSinceCommit)
+        }
+        metrics.held.record(held)
+        metrics.waitingRetries.record(waiting)
+        metrics.inFlight.record(inFlight)
+        metrics.resendWindow.record(window)
+    }
+}

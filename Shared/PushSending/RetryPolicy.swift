@@ -1,0 +1,33 @@
+import Foundation
+
+/// When a message that failed transiently is tried again: exponential backoff with jitter,
+/// never sooner than the provider asked (Retry-After) or a floor (FCM quota: 60 s).
+public struct RetryPolicy: Sendable, Hashable {
+    public var base: Duration
+    public var maximum: Duration
+
+    public init(base: Duration, maximum: Duration) {
+        self.base = base
+        self.maximum = maximum
+    }
+
+    /// The delay after attempt `attempt` (1 = the first send) failed: base × 2^(attempt−1), capped
+    /// at `maximum`, of which the upper half is random ("equal jitter": spreads a burst of
+    /// failures without ever retrying almost at once); then at least `after` and `atLeast`.
+    public func delay(
+        afterAttempt attempt: Int, after: Duration? = nil, atLeast: Duration? = nil,
+        random: (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
+    ) -> Duration {
+        let exponent = min(max(attempt - 1, 0), 30)
+        let uncapped = seconds(base) * pow(2, Double(exponent))
+        let ceiling = min(uncapped, seconds(maximum))
+        var delay = ceiling / 2 + random(0...1) * ceiling / 2
+        if let after { delay = max(delay, seconds(after)) }
+        if let atLeast { delay = max(delay, seconds(atLeast)) }
+        return .milliseconds(Int64((delay * 1000).rounded(.up)))
+    }
+
+    private func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,34 @@
+import Metrics
+
+/// The sender's metrics (docs/senders.md). Labels: `provider` (`apns`, `fcm`), and on the
+/// outcome counter `outcome` and `reason` (the provider's reason, a bounded set).
+struct SenderMetrics: Sendable {
+    let provider: String
+    let sendLatency: Metrics.Timer
+    let inFlight: Gauge
+    let held: Gauge
+    let waitingRetries: Gauge
+    let resendWindow: Gauge
+    let credentialErrors: Counter
+    let deadLetters: Counter
+
+    init(provider: String) {
+        self.provider = provider
+        let dimensions = [("provider", provider)]
+        sendLatency = Metrics.Timer(label: "push_sender_send_duration_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds)
+        inFlight = Gauge(label: "push_sender_in_flight", dimensions: dimensions)
+        held = Gauge(label: "push_sender_held_records", dimensions: dimensions)
+        waitingRetries = Gauge(label: "push_sender_retries_waiting", dimensions: dimensions)
+        resendWindow = Gauge(label: "push_sender_resend_window", dimensions: dimensions)
+        credentialErrors = Counter(label: "push_sender_credential_errors_total", dimensions: dimensions)
+        deadLetters = Counter(label: "push_sender_dead_letters_total", dimensions: dimensions)
+    }
+
+    /// `push_sender_messages_total{provider, outcome, reason}`: outcome is `sent`, `failed`
+    /// (with `failure_type` hard/soft), `retried`, `deferred`, `expired`, `handed_back`.
+    func count(_ outcome: String, reason: String = "", failureType: String = "") {
+        Counter(label: "push_sender_messages_total", dimensions: [
+            ("provider", provider), ("outcome", outcome), ("reason", reason), ("failure_type", failureType),
+        ]).increment()
+    }
+}

@@ -1,0 +1,111 @@
+import Crypto
+import Foundation
+import Kafka
+import ProviderSimulatorCore
+import PushEvents
+import PushSending
+import Testing
+
+/// The apns-sender against the real broker, the real PostgreSQL and the APNs simulator over TLS.
+@Suite("APNs sender", .serialized)
+struct APNSSenderTests {
+    @Test("each APNs answer leads to its documented outcome; a bad record goes to the DLQ and sending goes on")
+    func outcomes() async throws {
+        try await APNSSenderHarness.with { h in
+            let good = (0..<3).map { _ in h.message(token: APNSSenderHarness.token()) }
+            let unregistered = h.message(token: APNSSenderHarness.token(prefix: "dead"))
+            let badToken = h.message(token: APNSSenderHarness.token(prefix: "bad0"))
+            let badCollapse = h.message(token: APNSSenderHarness.token(), collapseId: String(repeating: "c", count: 65))
+            let expired = h.message(token: APNSSenderHarness.token(), validFor: -1)
+            try await h.publishRaw("this is not an event")
+            try await h.publish(good + [unregistered, badToken, badCollapse, expired])
+
+            let results = try await h.withSender {
+                try await h.waitForResults(7)
+            }
+            let byId = Dictionary(results.map { ($0.messageId, $0) }, uniquingKeysWith: { first, _ in first })
+            #expect(results.count == 7)
+            for message in good {
+                let result = try #require(byId[message.messageId.uuidString.lowercased()])
+                #expect(result.type == "MessageSent")
+                #expect((result.data["providerMessageId"] as? String) == message.messageId.uuidString.lowercased())
+                #expect(h.simulator.state.notifications(token: message.registrationToken).count == 1)
+            }
+            for (message, reason) in [(unregistered, "Unregistered"), (badToken, "BadDeviceToken")] {
+                let result = try #require(byId[message.messageId.uuidString.lowercased()])
+                #expect(result.type == "MessageFailed")
+                #expect(result.data["failureType"] as? String == "hard")
+                #expect(result.data["reason"] as? String == reason)
+            }
+            let collapse = try #require(byId[badCollapse.messageId.uuidString.lowercased()])
+            #expect(collapse.type == "MessageFailed")
+            #expect(collapse.data["failureType"] as? String == "soft")
+            #expect(collapse.data["reason"] as? String == "BadCollapseId")
+            #expect(byId[expired.messageId.uuidString.lowercased()]?.type == "MessageExpired")
+            #expect(h.simulator.state.notifications(token: expired.registrationToken).isEmpty)
+
+            // Quarantine: one SubscriptionDisabled per dead token, with the APNs timestamp for 410.
+            let disabled = try await h.records(h.topics.subscriptions.name).compactMap { record -> [String: Any]? in
+                let object = try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any]
+                return object?["type"] as? String == "SubscriptionDisabled" ? object?["data"] as? [String: Any] : nil
+            }
+            #expect(Set(disabled.compactMap { $0["registrationToken"] as? String }) == [unregistered.registrationToken, badToken.registrationToken])
+            #expect(Set(disabled.compactMap { $0["reason"] as? String }) == ["Unregistered", "BadDeviceToken"])
+
+            let dlq = try await h.records("\(h.topics.apnsMessages.name).dlq")
+            #expect(dlq.count == 1)
+            #expect(dlq.first?.headers.contains { $0.name == "dlq.reason" && String(decoding: $0.value ?? [], as: UTF8.self).contains("malformed_envelope") } == true)
+        }
+    }
+
+    @Test("429s then success: the message is retried through the retry topic and sent once")
+    func transientThenSent() async throws {
+        try await APNSSenderHarness.with { h in
+            _ = h.simulator.state.updateFaults { $0.burst429 = 3 }
+            let messages = (0..<2).map { _ in h.message(token: APNSSenderHarness.token()) }
+            try await h.publish(messages)
+            let results = try await h.withSender { try await h.waitForResults(2) }
+            #expect(results.allSatisfy { $0.type == "MessageSent" })
+            #expect(results.contains { ($0.data["attempts"] as? Int ?? 0) >= 2 })
+            for message in messages {
+                #expect(h.simulator.state.notifications(token: message.registrationToken).count == 1)
+            }
+            let retries = try await h.records(h.topics.apnsRetries.name)
+            #expect(retries.count >= 3)
+        }
+    }
+
+    @Test("a token that keeps failing with 503 is retried with backoff until validUntil, then expires")
+    func retryUntilExpiry() async throws {
+        try await APNSSenderHarness.with { h in
+            let message = h.message(token: APNSSenderHarness.token(prefix: "e503"), validFor: 2)
+            try await h.publish([message])
+            let results = try await h.withSender { try await h.waitForResults(1, within: .seconds(30)) }
+            let result = try #require(results.first)
+            #expect(result.type == "MessageExpired")
+            #expect((result.data["attempts"] as? Int ?? 0) >= 2)
+            #expect(h.simulator.state.counters.byReason["ServiceUnavailable", default: 0] >= 2)
+        }
+    }
+
+    @Test("a refused key fails a few messages, the rest wait; after a rotation they are sent")
+    func credentialRejectedThenRotated() async throws {
+        try await APNSSenderHarness.with { h in
+            // A key the simulator does not know: InvalidProviderToken.
+            try await h.setCredential(teamId: APNSSenderHarness.teamId, keyId: "UNKNOWNKEY", key: P256.Signing.PrivateKey())
+            let messages = (0..<20).map { _ in h.message(token: APNSSenderHarness.token()) }
+            try await h.publish(messages)
+            try await h.withSender {
+                let early = try await h.waitForResults(1)
+                #expect(early.allSatisfy { $0.type == "MessageFailed" && $0.data["reason"] as? String == "InvalidProviderToken" })
+                try await Task.sleep(for: .seconds(1))
+                let failedBeforeRotation = try await h.results().count
+                #expect(failedBeforeRotation <= 4, "the rest of the queue waits while the key is suspended")
+                // The operator rotates the key (the admin API's effect on push.apps).
+                try await h.setCredential(teamId: APNSSenderHarness.teamId, keyId: APNSSenderHarness.keyId, key: h.validKey)
+                let all = try await h.waitForResults(20, within: .seconds(30))
+                #expect(all.filter { $0.type == "MessageSent" }.count == 20 - failedBeforeRotation)
+            }
+        }
+    }
+}

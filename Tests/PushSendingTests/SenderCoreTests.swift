@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+
+@testable import PushSending
+
+@Suite("Sender core: retry delays, offsets, schedule")
+struct SenderCoreTests {
+    @Test("retry delays double per attempt with jitter in the upper half, capped, never below Retry-After or a floor")
+    func retryDelays() {
+        let policy = RetryPolicy(base: .seconds(1), maximum: .seconds(60))
+        let low = { (_: ClosedRange<Double>) in 0.0 }
+        let high = { (_: ClosedRange<Double>) in 1.0 }
+        #expect(policy.delay(afterAttempt: 1, random: low) == .milliseconds(500))
+        #expect(policy.delay(afterAttempt: 1, random: high) == .seconds(1))
+        #expect(policy.delay(afterAttempt: 3, random: high) == .seconds(4))
+        #expect(policy.delay(afterAttempt: 3, random: low) == .seconds(2))
+        #expect(policy.delay(afterAttempt: 20, random: high) == .seconds(60))
+        #expect(policy.delay(afterAttempt: 20, random: low) == .seconds(30))
+        #expect(policy.delay(afterAttempt: 1, after: .seconds(7), random: high) == .seconds(7))
+        #expect(policy.delay(afterAttempt: 1, atLeast: .seconds(60), random: high) == .seconds(60))
+        #expect(policy.delay(afterAttempt: 10, after: .seconds(1), random: high) == .seconds(60))
+        for attempt in 1...12 {
+            let delay = policy.delay(afterAttempt: attempt)
+            let ceiling = min(Double(1 << (attempt - 1)), 60)
+            #expect(delay >= .milliseconds(Int64(ceiling * 500)) && delay <= .milliseconds(Int64(ceiling * 1000)))
+        }
+    }
+
+    @Test("an offset is stored only when every earlier record of the partition is finished")
+    func contiguousOffsets() {
+        var progress = PartitionProgress()
+        for offset in Int64(10)...14 { progress.begin(offset) }
+        #expect(progress.held == 5)
+        #expect(progress.finish(12) == nil)
+        #expect(progress.finish(11) == nil)
+        #expect(progress.finishedBehindUnfinished == 2)
+        #expect(progress.finish(10) == 13)
+        #expect(progress.finish(14) == nil)
+        #expect(progress.finish(13) == 15)
+        #expect(progress.held == 0)
+        #expect(progress.finishedBehindUnfinished == 0)
+
+        // An abandoned record (its outcome could not be stored) is never passed.
+        progress.begin(15)
+        progress.begin(16)
+        progress.abandon()
+        #expect(progress.finish(16) == nil)
+        #expect(progress.held == 0)
+    }
+
+    @Test("offsets stay right over many records finished in random order")
+    func randomOrder() {
+        var progress = PartitionProgress()
+        let offsets = Array(Int64(0)..<5_000)
+        for offset in offsets { progress.begin(offset) }
+        var stored: Int64 = 0
+        var finished = Set<Int64>()
+        for offset in offsets.shuffled() {
+            finished.insert(offset)
+            if let next = progress.finish(offset) {
+                #expect(next > stored)
+                stored = next
+                #expect((0..<next).allSatisfy { finished.contains($0) })
+            }
+        }
+        #expect(stored == 5_000)
+    }
+
+    @Test("the schedule gives back due records earliest first and hands back a partition's records")
+    func schedule() {
+        var schedule = RetrySchedule<Int>()
+        let start = Date(timeIntervalSince1970: 1_000)
+        for (item, seconds) in [(1, 5.0), (2, 1.0), (3, 3.0), (4, 2.0), (5, 9.0)] {
+            schedule.insert(item, due: start.addingTimeInterval(seconds))
+        }
+        #expect(schedule.popDue(start) == [])
+        #expect(schedule.popDue(start.addingTimeInterval(3)) == [2, 4, 3])
+        #expect(schedule.removeAll { $0 == 5 } == [5])
+        #expect(schedule.count == 1)
+        #expect(schedule.popDue(start.addingTimeInterval(100)) == [1])
+    }
+
+    @Test("a suspended credential stays suspended until its time, then is forgotten")
+    func suspensions() {
+        let suspensions = CredentialSuspensions()
+        let now = Date(timeIntervalSince1970: 1_000)
+        suspensions.suspend("sha256:a", until: now.addingTimeInterval(60))
+        #expect(suspensions.suspendedUntil("sha256:a", now: now) == now.addingTimeInterval(60))
+        #expect(suspensions.suspendedUntil("sha256:b", now: now) == nil)
+        #expect(suspensions.suspendedUntil("sha256:a", now: now.addingTimeInterval(61)) == nil)
+    }
+
+    @Test("the semaphore bounds holders and wakes a waiter on release")
+    func semaphore() async throws {
+        let semaphore = AsyncSemaphore(permits: 2)
+        #expect(semaphore.tryAcquire())
+        try await semaphore.acquire()
+        #expect(!semaphore.tryAcquire())
+        async let waited: Void = semaphore.acquire()
+        try await Task.sleep(for: .milliseconds(20))
+        semaphore.release()
+        try await waited
+        #expect(!semaphore.tryAcquire())
+    }
+}
+
+@Suite("FCM message ttl")
+struct FCMTTLTests {
+    @Test("android.ttl is rewritten to the time left, and a data value named ttl is left alone")
+    func ttl() {
+        let planned = #"{"token":"t","data":{"_mId":"m","ttl":"\"ttl\":\"9s\""},"android":{"priority":"high","ttl":"86400s","collapse_key":"k"}}"#
+        let sent = FCMTransport.withTTL(planned, seconds: 120)
+        #expect(sent == #"{"token":"t","data":{"_mId":"m","ttl":"\"ttl\":\"9s\""},"android":{"priority":"high","ttl":"120s","collapse_key":"k"}}"#)
+        #expect(FCMTransport.withTTL(#"{"token":"t"}"#, seconds: 5) == #"{"token":"t"}"#)
+    }
+}

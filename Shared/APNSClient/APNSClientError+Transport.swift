@@ -1,4 +1,9 @@
 import AsyncHTTPClient
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import NIOCore
 import NIOHTTP2
 import NIOPosix
@@ -14,6 +19,9 @@ extension APNSClientError {
             self = Self.classify(error)
         case is NIOConnectionError, is SocketAddressError:
             self.init(code: .connectFailed, isRetriable: true, mayHaveBeenDelivered: false, detail: "connect failed: \(error)")
+        case let error as IOError where Self.connectErrnos.contains(error.errnoCode):
+            // NIO reports a refused connect as an IOError of the connect call.
+            self.init(code: .connectFailed, isRetriable: true, mayHaveBeenDelivered: false, detail: "connect failed: \(error)")
         case ChannelError.connectTimeout:
             self.init(code: .timeout, isRetriable: true, mayHaveBeenDelivered: false, detail: "connect timeout")
         case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
@@ -27,6 +35,9 @@ extension APNSClientError {
             self.init(code: .connectionClosed, isRetriable: true, mayHaveBeenDelivered: true, detail: "connection failed before the answer: \(error)")
         }
     }
+
+    /// errno values that only a connect attempt produces: nothing was sent.
+    private static let connectErrnos: Set<CInt> = [ECONNREFUSED, ENETUNREACH, EHOSTUNREACH, EADDRNOTAVAIL, EHOSTDOWN, ENETDOWN]
 
     private static func classify(_ error: HTTPClientError) -> APNSClientError {
         switch error {

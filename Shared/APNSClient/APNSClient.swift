@@ -54,14 +54,28 @@ public final class APNSClient: Sendable {
 
     /// Sends one notification on the pool for (environment, credentials.id), creating the pool on
     /// first use. Returns APNs's answer whatever its status; throws only when no answer came.
+    /// Resends at most once each: after a new provider token (ExpiredProviderToken), on a new
+    /// connection (UnrelatedKeyIdInToken, IdleTimeout), and when a closing connection provably
+    /// did not send the request.
     public func send(_ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment) async throws(APNSClientError) -> APNSResponse {
         let pool = try self.pool(for: credentials, environment: environment)
         var refreshedToken = false
         var replacedConnection = false
+        var resentUnsent = false
         var chosen: (slot: APNSConnectionSlot, connection: APNSConnection)?
         while true {
             let bearer = try pool.providerToken?.token()
-            let (response, slot, connection) = try await pool.execute(request, bearer: bearer?.jwt, on: chosen)
+            let answer: (APNSResponse, APNSConnectionSlot, APNSConnection)
+            do {
+                answer = try await pool.execute(request, bearer: bearer?.jwt, on: chosen)
+            } catch where error.code == .connectionClosed && !error.mayHaveBeenDelivered && !resentUnsent {
+                // The connection was closing (GOAWAY) before the request went out: sending it
+                // on another connection cannot duplicate it.
+                resentUnsent = true
+                chosen = nil
+                continue
+            }
+            let (response, slot, connection) = answer
             chosen = nil
             switch response.reason {
             case .expiredProviderToken? where !refreshedToken:

@@ -49,8 +49,12 @@ extension APNSClientError {
             APNSClientError(code: .timeout, isRetriable: true, mayHaveBeenDelivered: true, detail: "no answer before the deadline (\(error))")
         case .alreadyShutdown:
             APNSClientError.shutDown()
-        case .cancelled:
+        case .cancelled where Task.isCancelled:
             APNSClientError(code: .cancelled, isRetriable: true, mayHaveBeenDelivered: true, detail: "request cancelled")
+        case .cancelled:
+            // AHC fails a request it handed to a connection that started closing (GOAWAY) before
+            // the stream was opened: nothing was sent.
+            APNSClientError(code: .connectionClosed, isRetriable: true, mayHaveBeenDelivered: false, detail: "connection closing before the request was sent")
         default:
             APNSClientError(code: .connectionClosed, isRetriable: true, mayHaveBeenDelivered: true, detail: "\(error)")
         }

@@ -60,8 +60,9 @@ enum Harness {
         return logger
     }()
 
-    /// A 32-byte device token in hex; `prefix` replaces its first characters.
-    static func deviceToken(prefix: String = "") -> String {
+    /// A 32-byte device token in hex; `prefix` replaces its first characters. Without one the
+    /// token starts with "0", so it never hits a simulator fault prefix (dead, bad0, e429, ...).
+    static func deviceToken(prefix: String = "0") -> String {
         let hex = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
         return prefix + hex.dropFirst(prefix.count)
     }

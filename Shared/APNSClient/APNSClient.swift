@@ -1,0 +1,174 @@
+import Foundation
+import Logging
+import Metrics
+import NIOCore
+import Synchronization
+
+/// Sends notifications to APNs over long-lived HTTP/2 connections, one pool per (environment,
+/// credentials), with one provider token per signing key shared by every pool that uses it.
+///
+/// The client handles what a sender should never see: an expired provider token (one new token,
+/// respecting the 20-minute floor, and one resend), and a connection APNs wants replaced
+/// (UnrelatedKeyIdInToken, IdleTimeout: one new connection and one resend). Everything else is
+/// the caller's, classified by `APNSResponse.outcome`.
+public final class APNSClient: Sendable {
+    private struct PoolKey: Hashable {
+        var environment: APNSEnvironment
+        var credentialsId: String
+    }
+
+    private struct State {
+        var pools: [PoolKey: APNSConnectionPool] = [:]
+        var tokens: [String: APNSProviderToken] = [:]
+        var isShutDown = false
+    }
+
+    private let configuration: APNSClientConfiguration
+    private let eventLoopGroup: any EventLoopGroup
+    private let logger: Logger
+    private let now: @Sendable () -> Date
+    private let state = Mutex(State())
+    private let connectionCount: APNSConnectionCount
+    private let tokenRefreshes: Counter
+
+    /// - Parameters:
+    ///   - now: the wall clock provider tokens are dated and aged by (injected by tests).
+    ///   - metricsFactory: where `push_apns_token_refreshes_total` and `push_apns_connections` go.
+    public init(
+        configuration: APNSClientConfiguration,
+        eventLoopGroup: any EventLoopGroup,
+        logger: Logger,
+        now: @escaping @Sendable () -> Date = Date.init,
+        metricsFactory: any MetricsFactory = MetricsSystem.factory
+    ) {
+        self.configuration = configuration
+        self.eventLoopGroup = eventLoopGroup
+        self.logger = logger
+        self.now = now
+        self.connectionCount = APNSConnectionCount(factory: metricsFactory)
+        self.tokenRefreshes = Counter(label: "push_apns_token_refreshes_total", dimensions: [], factory: metricsFactory)
+    }
+
+    /// Open HTTP/2 connections across all pools.
+    public var openConnections: Int { self.connectionCount.value }
+
+    /// Sends one notification on the pool for (environment, credentials.id), creating the pool on
+    /// first use. Returns APNs's answer whatever its status; throws only when no answer came.
+    /// Resends at most once each: after a new provider token (ExpiredProviderToken), on a new
+    /// connection (UnrelatedKeyIdInToken, IdleTimeout), and when a closing connection provably
+    /// did not send the request.
+    public func send(_ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment) async throws(APNSClientError) -> APNSResponse {
+        let pool = try self.pool(for: credentials, environment: environment)
+        var refreshedToken = false
+        var replacedConnection = false
+        var resentUnsent = false
+        var chosen: (slot: APNSConnectionSlot, connection: APNSConnection)?
+        while true {
+            let bearer = try pool.providerToken?.token()
+            let answer: (APNSResponse, APNSConnectionSlot, APNSConnection)
+            do {
+                answer = try await pool.execute(request, bearer: bearer?.jwt, on: chosen)
+            } catch where error.code == .connectionClosed && !error.mayHaveBeenDelivered && !resentUnsent {
+                // The connection was closing (GOAWAY) before the request went out: sending it
+                // on another connection cannot duplicate it.
+                resentUnsent = true
+                chosen = nil
+                continue
+            }
+            let (response, slot, connection) = answer
+            chosen = nil
+            switch response.reason {
+            case .expiredProviderToken? where !refreshedToken:
+                guard let providerToken = pool.providerToken, let bearer else { return response }
+                refreshedToken = true
+                guard try providerToken.replace(expired: bearer) != nil else {
+                    self.logger.warning(
+                        "APNs called a provider token younger than 20 minutes expired; not refreshing (check the clock)",
+                        metadata: ["apns.pool": "\(environment.rawValue)/\(credentials.id)", "apns.keyId": "\(providerToken.keyId)"]
+                    )
+                    return response
+                }
+            case .unrelatedKeyIdInToken? where !replacedConnection, .idleTimeout? where !replacedConnection:
+                replacedConnection = true
+                self.logger.info(
+                    "APNs asked for a new connection",
+                    metadata: ["apns.pool": "\(environment.rawValue)/\(credentials.id)", "apns.reason": "\(response.reason!)"]
+                )
+                chosen = (slot, pool.replace(connection, in: slot))
+            default:
+                return response
+            }
+        }
+    }
+
+    /// Removes pools whose credentials are no longer used (after a rotation): their connections
+    /// close once the requests they carry are answered. Provider tokens of keys no pool uses any
+    /// more are forgotten.
+    public func retirePools(except activeIds: Set<String>) async {
+        let retired: [APNSConnectionPool] = self.state.withLock { state in
+            let retired = state.pools.filter { !activeIds.contains($0.key.credentialsId) }
+            for key in retired.keys { state.pools[key] = nil }
+            let keysInUse = Set(state.pools.values.compactMap { $0.providerToken.map { "\($0.teamId):\($0.keyId)" } })
+            state.tokens = state.tokens.filter { keysInUse.contains($0.key) }
+            return Array(retired.values)
+        }
+        for pool in retired {
+            self.logger.info("retiring APNs pool", metadata: ["apns.pool": "\(pool.environment.rawValue)/\(pool.credentialsId)"])
+            await pool.close()
+        }
+    }
+
+    /// Closes every pool once its requests are answered; later sends throw `shutDown`.
+    public func shutdown() async throws {
+        let pools: [APNSConnectionPool] = self.state.withLock { state in
+            state.isShutDown = true
+            defer { state.pools = [:] }
+            return Array(state.pools.values)
+        }
+        for pool in pools {
+            await pool.close()
+        }
+    }
+
+    private func pool(for credentials: APNSCredentials, environment: APNSEnvironment) throws(APNSClientError) -> APNSConnectionPool {
+        let key = PoolKey(environment: environment, credentialsId: credentials.id)
+        return try self.state.withLock { (state) throws(APNSClientError) -> APNSConnectionPool in
+            guard !state.isShutDown else { throw APNSClientError.shutDown() }
+            if let pool = state.pools[key] { return pool }
+            var token: APNSProviderToken?
+            if case .token(let teamId, let keyId, let signingKey) = credentials.material {
+                let name = "\(teamId):\(keyId)"
+                if let shared = state.tokens[name] {
+                    token = shared
+                } else {
+                    let refreshes = self.tokenRefreshes
+                    let created = APNSProviderToken(
+                        teamId: teamId,
+                        keyId: keyId,
+                        key: signingKey,
+                        refreshInterval: self.configuration.effectiveTokenRefreshInterval,
+                        now: self.now,
+                        onRefresh: { refreshes.increment() }
+                    )
+                    state.tokens[name] = created
+                    token = created
+                }
+            }
+            let pool = try APNSConnectionPool(
+                environment: environment,
+                credentials: credentials,
+                providerToken: token,
+                configuration: self.configuration,
+                eventLoopGroup: self.eventLoopGroup,
+                connectionCount: self.connectionCount,
+                logger: self.logger
+            )
+            state.pools[key] = pool
+            self.logger.info(
+                "APNs pool created",
+                metadata: ["apns.pool": "\(environment.rawValue)/\(credentials.id)", "apns.connections": "\(self.configuration.connectionsPerPool)"]
+            )
+            return pool
+        }
+    }
+}

@@ -1,0 +1,41 @@
+import Foundation
+
+/// One notification for one device, with the APNs headers it is sent with.
+public struct APNSRequest: Sendable {
+    /// Hex device token (the path component of `/3/device/<token>`).
+    public var deviceToken: String
+    /// `apns-topic`: the bundle id, with the suffix the push type needs (`.voip`, ...).
+    public var topic: String
+    /// `apns-push-type`: `alert`, `background`, `voip`, ...
+    public var pushType: String
+    /// `apns-priority`: 10, 5 or 1.
+    public var priority: Int
+    /// `apns-expiration` in epoch seconds; nil omits the header (APNs then stores per its default).
+    public var expiration: Date?
+    /// `apns-collapse-id` (at most 64 bytes).
+    public var collapseId: String?
+    /// `apns-id`, sent lowercase; APNs echoes it.
+    public var apnsId: UUID
+    /// The JSON payload, sent as is.
+    public var payload: [UInt8]
+
+    public init(
+        deviceToken: String,
+        topic: String,
+        pushType: String = "alert",
+        priority: Int = 10,
+        expiration: Date? = nil,
+        collapseId: String? = nil,
+        apnsId: UUID = UUID(),
+        payload: [UInt8]
+    ) {
+        self.deviceToken = deviceToken
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseId = collapseId
+        self.apnsId = apnsId
+        self.payload = payload
+    }
+}

@@ -35,6 +35,7 @@ public final class FCMClient: Sendable {
         let httpConfiguration = Self.httpConfiguration(configuration, logger: logger)
         self.connections = FCMSendConnections(
             count: configuration.connections,
+            streamsPerConnection: configuration.maxConcurrentStreamsPerConnection,
             configuration: httpConfiguration,
             eventLoopGroup: eventLoopGroup,
             logger: logger
@@ -106,24 +107,39 @@ public final class FCMClient: Sendable {
         request.headers.add(name: "content-type", value: "application/json; charset=UTF-8")
         request.headers.add(name: "authorization", value: "Bearer \(token.value)")
         request.body = .bytes(body)
-        let deadline = NIODeadline.now() + Self.timeAmount(self.configuration.requestTimeout)
+        let timeout = Self.timeAmount(self.configuration.requestTimeout)
         let logger = self.logger
         let now = self.now
-        return try await self.connections.withClient { (client: HTTPClient) async throws(FCMClientError) -> FCMResponse in
-            do {
-                let response = try await client.execute(request, deadline: deadline, logger: logger)
-                let bytes = try await response.body.collect(upTo: 1 << 20)
-                return FCMResponse(
-                    status: Int(response.status.code),
-                    body: bytes.readableBytesView,
-                    retryAfterHeader: response.headers.first(name: "retry-after"),
-                    now: now()
-                )
+        var attempt = 1
+        while true {
+            do throws(FCMClientError) {
+                return try await self.connections.withClient { (client: HTTPClient) async throws(FCMClientError) -> FCMResponse in
+                    do {
+                        let response = try await client.execute(request, deadline: .now() + timeout, logger: logger)
+                        let bytes = try await response.body.collect(upTo: 1 << 20)
+                        return FCMResponse(
+                            status: Int(response.status.code),
+                            body: bytes.readableBytesView,
+                            retryAfterHeader: response.headers.first(name: "retry-after"),
+                            now: now()
+                        )
+                    } catch {
+                        throw FCMClientError.transport(error, endpoint: "send", requestWritten: true)
+                    }
+                }
             } catch {
-                throw FCMClientError.transport(error, endpoint: "send", requestWritten: true)
+                // A request that never got a stream because its connection was closing (GOAWAY)
+                // was not sent: resend it (on a new connection) a few times before giving up.
+                guard error.code == .connectionClosed, !error.mayHaveBeenDelivered, attempt < Self.unsentAttempts, !Task.isCancelled else {
+                    throw error
+                }
+                attempt += 1
             }
         }
     }
+
+    /// How often `post` tries a request that was never written because its connection was closing.
+    static let unsentAttempts = 3
 
     /// POSTs the account's signed assertion to its token endpoint (or `tokenURLOverride`).
     private static func requestAccessToken(

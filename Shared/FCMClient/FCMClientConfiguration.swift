@@ -12,6 +12,10 @@ public struct FCMClientConfiguration: Sendable {
     /// Long-lived HTTP/2 connections to the send endpoint; requests go to the one with the fewest
     /// outstanding requests. Default 2.
     public var connections: Int
+    /// Requests in flight per connection; more wait in the client, in order. Keep it at or below
+    /// the server's SETTINGS_MAX_CONCURRENT_STREAMS (Google's front ends advertise 100): requests
+    /// AsyncHTTPClient itself has to queue fail after `connectTimeout`. Default 100.
+    public var maxConcurrentStreamsPerConnection: Int
     /// TCP + TLS establishment limit per connection. Default 10 s.
     public var connectTimeout: Duration
     /// Limit for one HTTP exchange (send or token request), head and body. Default 30 s.
@@ -27,6 +31,7 @@ public struct FCMClientConfiguration: Sendable {
         tokenURLOverride: String? = nil,
         trustedCAPEM: String? = nil,
         connections: Int = 2,
+        maxConcurrentStreamsPerConnection: Int = 100,
         connectTimeout: Duration = .seconds(10),
         requestTimeout: Duration = .seconds(30),
         tokenRefreshMargin: Duration = .seconds(300),
@@ -36,6 +41,7 @@ public struct FCMClientConfiguration: Sendable {
         self.tokenURLOverride = tokenURLOverride
         self.trustedCAPEM = trustedCAPEM
         self.connections = connections
+        self.maxConcurrentStreamsPerConnection = maxConcurrentStreamsPerConnection
         self.connectTimeout = connectTimeout
         self.requestTimeout = requestTimeout
         self.tokenRefreshMargin = tokenRefreshMargin

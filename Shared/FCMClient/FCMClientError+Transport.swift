@@ -25,6 +25,10 @@ extension FCMClientError {
                 return FCMClientError(.connectionClosed, "\(endpoint): \(label)", mayHaveBeenDelivered: requestWritten)
             case .deadlineExceeded, .readTimeout, .writeTimeout:
                 return FCMClientError(.timeout, "\(endpoint): \(label)", mayHaveBeenDelivered: requestWritten)
+            case .cancelled where !Task.isCancelled:
+                // AsyncHTTPClient fails a request it could not open a stream for because the
+                // connection is closing (after GOAWAY): nothing was written.
+                return FCMClientError(.connectionClosed, "\(endpoint): no stream, the connection is closing", mayHaveBeenDelivered: false)
             case .cancelled:
                 return FCMClientError(.cancelled, "\(endpoint): \(label)", isRetriable: true, mayHaveBeenDelivered: requestWritten)
             case .alreadyShutdown:
@@ -54,6 +58,13 @@ extension FCMClientError {
         }
         if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
             return FCMClientError(.tlsFailed, "\(endpoint): TLS handshake failed (\(type))", isRetriable: false)
+        }
+        if let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .refusedStream {
+            // REFUSED_STREAM (e.g. a stream opened after the server's GOAWAY): not processed.
+            return FCMClientError(.connectionClosed, "\(endpoint): stream refused by the server", mayHaveBeenDelivered: false)
+        }
+        if let closed = error as? NIOHTTP2Errors.StreamClosed {
+            return FCMClientError(.connectionClosed, "\(endpoint): HTTP/2 stream closed (\(closed.errorCode))", mayHaveBeenDelivered: requestWritten)
         }
         if error is any NIOHTTP2Error {
             return FCMClientError(.connectionClosed, "\(endpoint): HTTP/2 stream ended (\(type))", mayHaveBeenDelivered: requestWritten)

@@ -8,15 +8,29 @@ import Synchronization
 /// The long-lived HTTP/2 connections to the send endpoint: one `HTTPClient` per slot, each on its
 /// own event loop, so each holds exactly one HTTP/2 connection (AsyncHTTPClient multiplexes all
 /// of a host's requests on one connection per event loop, honours SETTINGS and GOAWAY, and
-/// reconnects after GOAWAY). Requests go to the slot with the fewest outstanding requests.
+/// reconnects after GOAWAY). Requests go to the slot with the fewest outstanding requests, at
+/// most `streamsPerConnection` at a time per slot.
 final class FCMSendConnections: Sendable {
-    private let clients: [HTTPClient]
-    private let outstanding: Mutex<(counts: [Int], cursor: Int)>
-    private let counter: ConnectionCounter
+    private typealias Waiter = CheckedContinuation<Int?, Never>
 
-    init(count: Int, configuration: HTTPClient.Configuration, eventLoopGroup: any EventLoopGroup, logger: Logger) {
+    private struct State {
+        var inUse: [Int]
+        var cursor = 0
+        var nextWaiterID: UInt64 = 0
+        /// FIFO of callers waiting for a stream, by id.
+        var waiters: [(id: UInt64, continuation: Waiter)] = []
+        var cancelledWaiters: Set<UInt64> = []
+    }
+
+    private let clients: [HTTPClient]
+    private let state: Mutex<State>
+    private let counter: ConnectionCounter
+    private let streamsPerConnection: Int
+
+    init(count: Int, streamsPerConnection: Int, configuration: HTTPClient.Configuration, eventLoopGroup: any EventLoopGroup, logger: Logger) {
         let slots = max(1, count)
-        self.outstanding = Mutex((Array(repeating: 0, count: slots), 0))
+        self.streamsPerConnection = max(1, streamsPerConnection)
+        self.state = Mutex(State(inUse: Array(repeating: 0, count: slots)))
         var clients: [HTTPClient] = []
         let counter = ConnectionCounter()
         for _ in 0..<slots {
@@ -35,24 +49,82 @@ final class FCMSendConnections: Sendable {
     /// HTTP/2 connections currently open across all slots.
     var openConnections: Int { self.counter.value }
 
-    /// Runs `body` with the least busy slot's client.
+    /// Runs `body` with the least busy slot's client once that slot has a free stream. Callers
+    /// beyond `streamsPerConnection` per slot wait here, in order, instead of in AsyncHTTPClient's
+    /// pool (which fails waiters after the connect timeout).
     func withClient<T>(_ body: (HTTPClient) async throws(FCMClientError) -> T) async throws(FCMClientError) -> T {
-        let index = self.outstanding.withLock { state in
-            let count = state.counts.count
-            var best = state.cursor % count
-            for offset in 0..<count {
-                let candidate = (state.cursor + offset) % count
-                if state.counts[candidate] < state.counts[best] { best = candidate }
-            }
-            state.cursor = (best + 1) % count
-            state.counts[best] += 1
-            return best
-        }
-        defer { self.outstanding.withLock { $0.counts[index] -= 1 } }
+        let index = try await self.acquire()
+        defer { self.release(index) }
         return try await body(self.clients[index])
     }
 
+    private func acquire() async throws(FCMClientError) -> Int {
+        enum Admission {
+            case slot(Int)
+            case wait(UInt64)
+        }
+        let admission: Admission = self.state.withLock { state in
+            let count = state.inUse.count
+            var best = state.cursor % count
+            for offset in 0..<count {
+                let candidate = (state.cursor + offset) % count
+                if state.inUse[candidate] < state.inUse[best] { best = candidate }
+            }
+            if state.inUse[best] < self.streamsPerConnection {
+                state.cursor = (best + 1) % count
+                state.inUse[best] += 1
+                return .slot(best)
+            }
+            state.nextWaiterID += 1
+            return .wait(state.nextWaiterID)
+        }
+        switch admission {
+        case .slot(let index):
+            return index
+        case .wait(let id):
+            let index = await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: Waiter) in
+                    let cancelled = self.state.withLock { state in
+                        if state.cancelledWaiters.remove(id) != nil { return true }
+                        state.waiters.append((id, continuation))
+                        return false
+                    }
+                    if cancelled { continuation.resume(returning: nil) }
+                }
+            } onCancel: {
+                let waiter: Waiter? = self.state.withLock { state in
+                    if let position = state.waiters.firstIndex(where: { $0.id == id }) {
+                        return state.waiters.remove(at: position).continuation
+                    }
+                    state.cancelledWaiters.insert(id)
+                    return nil
+                }
+                waiter?.resume(returning: nil)
+            }
+            guard let index else {
+                throw FCMClientError(.cancelled, "send: cancelled while waiting for a stream", isRetriable: true)
+            }
+            return index
+        }
+    }
+
+    private func release(_ index: Int) {
+        let waiter: Waiter? = self.state.withLock { state in
+            if !state.waiters.isEmpty {
+                return state.waiters.removeFirst().continuation  // the stream passes to the next caller
+            }
+            state.inUse[index] -= 1
+            return nil
+        }
+        waiter?.resume(returning: index)
+    }
+
     func shutdown() async throws {
+        let waiters = self.state.withLock { state in
+            defer { state.waiters = [] }
+            return state.waiters.map(\.continuation)
+        }
+        for waiter in waiters { waiter.resume(returning: nil) }
         var firstError: (any Error)?
         for client in self.clients {
             do { try await client.shutdown() } catch { firstError = firstError ?? error }

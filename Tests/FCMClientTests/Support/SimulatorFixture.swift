@@ -102,7 +102,7 @@ struct SimulatorFixture {
             request.headers.add(name: "content-type", value: "application/json")
             request.body = .bytes(ByteBuffer(string: json))
         }
-        let response = try await self.control.execute(request, timeout: .seconds(10))
+        let response = try await self.control.execute(request, timeout: .seconds(60))
         let body = try await response.body.collect(upTo: 1 << 22)
         return (try JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any] ?? [:]
     }

@@ -1,0 +1,34 @@
+import Foundation
+
+/// An OAuth access token for FCM and when to replace it. `description` omits the token itself.
+public struct FCMAccessToken: Sendable, Equatable, CustomStringConvertible {
+    /// The bearer token (`ya29....`). Never log it.
+    public var value: String
+    /// When the token endpoint says it stops working (`expires_in` after the request).
+    public var expiresAt: Date
+    /// When a new token is fetched: `expiresAt - tokenRefreshMargin`, or half the lifetime when
+    /// the token lives shorter than twice the margin.
+    public var refreshAt: Date
+
+    public init(value: String, expiresAt: Date, refreshAt: Date) {
+        self.value = value
+        self.expiresAt = expiresAt
+        self.refreshAt = refreshAt
+    }
+
+    /// A token fetched at `requestedAt` that lives `expiresIn`.
+    public init(value: String, requestedAt: Date, expiresIn: Duration, refreshMargin: Duration) {
+        let lifetime = max(0, expiresIn.seconds)
+        let margin = max(0, refreshMargin.seconds)
+        let usable = lifetime > 2 * margin ? lifetime - margin : lifetime / 2
+        self.init(
+            value: value,
+            expiresAt: requestedAt.addingTimeInterval(lifetime),
+            refreshAt: requestedAt.addingTimeInterval(usable)
+        )
+    }
+
+    public var description: String {
+        "FCMAccessToken(expiresAt: \(self.expiresAt), refreshAt: \(self.refreshAt))"
+    }
+}

@@ -1,0 +1,211 @@
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import Synchronization
+
+/// Sends FCM HTTP v1 messages over long-lived HTTP/2 connections, with OAuth access tokens
+/// fetched, cached and shared per service account, and a per-project pause after QUOTA_EXCEEDED.
+///
+/// Call `shutdown()` before dropping the client.
+public final class FCMClient: Sendable {
+    public let configuration: FCMClientConfiguration
+    /// The per-project QUOTA_EXCEEDED pause and recovery `send` waits on.
+    public let throttle: FCMProjectThrottle
+    /// The cached access tokens `send` uses.
+    public let accessTokens: FCMAccessTokenProvider
+    private let connections: FCMSendConnections
+    private let tokenClient: HTTPClient
+    private let logger: Logger
+    private let now: @Sendable () -> Date
+    private let isShutDown = Atomic<Bool>(false)
+
+    /// - Parameters:
+    ///   - now: the clock for token expiry, the JWT's `iat` and the project throttle (tests inject one).
+    public init(
+        configuration: FCMClientConfiguration,
+        eventLoopGroup: any EventLoopGroup,
+        logger: Logger,
+        now: @escaping @Sendable () -> Date = Date.init
+    ) {
+        self.configuration = configuration
+        self.logger = logger
+        self.now = now
+        let httpConfiguration = Self.httpConfiguration(configuration, logger: logger)
+        self.connections = FCMSendConnections(
+            count: configuration.connections,
+            streamsPerConnection: configuration.maxConcurrentStreamsPerConnection,
+            configuration: httpConfiguration,
+            eventLoopGroup: eventLoopGroup,
+            logger: logger
+        )
+        let tokenClient = HTTPClient(eventLoopGroup: eventLoopGroup.next(), configuration: httpConfiguration, backgroundActivityLogger: logger)
+        self.tokenClient = tokenClient
+        self.accessTokens = FCMAccessTokenProvider(refreshMargin: configuration.tokenRefreshMargin, now: now) {
+            (account: FCMServiceAccount) async throws(FCMClientError) -> (value: String, expiresIn: Duration) in
+            try await Self.requestAccessToken(for: account, client: tokenClient, configuration: configuration, now: now, logger: logger)
+        }
+        self.throttle = FCMProjectThrottle(configuration: configuration.throttle, now: now)
+    }
+
+    /// HTTP/2 connections to the send endpoint open now (the token endpoint's are not counted).
+    public var openConnections: Int {
+        self.connections.openConnections
+    }
+
+    /// Sends one message with the account's (cached) access token and returns FCM's parsed answer.
+    ///
+    /// Waits first while the project is paused or paced after QUOTA_EXCEEDED; records a new
+    /// QUOTA_EXCEEDED in the throttle. A 401 without an FcmError detail (the access token was not
+    /// accepted) drops the token, fetches a new one and sends once more; a second 401 is returned.
+    /// Throws only when no FCM answer arrived.
+    public func send(_ request: FCMRequest, account: FCMServiceAccount) async throws(FCMClientError) -> FCMResponse {
+        guard !self.isShutDown.load(ordering: .relaxed) else {
+            throw FCMClientError(.shutDown, "the client is shut down", isRetriable: false)
+        }
+        try await self.throttle.acquire(project: request.projectId)
+
+        var body = ByteBuffer()
+        body.reserveCapacity(request.message.count + 12)
+        body.writeString(#"{"message":"#)
+        body.writeBytes(request.message)
+        body.writeString("}")
+
+        var token = try await self.accessTokens.token(for: account)
+        var response = try await self.post(body, projectId: request.projectId, token: token)
+        if response.status == 401, response.errorCode == nil {
+            self.logger.debug("FCM refused the access token; refreshing once", metadata: ["fcm.account": "\(account.id)"])
+            self.accessTokens.invalidate(accountID: account.id, token: token)
+            token = try await self.accessTokens.token(for: account)
+            response = try await self.post(body, projectId: request.projectId, token: token)
+        }
+        if case .quotaExceeded(let after) = response.outcome {
+            self.logger.info(
+                "FCM quota exceeded; pausing the project",
+                metadata: ["fcm.project": "\(request.projectId)", "fcm.pause_seconds": "\(after.components.seconds)"]
+            )
+            self.throttle.recordQuotaExceeded(project: request.projectId, after: after)
+        }
+        return response
+    }
+
+    /// Closes every connection. Sends after this throw `.shutDown`.
+    public func shutdown() async throws {
+        guard !self.isShutDown.exchange(true, ordering: .relaxed) else { return }
+        var firstError: (any Error)?
+        do { try await self.connections.shutdown() } catch { firstError = error }
+        do { try await self.tokenClient.shutdown() } catch { firstError = firstError ?? error }
+        if let firstError { throw firstError }
+    }
+
+    // MARK: HTTP
+
+    private func post(_ body: ByteBuffer, projectId: String, token: FCMAccessToken) async throws(FCMClientError) -> FCMResponse {
+        var request = HTTPClientRequest(url: "\(self.configuration.baseURL)/v1/projects/\(projectId)/messages:send")
+        request.method = .POST
+        request.headers.add(name: "content-type", value: "application/json; charset=UTF-8")
+        request.headers.add(name: "authorization", value: "Bearer \(token.value)")
+        request.body = .bytes(body)
+        let timeout = Self.timeAmount(self.configuration.requestTimeout)
+        let logger = self.logger
+        let now = self.now
+        var attempt = 1
+        while true {
+            do throws(FCMClientError) {
+                return try await self.connections.withClient { (client: HTTPClient) async throws(FCMClientError) -> FCMResponse in
+                    do {
+                        let response = try await client.execute(request, deadline: .now() + timeout, logger: logger)
+                        let bytes = try await response.body.collect(upTo: 1 << 20)
+                        return FCMResponse(
+                            status: Int(response.status.code),
+                            body: bytes.readableBytesView,
+                            retryAfterHeader: response.headers.first(name: "retry-after"),
+                            now: now()
+                        )
+                    } catch {
+                        throw FCMClientError.transport(error, endpoint: "send", requestWritten: true)
+                    }
+                }
+            } catch {
+                // A request that never got a stream because its connection was closing (GOAWAY)
+                // was not sent: resend it (on a new connection) a few times before giving up.
+                guard error.code == .connectionClosed, !error.mayHaveBeenDelivered, attempt < Self.unsentAttempts, !Task.isCancelled else {
+                    throw error
+                }
+                attempt += 1
+            }
+        }
+    }
+
+    /// How often `post` tries a request that was never written because its connection was closing.
+    static let unsentAttempts = 3
+
+    /// POSTs the account's signed assertion to its token endpoint (or `tokenURLOverride`).
+    private static func requestAccessToken(
+        for account: FCMServiceAccount,
+        client: HTTPClient,
+        configuration: FCMClientConfiguration,
+        now: @Sendable () -> Date,
+        logger: Logger
+    ) async throws(FCMClientError) -> (value: String, expiresIn: Duration) {
+        let assertion = try account.assertion(now: now())
+        let url = configuration.tokenURLOverride ?? account.tokenURI
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
+        request.body = .bytes(ByteBuffer(string: "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"))
+        let deadline = NIODeadline.now() + Self.timeAmount(configuration.requestTimeout)
+        logger.debug("requesting an FCM access token", metadata: ["fcm.account": "\(account.id)"])
+        let status: Int
+        let body: ByteBuffer
+        do {
+            let response = try await client.execute(request, deadline: deadline, logger: logger)
+            status = Int(response.status.code)
+            body = try await response.body.collect(upTo: 1 << 16)
+        } catch {
+            throw FCMClientError.transport(error, endpoint: "token endpoint", requestWritten: false)
+        }
+        let object = (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView))) as? [String: Any]
+        if status == 200, let token = object?["access_token"] as? String, !token.isEmpty {
+            let expiresIn = (object?["expires_in"] as? NSNumber)?.doubleValue ?? 3600
+            logger.debug("got an FCM access token", metadata: ["fcm.account": "\(account.id)", "fcm.expires_in": "\(Int(expiresIn))"])
+            return (token, .timeInterval(expiresIn))
+        }
+        let name = object?["error"] as? String ?? "no error name"
+        let description = (object?["error_description"] as? String).map { ": \(String($0.prefix(200)))" } ?? ""
+        throw FCMClientError(
+            .tokenEndpointFailed,
+            "service account \(account.id): token endpoint answered \(status) \(name)\(description)",
+            isRetriable: status == 429 || status >= 500
+        )
+    }
+
+    private static func httpConfiguration(_ configuration: FCMClientConfiguration, logger: Logger) -> HTTPClient.Configuration {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let pem = configuration.trustedCAPEM {
+            do {
+                tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(pem.utf8)))
+            } catch {
+                logger.error("trustedCAPEM holds no usable certificate; no server will be trusted")
+                tls.trustRoots = .certificates([])
+            }
+        }
+        var http = HTTPClient.Configuration(
+            tlsConfiguration: tls,
+            redirectConfiguration: .disallow,
+            timeout: HTTPClient.Configuration.Timeout(connect: Self.timeAmount(configuration.connectTimeout)),
+            decompression: .disabled
+        )
+        http.httpVersion = .automatic
+        // Fail fast on refused connections: the caller's retry policy owns the back-off.
+        http.connectionPool.retryConnectionEstablishment = false
+        http.connectionPool.idleTimeout = .minutes(5)
+        return http
+    }
+
+    static func timeAmount(_ duration: Duration) -> TimeAmount {
+        let (seconds, attoseconds) = duration.components
+        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+}

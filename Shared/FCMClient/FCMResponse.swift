@@ -1,0 +1,76 @@
+import Foundation
+
+/// FCM's answer to one send, parsed: the name on success, Google's error envelope otherwise.
+public struct FCMResponse: Sendable, Equatable {
+    public var status: Int
+    /// `projects/<p>/messages/<id>` on 200.
+    public var name: String?
+    /// `error.details[].errorCode` of the `google.firebase.fcm.v1.FcmError` detail; nil if absent.
+    public var errorCode: FCMErrorCode?
+    /// `error.status`, e.g. `INVALID_ARGUMENT`.
+    public var errorStatus: String?
+    /// `error.message` (Google's text; it carries no credentials).
+    public var errorMessage: String?
+    /// `field` of each `google.rpc.BadRequest` field violation, e.g. `message.token`.
+    public var fieldViolations: [String]
+    /// The `Retry-After` header, seconds or HTTP date, as a delay from the time of the answer.
+    public var retryAfter: Duration?
+
+    public init(
+        status: Int,
+        name: String? = nil,
+        errorCode: FCMErrorCode? = nil,
+        errorStatus: String? = nil,
+        errorMessage: String? = nil,
+        fieldViolations: [String] = [],
+        retryAfter: Duration? = nil
+    ) {
+        self.status = status
+        self.name = name
+        self.errorCode = errorCode
+        self.errorStatus = errorStatus
+        self.errorMessage = errorMessage
+        self.fieldViolations = fieldViolations
+        self.retryAfter = retryAfter
+    }
+
+    /// Parses a body and a `Retry-After` value. A body that is not JSON leaves the fields nil, so
+    /// the outcome falls back to the HTTP status.
+    public init(status: Int, body: some Collection<UInt8>, retryAfterHeader: String?, now: Date = Date()) {
+        self.init(status: status, retryAfter: retryAfterHeader.flatMap { Self.parseRetryAfter($0, now: now) })
+        guard !body.isEmpty,
+              let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+        else { return }
+        self.name = object["name"] as? String
+        guard let error = object["error"] as? [String: Any] else { return }
+        self.errorStatus = error["status"] as? String
+        self.errorMessage = error["message"] as? String
+        for detail in error["details"] as? [[String: Any]] ?? [] {
+            let type = detail["@type"] as? String ?? ""
+            if type.hasSuffix("google.firebase.fcm.v1.FcmError"), let code = detail["errorCode"] as? String {
+                self.errorCode = FCMErrorCode(rawValue: code)
+            }
+            for violation in detail["fieldViolations"] as? [[String: Any]] ?? [] {
+                if let field = violation["field"] as? String { self.fieldViolations.append(field) }
+            }
+        }
+    }
+
+    /// `Retry-After` as delta-seconds or an HTTP date (RFC 9110); past dates give zero.
+    public static func parseRetryAfter(_ value: String, now: Date) -> Duration? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(trimmed) {
+            return .seconds(max(0, seconds))
+        }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
+            formatter.dateFormat = format
+            if let date = formatter.date(from: trimmed) {
+                return .seconds(max(0, Int(date.timeIntervalSince(now).rounded(.up))))
+            }
+        }
+        return nil
+    }
+}

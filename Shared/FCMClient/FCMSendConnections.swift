@@ -1,0 +1,152 @@
+import AsyncHTTPClient
+import Logging
+import Metrics
+import NIOCore
+import NIOSSL
+import Synchronization
+
+/// The long-lived HTTP/2 connections to the send endpoint: one `HTTPClient` per slot, each on its
+/// own event loop, so each holds exactly one HTTP/2 connection (AsyncHTTPClient multiplexes all
+/// of a host's requests on one connection per event loop, honours SETTINGS and GOAWAY, and
+/// reconnects after GOAWAY). Requests go to the slot with the fewest outstanding requests, at
+/// most `streamsPerConnection` at a time per slot.
+final class FCMSendConnections: Sendable {
+    private typealias Waiter = CheckedContinuation<Int?, Never>
+
+    private struct State {
+        var inUse: [Int]
+        var cursor = 0
+        var nextWaiterID: UInt64 = 0
+        /// FIFO of callers waiting for a stream, by id.
+        var waiters: [(id: UInt64, continuation: Waiter)] = []
+        var cancelledWaiters: Set<UInt64> = []
+    }
+
+    private let clients: [HTTPClient]
+    private let state: Mutex<State>
+    private let counter: ConnectionCounter
+    private let streamsPerConnection: Int
+
+    init(count: Int, streamsPerConnection: Int, configuration: HTTPClient.Configuration, eventLoopGroup: any EventLoopGroup, logger: Logger) {
+        let slots = max(1, count)
+        self.streamsPerConnection = max(1, streamsPerConnection)
+        self.state = Mutex(State(inUse: Array(repeating: 0, count: slots)))
+        var clients: [HTTPClient] = []
+        let counter = ConnectionCounter()
+        for _ in 0..<slots {
+            var slotConfiguration = configuration
+            slotConfiguration.http2ConnectionDebugInitializer = { channel in
+                counter.opened()
+                channel.closeFuture.whenComplete { _ in counter.closed() }
+                return channel.eventLoop.makeSucceededVoidFuture()
+            }
+            clients.append(HTTPClient(eventLoopGroup: eventLoopGroup.next(), configuration: slotConfiguration, backgroundActivityLogger: logger))
+        }
+        self.clients = clients
+        self.counter = counter
+    }
+
+    /// HTTP/2 connections currently open across all slots.
+    var openConnections: Int { self.counter.value }
+
+    /// Runs `body` with the least busy slot's client once that slot has a free stream. Callers
+    /// beyond `streamsPerConnection` per slot wait here, in order, instead of in AsyncHTTPClient's
+    /// pool (which fails waiters after the connect timeout).
+    func withClient<T>(_ body: (HTTPClient) async throws(FCMClientError) -> T) async throws(FCMClientError) -> T {
+        let index = try await self.acquire()
+        defer { self.release(index) }
+        return try await body(self.clients[index])
+    }
+
+    private func acquire() async throws(FCMClientError) -> Int {
+        enum Admission {
+            case slot(Int)
+            case wait(UInt64)
+        }
+        let admission: Admission = self.state.withLock { state in
+            let count = state.inUse.count
+            var best = state.cursor % count
+            for offset in 0..<count {
+                let candidate = (state.cursor + offset) % count
+                if state.inUse[candidate] < state.inUse[best] { best = candidate }
+            }
+            if state.inUse[best] < self.streamsPerConnection {
+                state.cursor = (best + 1) % count
+                state.inUse[best] += 1
+                return .slot(best)
+            }
+            state.nextWaiterID += 1
+            return .wait(state.nextWaiterID)
+        }
+        switch admission {
+        case .slot(let index):
+            return index
+        case .wait(let id):
+            let index = await withTaskCancellationHandler {
+                await withCheckedContinuation { (continuation: Waiter) in
+                    let cancelled = self.state.withLock { state in
+                        if state.cancelledWaiters.remove(id) != nil { return true }
+                        state.waiters.append((id, continuation))
+                        return false
+                    }
+                    if cancelled { continuation.resume(returning: nil) }
+                }
+            } onCancel: {
+                let waiter: Waiter? = self.state.withLock { state in
+                    if let position = state.waiters.firstIndex(where: { $0.id == id }) {
+                        return state.waiters.remove(at: position).continuation
+                    }
+                    state.cancelledWaiters.insert(id)
+                    return nil
+                }
+                waiter?.resume(returning: nil)
+            }
+            guard let index else {
+                throw FCMClientError(.cancelled, "send: cancelled while waiting for a stream", isRetriable: true)
+            }
+            return index
+        }
+    }
+
+    private func release(_ index: Int) {
+        let waiter: Waiter? = self.state.withLock { state in
+            if !state.waiters.isEmpty {
+                return state.waiters.removeFirst().continuation  // the stream passes to the next caller
+            }
+            state.inUse[index] -= 1
+            return nil
+        }
+        waiter?.resume(returning: index)
+    }
+
+    func shutdown() async throws {
+        let waiters = self.state.withLock { state in
+            defer { state.waiters = [] }
+            return state.waiters.map(\.continuation)
+        }
+        for waiter in waiters { waiter.resume(returning: nil) }
+        var firstError: (any Error)?
+        for client in self.clients {
+            do { try await client.shutdown() } catch { firstError = firstError ?? error }
+        }
+        if let firstError { throw firstError }
+    }
+}
+
+/// Counts open HTTP/2 connections and mirrors the count to the `push_fcm_connections` gauge.
+final class ConnectionCounter: Sendable {
+    private let count = Atomic<Int>(0)
+    private let gauge = Gauge(label: "push_fcm_connections")
+
+    var value: Int { self.count.load(ordering: .relaxed) }
+
+    func opened() {
+        let value = self.count.wrappingAdd(1, ordering: .relaxed).newValue
+        self.gauge.record(value)
+    }
+
+    func closed() {
+        let value = self.count.wrappingSubtract(1, ordering: .relaxed).newValue
+        self.gauge.record(value)
+    }
+}

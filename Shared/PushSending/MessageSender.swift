@@ -258,6 +258,14 @@ public final class MessageSender<Transport: MessageTransport>: Service {
             let failed = MessageFailed(message: message.reference, failureType: "soft", reason: reason, attempts: message.attempt, failedAt: now)
             return ([try result(failed, of: work)], Tally(outcome: "failed", reason: reason, failureType: "soft"))
         case .credentialRejected(let reason, let credential):
+            // Requests already in flight when the credential was suspended come back refused
+            // too: they wait like the rest instead of failing (one failure per cool-down).
+            if let until = suspensions.suspendedUntil(credential, now: now) {
+                guard until < message.validUntil else { return ([try expired(work, at: now)], Tally(outcome: "expired", reason: reason)) }
+                var next = message
+                next.notBefore = until
+                return ([try retryRecord(next, of: work)], Tally(outcome: "deferred", reason: reason))
+            }
             metrics.credentialErrors.increment()
             suspensions.suspend(credential, until: now.addingTimeInterval(Double(settings.credentialCooldownMilliseconds) / 1000))
             logger.error("The provider refused the app's credentials; its messages wait while they are suspended", metadata: [

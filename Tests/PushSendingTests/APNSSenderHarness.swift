@@ -188,18 +188,12 @@ struct APNSSenderHarness: Sendable {
         return collected.withLock { $0 }
     }
 
-    /// The result events so far, by message id: type and data.
-    func results() async throws -> [(messageId: String, type: String, data: [String: Any])] {
-        try await records(topics.messageResults.name).compactMap { record in
-            guard let object = try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any],
-                  let type = object["type"] as? String, let data = object["data"] as? [String: Any],
-                  let message = data["message"] as? [String: Any], let id = message["messageId"] as? String
-            else { return nil }
-            return (id.lowercased(), type, data)
-        }
+    /// The result events so far.
+    func results() async throws -> [ResultEvent] {
+        try await records(topics.messageResults.name).compactMap(ResultEvent.init)
     }
 
-    func waitForResults(_ count: Int, within limit: Duration = .seconds(60)) async throws -> [(messageId: String, type: String, data: [String: Any])] {
+    func waitForResults(_ count: Int, within limit: Duration = .seconds(60)) async throws -> [ResultEvent] {
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
             let results = try await results()
@@ -258,5 +252,28 @@ struct APNSSenderHarness: Sendable {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         return process
+    }
+}
+
+/// A `MessageSent` / `MessageFailed` / `MessageExpired` record, as a test reads it.
+struct ResultEvent: Sendable {
+    var messageId: String
+    var type: String
+    var failureType: String?
+    var reason: String?
+    var attempts: Int?
+    var providerMessageId: String?
+
+    init?(_ record: KafkaConsumerRecord) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any],
+              let type = object["type"] as? String, let data = object["data"] as? [String: Any],
+              let id = (data["message"] as? [String: Any])?["messageId"] as? String
+        else { return nil }
+        messageId = id.lowercased()
+        self.type = type
+        failureType = data["failureType"] as? String
+        reason = data["reason"] as? String
+        attempts = data["attempts"] as? Int
+        providerMessageId = data["providerMessageId"] as? String
     }
 }

@@ -28,19 +28,19 @@ struct APNSSenderTests {
             for message in good {
                 let result = try #require(byId[message.messageId.uuidString.lowercased()])
                 #expect(result.type == "MessageSent")
-                #expect((result.data["providerMessageId"] as? String) == message.messageId.uuidString.lowercased())
+                #expect(result.providerMessageId == message.messageId.uuidString.lowercased())
                 #expect(h.simulator.state.notifications(token: message.registrationToken).count == 1)
             }
             for (message, reason) in [(unregistered, "Unregistered"), (badToken, "BadDeviceToken")] {
                 let result = try #require(byId[message.messageId.uuidString.lowercased()])
                 #expect(result.type == "MessageFailed")
-                #expect(result.data["failureType"] as? String == "hard")
-                #expect(result.data["reason"] as? String == reason)
+                #expect(result.failureType == "hard")
+                #expect(result.reason == reason)
             }
             let collapse = try #require(byId[badCollapse.messageId.uuidString.lowercased()])
             #expect(collapse.type == "MessageFailed")
-            #expect(collapse.data["failureType"] as? String == "soft")
-            #expect(collapse.data["reason"] as? String == "BadCollapseId")
+            #expect(collapse.failureType == "soft")
+            #expect(collapse.reason == "BadCollapseId")
             #expect(byId[expired.messageId.uuidString.lowercased()]?.type == "MessageExpired")
             #expect(h.simulator.state.notifications(token: expired.registrationToken).isEmpty)
 
@@ -66,7 +66,7 @@ struct APNSSenderTests {
             try await h.publish(messages)
             let results = try await h.withSender { try await h.waitForResults(2) }
             #expect(results.allSatisfy { $0.type == "MessageSent" })
-            #expect(results.contains { ($0.data["attempts"] as? Int ?? 0) >= 2 })
+            #expect(results.contains { ($0.attempts ?? 0) >= 2 })
             for message in messages {
                 #expect(h.simulator.state.notifications(token: message.registrationToken).count == 1)
             }
@@ -78,12 +78,12 @@ struct APNSSenderTests {
     @Test("a token that keeps failing with 503 is retried with backoff until validUntil, then expires")
     func retryUntilExpiry() async throws {
         try await APNSSenderHarness.with { h in
-            let message = h.message(token: APNSSenderHarness.token(prefix: "e503"), validFor: 2)
+            let message = h.message(token: APNSSenderHarness.token(prefix: "e503"), validFor: 10)
             try await h.publish([message])
             let results = try await h.withSender { try await h.waitForResults(1, within: .seconds(30)) }
             let result = try #require(results.first)
             #expect(result.type == "MessageExpired")
-            #expect((result.data["attempts"] as? Int ?? 0) >= 2)
+            #expect((result.attempts ?? 0) >= 2)
             #expect(h.simulator.state.counters.byReason["ServiceUnavailable", default: 0] >= 2)
         }
     }
@@ -97,7 +97,7 @@ struct APNSSenderTests {
             try await h.publish(messages)
             try await h.withSender {
                 let early = try await h.waitForResults(1)
-                #expect(early.allSatisfy { $0.type == "MessageFailed" && $0.data["reason"] as? String == "InvalidProviderToken" })
+                #expect(early.allSatisfy { $0.type == "MessageFailed" && $0.reason == "InvalidProviderToken" })
                 try await Task.sleep(for: .seconds(1))
                 let failedBeforeRotation = try await h.results().count
                 #expect(failedBeforeRotation <= 4, "the rest of the queue waits while the key is suspended")

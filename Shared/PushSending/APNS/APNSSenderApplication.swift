@@ -39,7 +39,7 @@ public enum APNSSenderApplication {
         let transport = APNSTransport(
             client: client,
             credentials: AppCredentialCache(store: CredentialStore(postgres: postgres, cipher: cipher, logger: logger), lifetime: .milliseconds(settings.credentialCacheMilliseconds)),
-            suspensions: suspensions, settings: settings, now: now
+            suspensions: suspensions, now: now
         )
         let topics = configuration.topics
         let sender = MessageSender(

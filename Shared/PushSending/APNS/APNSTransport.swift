@@ -3,48 +3,25 @@ import Foundation
 import Logging
 import PushEvents
 import PushRegistration
-import Synchronization
 
 /// Sends `APNSMessagePlanned` records to APNs with the app's active credentials and maps each
 /// answer to a `SendOutcome` (docs/senders.md has the table).
 public struct APNSTransport: MessageTransport {
     public let provider = "apns"
     let client: APNSClient
-    let credentials: AppCredentialCache
-    let suspensions: CredentialSuspensions
-    let cooldown: TimeInterval
-    let now: @Sendable () -> Date
-    private let parsed = ParsedCredentials()
+    let credentials: ProviderCredentials<APNSCredentials>
 
-    public init(client: APNSClient, credentials: AppCredentialCache, suspensions: CredentialSuspensions, settings: SenderSettings, now: @escaping @Sendable () -> Date = Date.init) {
+    public init(client: APNSClient, credentials: AppCredentialCache, suspensions: CredentialSuspensions, now: @escaping @Sendable () -> Date = Date.init) {
         self.client = client
-        self.credentials = credentials
-        self.suspensions = suspensions
-        self.cooldown = Double(settings.credentialCooldownMilliseconds) / 1000
-        self.now = now
+        self.credentials = ProviderCredentials(cache: credentials, suspensions: suspensions, now: now, parse: Self.credentials(for:))
     }
 
     public func send(_ message: APNSMessagePlanned) async -> SendOutcome {
-        let appKey = "app:\(message.appId.uuidString.lowercased())"
-        if let until = suspensions.suspendedUntil(appKey, now: now()) {
-            return .deferred(reason: "credentials-suspended", until: until)
-        }
-        let entry: AppCredentialCache.Entry?
-        do {
-            entry = try await credentials.credentials(appId: message.appId)
-        } catch {
-            return .retry(reason: "credential-store-unavailable")
-        }
-        guard let entry else { return .credentialRejected(reason: "NoCredentials", credential: appKey) }
-        let fingerprint = entry.reference.fingerprint
-        if let until = suspensions.suspendedUntil(fingerprint, now: now()) {
-            return .deferred(reason: "credentials-suspended", until: until)
-        }
         let apnsCredentials: APNSCredentials
-        do {
-            apnsCredentials = try parsed.credentials(for: entry)
-        } catch {
-            return .credentialRejected(reason: "UnusableCredentials", credential: fingerprint)
+        let fingerprint: String
+        switch await credentials.lookup(appId: message.appId) {
+        case .stop(let outcome): return outcome
+        case .ready(let parsed, let key): (apnsCredentials, fingerprint) = (parsed, key)
         }
         guard let environment = APNSEnvironment(rawValue: message.environment) else {
             return .failed(reason: "BadEnvironment")
@@ -78,35 +55,24 @@ public struct APNSTransport: MessageTransport {
             return .retry(reason: reason?.rawValue ?? "http-\(response.status)", after: after)
         }
     }
-}
 
-/// Parsed keys and certificates by fingerprint: a .p8 key or a .p12 is parsed once, not per message.
-private final class ParsedCredentials: Sendable {
-    private let byFingerprint = Mutex<[String: APNSCredentials]>([:])
-
-    func credentials(for entry: AppCredentialCache.Entry) throws -> APNSCredentials {
+    /// A .p8 key, a .p12 or a PEM pair, as the APNs client takes it (parsed once per fingerprint).
+    @Sendable static func credentials(for entry: AppCredentialCache.Entry) throws -> APNSCredentials {
         let fingerprint = entry.reference.fingerprint
-        if let known = byFingerprint.withLock({ $0[fingerprint] }) { return known }
         let secret = entry.secret
-        let credentials: APNSCredentials
         switch secret.kind {
         case "apns-token":
-            guard let teamId = secret.teamId, let keyId = secret.keyId, let key = secret.privateKey else { throw UnusableCredentials() }
-            credentials = try .token(id: fingerprint, teamId: teamId, keyId: keyId, privateKeyPEM: key)
+            guard let teamId = secret.teamId, let keyId = secret.keyId, let key = secret.privateKey else { throw ProviderCredentials<APNSCredentials>.Unusable() }
+            return try .token(id: fingerprint, teamId: teamId, keyId: keyId, privateKeyPEM: key)
         case "apns-certificate":
             if let pkcs12 = secret.pkcs12 {
-                credentials = try .pkcs12(id: fingerprint, base64: pkcs12, password: secret.password)
+                return try .pkcs12(id: fingerprint, base64: pkcs12, password: secret.password)
             } else if let certificate = secret.certificatePem, let key = secret.privateKeyPem {
-                credentials = try .certificate(id: fingerprint, certificateChainPEM: certificate, privateKeyPEM: key)
-            } else {
-                throw UnusableCredentials()
+                return try .certificate(id: fingerprint, certificateChainPEM: certificate, privateKeyPEM: key)
             }
+            throw ProviderCredentials<APNSCredentials>.Unusable()
         default:
-            throw UnusableCredentials()
+            throw ProviderCredentials<APNSCredentials>.Unusable()
         }
-        byFingerprint.withLock { $0[fingerprint] = credentials }
-        return credentials
     }
-
-    struct UnusableCredentials: Error {}
 }

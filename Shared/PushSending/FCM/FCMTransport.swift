@@ -2,46 +2,30 @@ import FCMClient
 import Foundation
 import PushEvents
 import PushRegistration
-import Synchronization
 
 /// Sends `FCMMessagePlanned` records through FCM HTTP v1 with the app's service account and maps
 /// each answer to a `SendOutcome` (docs/senders.md has the table).
 public struct FCMTransport: MessageTransport {
     public let provider = "fcm"
     let client: FCMClient
-    let credentials: AppCredentialCache
-    let suspensions: CredentialSuspensions
+    let credentials: ProviderCredentials<FCMServiceAccount>
     let now: @Sendable () -> Date
-    private let accounts = ParsedAccounts()
 
     public init(client: FCMClient, credentials: AppCredentialCache, suspensions: CredentialSuspensions, now: @escaping @Sendable () -> Date = Date.init) {
         self.client = client
-        self.credentials = credentials
-        self.suspensions = suspensions
+        self.credentials = ProviderCredentials(cache: credentials, suspensions: suspensions, now: now) { entry in
+            guard entry.secret.kind == "fcm-service-account", let json = entry.secret.serviceAccount else { throw ProviderCredentials<FCMServiceAccount>.Unusable() }
+            return try FCMServiceAccount(id: entry.reference.fingerprint, json: json)
+        }
         self.now = now
     }
 
     public func send(_ message: FCMMessagePlanned) async -> SendOutcome {
-        let appKey = "app:\(message.appId.uuidString.lowercased())"
-        if let until = suspensions.suspendedUntil(appKey, now: now()) {
-            return .deferred(reason: "credentials-suspended", until: until)
-        }
-        let entry: AppCredentialCache.Entry?
-        do {
-            entry = try await credentials.credentials(appId: message.appId)
-        } catch {
-            return .retry(reason: "credential-store-unavailable")
-        }
-        guard let entry else { return .credentialRejected(reason: "NoCredentials", credential: appKey) }
-        let fingerprint = entry.reference.fingerprint
-        if let until = suspensions.suspendedUntil(fingerprint, now: now()) {
-            return .deferred(reason: "credentials-suspended", until: until)
-        }
         let account: FCMServiceAccount
-        do {
-            account = try accounts.account(for: entry)
-        } catch {
-            return .credentialRejected(reason: "UnusableCredentials", credential: fingerprint)
+        let fingerprint: String
+        switch await credentials.lookup(appId: message.appId) {
+        case .stop(let outcome): return outcome
+        case .ready(let parsed, let key): (account, fingerprint) = (parsed, key)
         }
         let remaining = max(0, Int(message.validUntil.timeIntervalSince(now()).rounded(.down)))
         let body = Self.withTTL(message.message, seconds: remaining)
@@ -84,20 +68,4 @@ public struct FCMTransport: MessageTransport {
         guard let end = message[start.upperBound...].firstIndex(of: "\"") else { return message }
         return message.replacingCharacters(in: start.upperBound..<end, with: "\(seconds)s")
     }
-}
-
-/// Parsed service accounts by fingerprint: the key is parsed once, not per message.
-private final class ParsedAccounts: Sendable {
-    private let byFingerprint = Mutex<[String: FCMServiceAccount]>([:])
-
-    func account(for entry: AppCredentialCache.Entry) throws -> FCMServiceAccount {
-        let fingerprint = entry.reference.fingerprint
-        if let known = byFingerprint.withLock({ $0[fingerprint] }) { return known }
-        guard entry.secret.kind == "fcm-service-account", let json = entry.secret.serviceAccount else { throw UnusableCredentials() }
-        let account = try FCMServiceAccount(id: fingerprint, json: json)
-        byFingerprint.withLock { $0[fingerprint] = account }
-        return account
-    }
-
-    struct UnusableCredentials: Error {}
 }

@@ -1,0 +1,57 @@
+import Foundation
+import Synchronization
+
+/// An app's credentials as a transport sends with them: looked up in the cache, checked against
+/// the suspensions, parsed once per fingerprint into the provider client's form. Both transports
+/// use it, so a missing, refused or unusable credential is handled the same way for APNs and FCM.
+final class ProviderCredentials<Parsed: Sendable>: Sendable {
+    enum Lookup {
+        case ready(Parsed, fingerprint: String)
+        /// The send does not happen; this is its outcome.
+        case stop(SendOutcome)
+    }
+
+    private let cache: AppCredentialCache
+    private let suspensions: CredentialSuspensions
+    private let now: @Sendable () -> Date
+    private let parse: @Sendable (AppCredentialCache.Entry) throws -> Parsed
+    private let parsed = Mutex<[String: Parsed]>([:])
+
+    init(
+        cache: AppCredentialCache, suspensions: CredentialSuspensions, now: @escaping @Sendable () -> Date,
+        parse: @escaping @Sendable (AppCredentialCache.Entry) throws -> Parsed
+    ) {
+        self.cache = cache
+        self.suspensions = suspensions
+        self.now = now
+        self.parse = parse
+    }
+
+    func lookup(appId: UUID) async -> Lookup {
+        let appKey = "app:\(appId.uuidString.lowercased())"
+        if let until = suspensions.suspendedUntil(appKey, now: now()) {
+            return .stop(.deferred(reason: "credentials-suspended", until: until))
+        }
+        let entry: AppCredentialCache.Entry?
+        do {
+            entry = try await cache.credentials(appId: appId)
+        } catch {
+            return .stop(.retry(reason: "credential-store-unavailable"))
+        }
+        guard let entry else { return .stop(.credentialRejected(reason: "NoCredentials", credential: appKey)) }
+        let fingerprint = entry.reference.fingerprint
+        if let until = suspensions.suspendedUntil(fingerprint, now: now()) {
+            return .stop(.deferred(reason: "credentials-suspended", until: until))
+        }
+        if let known = parsed.withLock({ $0[fingerprint] }) { return .ready(known, fingerprint: fingerprint) }
+        do {
+            let value = try parse(entry)
+            parsed.withLock { $0[fingerprint] = value }
+            return .ready(value, fingerprint: fingerprint)
+        } catch {
+            return .stop(.credentialRejected(reason: "UnusableCredentials", credential: fingerprint))
+        }
+    }
+
+    struct Unusable: Error {}
+}

@@ -1,4 +1,8 @@
 import Foundation
+import Kafka
+import Logging
+import PostgresNIO
+import PushEvents
 import PushRegistration
 import PushRuntime
 import PushStore
@@ -23,6 +27,48 @@ enum SenderRuntime {
             throw ConfigurationError("\(setting) must name a readable PEM certificate file, got \"\(path)\"")
         }
         return text
+    }
+}
+
+/// What both senders are made of around their transport: the credential cache and suspensions
+/// the transport needs, then the `MessageSender` on the provider's topics and the client's shutdown.
+struct SenderAssembly: Sendable {
+    let configuration: RuntimeConfiguration
+    let settings: SenderSettings
+    let postgres: PostgresClient
+    let producer: KafkaProducer
+    let logger: Logger
+    let now: @Sendable () -> Date
+    let credentials: AppCredentialCache
+    let suspensions = CredentialSuspensions()
+
+    init(
+        configuration: RuntimeConfiguration, settings: SenderSettings, environment: EnvironmentSettings, postgres: PostgresClient,
+        producer: KafkaProducer, logger: Logger, now: @escaping @Sendable () -> Date
+    ) throws {
+        self.configuration = configuration
+        self.settings = settings
+        self.postgres = postgres
+        self.producer = producer
+        self.logger = logger
+        self.now = now
+        let store = CredentialStore(postgres: postgres, cipher: try SenderRuntime.cipher(environment), logger: logger)
+        credentials = AppCredentialCache(store: store, lifetime: .milliseconds(settings.credentialCacheMilliseconds))
+    }
+
+    /// The services in start order; the client is shut down after the sender stopped (reverse
+    /// order), so its last sends still have connections.
+    func services<T: MessageTransport>(
+        transport: T, messages: TopicDefinition, retries: TopicDefinition, shutdownClient: @escaping @Sendable () async throws -> Void
+    ) -> [any Service] {
+        let topics = configuration.topics
+        let sender = MessageSender(
+            transport: transport, settings: settings,
+            topics: .init(messages: messages.name, retries: retries.name, results: topics.messageResults.name, subscriptions: topics.subscriptions.name),
+            producer: producer, deadLetters: DeadLetterPublisher(producer: producer, catalog: topics, group: settings.group),
+            suspensions: suspensions, consumer: configuration.consumer(group: settings.group), logger: logger, now: now
+        )
+        return [ShutdownAction(shutdownClient), sender]
     }
 }
 

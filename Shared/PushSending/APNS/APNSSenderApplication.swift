@@ -30,25 +30,17 @@ public enum APNSSenderApplication {
         producer: KafkaProducer, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
     ) throws -> [any Service] {
         let settings = try SenderSettings(prefix: "APNS_SENDER", defaults: defaults, environment: environment)
+        let assembly = try SenderAssembly(
+            configuration: configuration, settings: settings, environment: environment, postgres: postgres, producer: producer, logger: logger, now: now
+        )
         let client = APNSClient(
             configuration: try clientConfiguration(environment: environment),
             eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger, now: now
         )
-        let cipher = try SenderRuntime.cipher(environment)
-        let suspensions = CredentialSuspensions()
-        let transport = APNSTransport(
-            client: client,
-            credentials: AppCredentialCache(store: CredentialStore(postgres: postgres, cipher: cipher, logger: logger), lifetime: .milliseconds(settings.credentialCacheMilliseconds)),
-            suspensions: suspensions, now: now
+        let transport = APNSTransport(client: client, credentials: assembly.credentials, suspensions: assembly.suspensions, now: now)
+        return assembly.services(
+            transport: transport, messages: configuration.topics.apnsMessages, retries: configuration.topics.apnsRetries,
+            shutdownClient: { try await client.shutdown() }
         )
-        let topics = configuration.topics
-        let sender = MessageSender(
-            transport: transport, settings: settings,
-            topics: .init(messages: topics.apnsMessages.name, retries: topics.apnsRetries.name, results: topics.messageResults.name, subscriptions: topics.subscriptions.name),
-            producer: producer, deadLetters: DeadLetterPublisher(producer: producer, catalog: topics, group: settings.group),
-            suspensions: suspensions, consumer: configuration.consumer(group: settings.group), logger: logger, now: now
-        )
-        // Stopped after the sender (reverse order): its last sends still have connections.
-        return [ShutdownAction { try await client.shutdown() }, sender]
     }
 }

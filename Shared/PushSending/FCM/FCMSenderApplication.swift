@@ -31,24 +31,17 @@ public enum FCMSenderApplication {
         producer: KafkaProducer, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
     ) throws -> [any Service] {
         let settings = try SenderSettings(prefix: "FCM_SENDER", defaults: defaults, environment: environment)
+        let assembly = try SenderAssembly(
+            configuration: configuration, settings: settings, environment: environment, postgres: postgres, producer: producer, logger: logger, now: now
+        )
         let client = FCMClient(
             configuration: try clientConfiguration(environment: environment),
             eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger, now: now
         )
-        let cipher = try SenderRuntime.cipher(environment)
-        let suspensions = CredentialSuspensions()
-        let transport = FCMTransport(
-            client: client,
-            credentials: AppCredentialCache(store: CredentialStore(postgres: postgres, cipher: cipher, logger: logger), lifetime: .milliseconds(settings.credentialCacheMilliseconds)),
-            suspensions: suspensions, now: now
+        let transport = FCMTransport(client: client, credentials: assembly.credentials, suspensions: assembly.suspensions, now: now)
+        return assembly.services(
+            transport: transport, messages: configuration.topics.fcmMessages, retries: configuration.topics.fcmRetries,
+            shutdownClient: { try await client.shutdown() }
         )
-        let topics = configuration.topics
-        let sender = MessageSender(
-            transport: transport, settings: settings,
-            topics: .init(messages: topics.fcmMessages.name, retries: topics.fcmRetries.name, results: topics.messageResults.name, subscriptions: topics.subscriptions.name),
-            producer: producer, deadLetters: DeadLetterPublisher(producer: producer, catalog: topics, group: settings.group),
-            suspensions: suspensions, consumer: configuration.consumer(group: settings.group), logger: logger, now: now
-        )
-        return [ShutdownAction { try await client.shutdown() }, sender]
     }
 }

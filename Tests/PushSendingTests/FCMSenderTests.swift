@@ -23,7 +23,7 @@ struct FCMSenderTests {
 
     /// Starts an FCM simulator trusting a fresh service account, creates the run's topics and an
     /// Android app whose active credential is that account, and runs `body` with an fcm-sender.
-    static func withSender<T: Sendable>(_ body: @Sendable (SenderRun) async throws -> T) async throws -> T {
+    static func withSender<T: Sendable>(now: @escaping @Sendable () -> Date = Date.init, _ body: @Sendable (SenderRun) async throws -> T) async throws -> T {
         let suffix = String(UUID().uuidString.prefix(8).lowercased())
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
         let account: [String: String] = [
@@ -76,7 +76,7 @@ struct FCMSenderTests {
             let run = SenderRun(configuration: configuration, postgres: postgres, simulator: simulator, appId: appId, logger: logger)
             try await run.createApp(accountJSON: String(decoding: accountJSON, as: UTF8.self), environment: environment)
             let parts = try FCMSenderApplication.build(
-                configuration: configuration, environment: EnvironmentSettings(environment), postgres: postgres, producer: producer, logger: logger
+                configuration: configuration, environment: EnvironmentSettings(environment), postgres: postgres, producer: producer, logger: logger, now: now
             )
             let group = ServiceGroup(configuration: .init(services: ([producer] + parts).map { .init(service: $0) }, logger: logger))
             tasks.addTask { try await group.run(); return nil }
@@ -172,7 +172,7 @@ struct FCMSenderTests {
                 (run.message(token: "mismatch-\(UUID())"), "MessageFailed", "hard", "SENDER_ID_MISMATCH"),
                 (run.message(token: "invalid-\(UUID())"), "MessageFailed", "hard", "INVALID_ARGUMENT"),
                 (run.message(token: "thirdparty-\(UUID())"), "MessageFailed", "soft", "THIRD_PARTY_AUTH_ERROR"),
-                // (QUOTA_EXCEEDED pauses the whole project for at least 60 s in the client: FCMClientTests.)
+                // (QUOTA_EXCEEDED pauses the whole project for at least 60 s: `quotaPause` below.)
                 (run.message(token: "internal-\(UUID())", validFor: 10), "MessageExpired", nil, nil),
             ]
             try await run.publish([data, notification] + cases.map(\.0))
@@ -198,5 +198,62 @@ struct FCMSenderTests {
             // The internal error was tried more than once before expiring.
             #expect(run.simulator.state.counters.byReason["INTERNAL", default: 0] >= 2)
         }
+    }
+
+    @Test("QUOTA_EXCEEDED pauses the project for 60 s: its messages wait on the retry topic, not in flight, then are sent once each")
+    func quotaPause() async throws {
+        let clock = TestClock()
+        try await Self.withSender(now: clock.now) { run in
+            _ = run.simulator.state.updateFaults { $0.burst429 = 1 }
+            let first = run.message(token: "token-first-\(UUID())")
+            try await run.publish([first])
+            try await Self.eventually("the first send meets the quota") { run.simulator.state.counters.byReason["QUOTA_EXCEEDED", default: 0] == 1 }
+
+            // While the project is paused, its messages are deferred to the retry topic without
+            // a request to FCM, and the instance's in-flight slots stay free.
+            let rest = (0..<20).map { _ in run.message(token: "token-\(UUID())") }
+            try await run.publish(rest)
+            try await Self.eventually("every message waits on the retry topic") {
+                try await run.records(run.configuration.topics.fcmRetries.name).count >= 1 + rest.count
+            }
+            #expect(run.simulator.state.notifications().isEmpty, "nothing reaches FCM while the project is paused")
+            #expect(run.simulator.state.counters.byReason["QUOTA_EXCEEDED", default: 0] == 1)
+            #expect(try await run.records(run.configuration.topics.messageResults.name).isEmpty)
+
+            // The pause ends (60 s, the floor for QUOTA_EXCEEDED): each message is sent once.
+            clock.advance(by: 61)
+            let results = try await run.waitForResults(1 + rest.count)
+            for message in [first] + rest {
+                let id = message.messageId.uuidString.lowercased()
+                #expect(results[id]?.type == "MessageSent")
+                #expect(run.simulator.state.notifications(mId: id).count == 1)
+            }
+            // The refused send counts as an attempt; the deferred ones do not.
+            #expect(results[first.messageId.uuidString.lowercased()]?.attempts == 2)
+            #expect(rest.allSatisfy { results[$0.messageId.uuidString.lowercased()]?.attempts == 1 })
+        }
+    }
+
+    static func eventually(within limit: Duration = .seconds(30), _ what: String, _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("timed out after \(limit): \(what)")
+        throw CancellationError()
+    }
+}
+
+/// Wall-clock time plus an offset the test moves forward (the sender's and the FCM client's clock).
+final class TestClock: Sendable {
+    private let offset = Mutex<TimeInterval>(0)
+
+    var now: @Sendable () -> Date {
+        { Date().addingTimeInterval(self.offset.withLock { $0 }) }
+    }
+
+    func advance(by seconds: TimeInterval) {
+        offset.withLock { $0 += seconds }
     }
 }

@@ -27,6 +27,12 @@ public struct FCMTransport: MessageTransport {
         case .stop(let outcome): return outcome
         case .ready(let parsed, let key): (account, fingerprint) = (parsed, key)
         }
+        // A project paused after QUOTA_EXCEEDED: the message waits on the retry topic instead of
+        // inside the client, so it holds none of the instance's in-flight slots meanwhile and
+        // other projects' messages keep going.
+        if case .paused(let until) = client.throttle.status(project: message.projectId) {
+            return .deferred(reason: "QUOTA_EXCEEDED", until: until)
+        }
         let remaining = max(0, Int(message.validUntil.timeIntervalSince(now()).rounded(.down)))
         let body = Self.withTTL(message.message, seconds: remaining)
         do {

@@ -30,17 +30,22 @@ public final class APNSClient: Sendable {
     private let state = Mutex(State())
     private let connectionCount: APNSConnectionCount
     private let tokenRefreshes: Counter
+    private let tokenStore: (any APNSProviderTokenStore)?
 
     /// - Parameters:
     ///   - now: the wall clock provider tokens are dated and aged by (injected by tests).
     ///   - metricsFactory: where `push_apns_token_refreshes_total` and `push_apns_connections` go.
+    ///   - tokenStore: where the processes of a deployment agree on one provider token per key
+    ///     (nil: one token per key in this process only).
     public init(
         configuration: APNSClientConfiguration,
         eventLoopGroup: any EventLoopGroup,
         logger: Logger,
         now: @escaping @Sendable () -> Date = Date.init,
-        metricsFactory: any MetricsFactory = MetricsSystem.factory
+        metricsFactory: any MetricsFactory = MetricsSystem.factory,
+        tokenStore: (any APNSProviderTokenStore)? = nil
     ) {
+        self.tokenStore = tokenStore
         self.configuration = configuration
         self.eventLoopGroup = eventLoopGroup
         self.logger = logger
@@ -54,17 +59,19 @@ public final class APNSClient: Sendable {
 
     /// Sends one notification on the pool for (environment, credentials.id), creating the pool on
     /// first use. Returns APNs's answer whatever its status; throws only when no answer came.
-    /// Resends at most once each: after a new provider token (ExpiredProviderToken), on a new
-    /// connection (UnrelatedKeyIdInToken, IdleTimeout), and when a closing connection provably
-    /// did not send the request.
+    /// Resends at most once each: after a new provider token (ExpiredProviderToken), with the
+    /// token store's token when APNs refused this process's (TooManyProviderTokenUpdates), on a
+    /// new connection (UnrelatedKeyIdInToken, IdleTimeout), and when a closing connection
+    /// provably did not send the request.
     public func send(_ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment) async throws(APNSClientError) -> APNSResponse {
         let pool = try self.pool(for: credentials, environment: environment)
         var refreshedToken = false
+        var adoptedSharedToken = false
         var replacedConnection = false
         var resentUnsent = false
         var chosen: (slot: APNSConnectionSlot, connection: APNSConnection)?
         while true {
-            let bearer = try pool.providerToken?.token()
+            let bearer = try await pool.providerToken?.token()
             let answer: (APNSResponse, APNSConnectionSlot, APNSConnection)
             do {
                 answer = try await pool.execute(request, bearer: bearer?.jwt, on: chosen)
@@ -81,13 +88,21 @@ public final class APNSClient: Sendable {
             case .expiredProviderToken? where !refreshedToken:
                 guard let providerToken = pool.providerToken, let bearer else { return response }
                 refreshedToken = true
-                guard try providerToken.replace(expired: bearer) != nil else {
+                guard try await providerToken.replace(expired: bearer) != nil else {
                     self.logger.warning(
                         "APNs called a provider token younger than 20 minutes expired; not refreshing (check the clock)",
                         metadata: ["apns.pool": "\(environment.rawValue)/\(credentials.id)", "apns.keyId": "\(providerToken.keyId)"]
                     )
                     return response
                 }
+            case .tooManyProviderTokenUpdates? where !adoptedSharedToken:
+                // Another process's token for this key is in force: use the shared one.
+                guard let providerToken = pool.providerToken, let bearer, await providerToken.adoptShared(refused: bearer) != nil else { return response }
+                adoptedSharedToken = true
+                self.logger.info(
+                    "APNs refused this process's provider token; using the shared one",
+                    metadata: ["apns.pool": "\(environment.rawValue)/\(credentials.id)", "apns.keyId": "\(providerToken.keyId)"]
+                )
             case .unrelatedKeyIdInToken? where !replacedConnection, .idleTimeout? where !replacedConnection:
                 replacedConnection = true
                 self.logger.info(
@@ -147,6 +162,8 @@ public final class APNSClient: Sendable {
                         keyId: keyId,
                         key: signingKey,
                         refreshInterval: self.configuration.effectiveTokenRefreshInterval,
+                        store: self.tokenStore,
+                        logger: self.logger,
                         now: self.now,
                         onRefresh: { refreshes.increment() }
                     )

@@ -1,12 +1,15 @@
 import Crypto
 import Foundation
+import Logging
 import Synchronization
 
 /// The provider token (ES256 JWT) of one signing key, shared by every connection and pool of an
-/// `APNSClient` that uses the key. APNs wants one token per key reused for up to an hour, and
-/// refuses a new one within 20 minutes of the previous (TooManyProviderTokenUpdates), so the
-/// token is minted lazily, reused until `refreshInterval` has passed, and never replaced
-/// before it is 20 minutes old, whatever APNs says.
+/// `APNSClient` that uses the key and, with an `APNSProviderTokenStore`, by every process of the
+/// deployment. APNs wants one token per key reused for up to an hour, and refuses a new one
+/// within 20 minutes of the previous (TooManyProviderTokenUpdates), so the token is obtained
+/// lazily, reused until `refreshInterval` has passed, and never replaced before it is 20 minutes
+/// old, whatever APNs says. Callers that find it due while a refresh is under way wait for that
+/// one (one mint and one store round trip per refresh, not one per request).
 final class APNSProviderToken: Sendable {
     struct Minted: Sendable, Equatable {
         /// The compact JWT; never logged.
@@ -14,13 +17,22 @@ final class APNSProviderToken: Sendable {
         var issuedAt: Date
     }
 
+    private struct State {
+        var current: Minted?
+        var refreshing: Task<Minted, any Error>?
+    }
+
     let teamId: String
     let keyId: String
+    /// SHA-256 of the public key, hex: what the token store keys tokens by besides the ids.
+    let keyFingerprint: String
     private let key: P256.Signing.PrivateKey
     private let refreshInterval: Duration
+    private let store: (any APNSProviderTokenStore)?
+    private let logger: Logger
     private let now: @Sendable () -> Date
-    private let current = Mutex<Minted?>(nil)
-    /// Called after each replacement of a token (not the first mint).
+    private let state = Mutex(State())
+    /// Called after each replacement of a token (not the first one).
     private let onRefresh: @Sendable () -> Void
 
     init(
@@ -28,48 +40,125 @@ final class APNSProviderToken: Sendable {
         keyId: String,
         key: P256.Signing.PrivateKey,
         refreshInterval: Duration,
+        store: (any APNSProviderTokenStore)? = nil,
+        logger: Logger = Logger(label: "apns-client"),
         now: @escaping @Sendable () -> Date,
         onRefresh: @escaping @Sendable () -> Void
     ) {
         self.teamId = teamId
         self.keyId = keyId
         self.key = key
+        self.keyFingerprint = SHA256.hash(data: key.publicKey.x963Representation).map { String(format: "%02x", $0) }.joined()
         self.refreshInterval = refreshInterval
+        self.store = store
+        self.logger = logger
         self.now = now
         self.onRefresh = onRefresh
     }
 
     /// The token to send now: the current one while younger than `refreshInterval`.
-    func token() throws(APNSClientError) -> Minted {
+    func token() async throws(APNSClientError) -> Minted {
         let now = self.now()
-        return try self.current.withLock { (current) throws(APNSClientError) -> Minted in
-            if let existing = current, now.timeIntervalSince(existing.issuedAt) < self.refreshInterval.seconds {
-                return existing
+        let next: Next = self.state.withLock { state in
+            if let existing = state.current, now.timeIntervalSince(existing.issuedAt) < self.refreshInterval.seconds {
+                return .ready(existing)
             }
-            let minted = try self.mint(at: now)
-            if current != nil { self.onRefresh() }
-            current = minted
-            return minted
+            if let refreshing = state.refreshing { return .wait(refreshing) }
+            let task = Task { try await self.obtain(at: now, replacingIssuedBefore: now.addingTimeInterval(-self.refreshInterval.seconds)) }
+            state.refreshing = task
+            return .wait(task)
+        }
+        switch next {
+        case .ready(let token): return token
+        case .wait(let task): return try await Self.value(of: task)
         }
     }
 
+    private enum Next {
+        case ready(Minted)
+        case wait(Task<Minted, any Error>)
+    }
+
     /// APNs answered ExpiredProviderToken for `rejected`. Returns the token to resend with: a
-    /// newer one another request already minted, a new one when `rejected` is at least 20
-    /// minutes old, or nil when replacing it now would break the 20-minute floor (a clock
-    /// problem: the sender gets the answer).
-    func replace(expired rejected: Minted) throws(APNSClientError) -> Minted? {
+    /// newer one another request (or process) already obtained, a new one when `rejected` is at
+    /// least 20 minutes old, or nil when replacing it now would break the 20-minute floor (a
+    /// clock problem: the sender gets the answer).
+    func replace(expired rejected: Minted) async throws(APNSClientError) -> Minted? {
         let now = self.now()
-        return try self.current.withLock { (current) throws(APNSClientError) -> Minted? in
-            if let existing = current, existing != rejected {
-                return existing
-            }
+        let next: Next? = self.state.withLock { state in
+            if let refreshing = state.refreshing { return .wait(refreshing) }
+            if let existing = state.current, existing != rejected { return .ready(existing) }
             guard now.timeIntervalSince(rejected.issuedAt) >= APNSClientConfiguration.minimumTokenRefreshInterval.seconds else {
                 return nil
             }
-            let minted = try self.mint(at: now)
-            self.onRefresh()
-            current = minted
-            return minted
+            // Replace the rejected token (or anything as old) for everyone.
+            let task = Task { try await self.obtain(at: now, replacingIssuedBefore: rejected.issuedAt.addingTimeInterval(1)) }
+            state.refreshing = task
+            return .wait(task)
+        }
+        let replacement: Minted
+        switch next {
+        case nil: return nil
+        case .ready(let token): replacement = token
+        case .wait(let task): replacement = try await Self.value(of: task)
+        }
+        return replacement == rejected ? nil : replacement
+    }
+
+    /// APNs answered TooManyProviderTokenUpdates for `refused`: another process put a token for
+    /// this key in force first. Returns the store's token when it is another one (adopted for
+    /// every later request), nil otherwise.
+    func adoptShared(refused: Minted) async -> Minted? {
+        guard let store else { return nil }
+        do {
+            guard let shared = try await store.current(teamId: self.teamId, keyId: self.keyId, keyFingerprint: self.keyFingerprint) else { return nil }
+            let adopted = Minted(jwt: shared.jwt, issuedAt: shared.issuedAt)
+            guard adopted != refused else { return nil }
+            self.state.withLock { state in
+                if state.current == refused { state.current = adopted }
+            }
+            return adopted
+        } catch {
+            self.logger.warning("Could not read the shared APNs provider token", metadata: ["apns.keyId": "\(self.keyId)", "error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// Mints a candidate and, with a store, lets the store pick the token in force; records the
+    /// result as current. Runs once per refresh (callers wait on its task).
+    private func obtain(at now: Date, replacingIssuedBefore bound: Date) async throws -> Minted {
+        defer { self.state.withLock { $0.refreshing = nil } }
+        var token = try self.mint(at: now)
+        if let store {
+            do {
+                let candidate = APNSSharedProviderToken(
+                    teamId: self.teamId, keyId: self.keyId, keyFingerprint: self.keyFingerprint, jwt: token.jwt, issuedAt: token.issuedAt
+                )
+                let agreed = try await store.exchange(candidate, replacingIssuedBefore: bound)
+                token = Minted(jwt: agreed.jwt, issuedAt: agreed.issuedAt)
+            } catch {
+                // The process's own token still works when it is the only one for the key.
+                self.logger.warning(
+                    "Could not share the APNs provider token; using this process's own",
+                    metadata: ["apns.keyId": "\(self.keyId)", "error": "\(error)"]
+                )
+            }
+        }
+        let replaced = self.state.withLock { state in
+            defer { state.current = token }
+            return state.current != nil && state.current != token
+        }
+        if replaced { self.onRefresh() }
+        return token
+    }
+
+    private static func value(of task: Task<Minted, any Error>) async throws(APNSClientError) -> Minted {
+        do {
+            return try await task.value
+        } catch let error as APNSClientError {
+            throw error
+        } catch {
+            throw .badCredentials("could not obtain a provider token: \(error)")
         }
     }
 

@@ -28,13 +28,22 @@ public struct CredentialCipher: Sendable {
     }
 
     public func seal(_ secret: Data, appId: UUID) throws -> Data {
-        guard let combined = try AES.GCM.seal(secret, using: key, authenticating: Data(appId.uuidString.utf8)).combined else {
+        try seal(secret, context: appId.uuidString)
+    }
+
+    public func open(_ sealed: Data, appId: UUID) throws -> Data {
+        try open(sealed, context: appId.uuidString)
+    }
+
+    /// Seals a secret bound to `context` (authenticated data): it opens only with the same one.
+    public func seal(_ secret: Data, context: String) throws -> Data {
+        guard let combined = try AES.GCM.seal(secret, using: key, authenticating: Data(context.utf8)).combined else {
             throw ConfigurationError("AES-GCM produced no combined box")
         }
         return combined
     }
 
-    public func open(_ sealed: Data, appId: UUID) throws -> Data {
-        try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: key, authenticating: Data(appId.uuidString.utf8))
+    public func open(_ sealed: Data, context: String) throws -> Data {
+        try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: key, authenticating: Data(context.utf8))
     }
 }

@@ -326,5 +326,22 @@ public enum Migrations {
             ON CONFLICT (delivery_id) DO UPDATE SET impressions = excluded.impressions, opens = excluded.opens
             """,
         ]),
+        Migration(version: 7, name: "shared APNs provider tokens", statements: [
+            """
+            CREATE TABLE push.apns_provider_tokens (
+                team_id text NOT NULL,
+                key_id text NOT NULL,
+                key_fingerprint text NOT NULL,
+                sealed_token bytea NOT NULL,
+                issued_at timestamptz NOT NULL,
+                updated_at timestamptz NOT NULL DEFAULT now(),
+                PRIMARY KEY (team_id, key_id, key_fingerprint)
+            )
+            """,
+            """
+            COMMENT ON TABLE push.apns_provider_tokens IS
+                'The APNs provider token (JWT) in force per signing key, shared by every apns-sender process; sealed with PUSH_CREDENTIALS_KEY. Sender state, not a projection'
+            """,
+        ]),
     ]
 }

@@ -150,9 +150,14 @@ struct APNSSenderHarness: Sendable {
     // MARK: messages and results
 
     /// A valid 32-byte token in hex, its first characters replaced by `prefix` (simulator faults).
+    /// Without a prefix, never one of the simulator's fault prefixes (`e503…`, `dead…`: about
+    /// one random token in 13,000 would otherwise be refused on purpose).
     static func token(prefix: String = "") -> String {
-        let hex = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        return prefix + hex.dropFirst(prefix.count)
+        while true {
+            let hex = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            let token = prefix + hex.dropFirst(prefix.count)
+            if !prefix.isEmpty || APNsTokenPrefix(token: token) == nil { return token }
+        }
     }
 
     func message(token: String, validFor seconds: TimeInterval = 3600, deliveryId: String = "d-test", collapseId: String? = nil) -> APNSMessagePlanned {

@@ -180,6 +180,10 @@ struct APNsSimulatorTests {
             let refreshed = try Fixtures.providerToken(key: self.key)
             #expect(try await push(refreshed, on: client).status == 200)
             #expect(try await push(refreshed, on: client).status == 200)
+            // The previous token stays valid until it is an hour old (requests still carrying it
+            // while the sender switches); the refused one never becomes valid.
+            #expect(try await push(first, on: client).status == 200)
+            #expect(try await push(tooSoon, on: client).status == 429)
 
             // This connection is bound to KEY1234567: a token of another key is refused here...
             let otherToken = try Fixtures.providerToken(key: otherKey, keyID: "OTHERKEY01")

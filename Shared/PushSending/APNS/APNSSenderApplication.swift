@@ -35,7 +35,8 @@ public enum APNSSenderApplication {
         )
         let client = APNSClient(
             configuration: try clientConfiguration(environment: environment),
-            eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger, now: now
+            eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger, now: now,
+            tokenStore: PostgresAPNSProviderTokenStore(postgres: postgres, cipher: try SenderRuntime.cipher(environment), logger: logger)
         )
         let transport = APNSTransport(client: client, credentials: assembly.credentials, suspensions: assembly.suspensions, now: now)
         return assembly.services(

@@ -3,7 +3,8 @@ import Foundation
 import Synchronization
 
 /// Checks APNs provider tokens (ES256 JWTs) the way APNs does: signature against the team's
-/// registered key, age under an hour, and no more than one new token per key every 20 minutes.
+/// registered key, age under an hour, and no more than one new token per key every 20 minutes
+/// (a token accepted once stays valid until it is an hour old).
 ///
 /// Verified tokens are cached by their text, so a sender reusing one token (as it should) costs
 /// one dictionary look-up per request rather than an ECDSA verification.
@@ -67,8 +68,11 @@ package final class APNsProviderTokenVerifier: Sendable {
 
     private struct State {
         var verified: [String: Identity] = [:]
-        /// The token currently in force for each key, with its `iat`.
+        /// The newest token accepted for each key, with its `iat`.
         var current: [String: (token: String, issuedAt: Int)] = [:]
+        /// Every token accepted so far: they stay valid until an hour old, so requests still
+        /// carrying the previous token while a sender switches to its new one are not refused.
+        var accepted: Set<String> = []
     }
 
     private let keys: [String: SigningKey]
@@ -103,14 +107,14 @@ package final class APNsProviderTokenVerifier: Sendable {
         return self.state.withLock { state in
             if state.verified.count > 10_000 { state.verified.removeAll(keepingCapacity: true) }
             state.verified[token] = identity
-            if let current = state.current[identity.key], current.token != token {
-                guard identity.issuedAt >= current.issuedAt + Self.minimumRefreshInterval else {
-                    return .failure(.tooManyProviderTokenUpdates)
-                }
+            if state.accepted.contains(token) { return .success(identity) }
+            // A new token for the key: at most one every 20 minutes.
+            if let current = state.current[identity.key], identity.issuedAt < current.issuedAt + Self.minimumRefreshInterval {
+                return .failure(.tooManyProviderTokenUpdates)
             }
-            if state.current[identity.key]?.token != token {
-                state.current[identity.key] = (token, identity.issuedAt)
-            }
+            if state.accepted.count > 10_000 { state.accepted.removeAll(keepingCapacity: true) }
+            state.accepted.insert(token)
+            state.current[identity.key] = (token, identity.issuedAt)
             return .success(identity)
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOCore
 import NIOSSL
 import SwiftASN1
@@ -80,11 +81,15 @@ package struct ClientCertificateVerifier: Sendable {
     /// The NIOSSL callback for one connection: verifies off the event loop (swift-certificates'
     /// verifier is async; NIOSSL hands over a promise for exactly this), stores the verdict on the
     /// connection, then lets the handshake finish. Requests cannot arrive before it has finished.
-    func verificationCallback(for connection: ConnectionState) -> NIOSSLCustomVerificationCallback {
+    /// A rejection is logged at debug level with its problem (untrusted, expired, ...).
+    func verificationCallback(for connection: ConnectionState, logger: Logger) -> NIOSSLCustomVerificationCallback {
         { chain, handshake in
             let checked = connection.channel.eventLoop.makePromise(of: ClientCertificateCheck.self)
             checked.completeWithTask { await self.check(chain) }
             checked.futureResult.whenSuccess { verdict in
+                if case .rejected(let problem) = verdict {
+                    logger.debug("client certificate rejected", metadata: ["problem": "\(problem.rawValue)"])
+                }
                 connection.clientCertificate = verdict
                 handshake.succeed(.certificateVerified)
             }

@@ -74,7 +74,7 @@ package final class SimulatorServer: Sendable {
                     let sync = channel.pipeline.syncOperations
                     if let clientCertificates {
                         try sync.addHandler(
-                            NIOSSLServerHandler(context: sslContext, customVerificationCallback: clientCertificates.verificationCallback(for: connection))
+                            NIOSSLServerHandler(context: sslContext, customVerificationCallback: clientCertificates.verificationCallback(for: connection, logger: logger))
                         )
                     } else {
                         try sync.addHandler(NIOSSLServerHandler(context: sslContext))

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import NIOPosix
 import ProviderSimulatorCore
 
@@ -21,11 +22,18 @@ struct APNsSimulatorCommand: AsyncParsableCommand {
     @Option(name: .customLong("topic"), help: "Allowed apns-topic (bundle id); repeatable. None: any topic.")
     var topics: [String] = []
 
+    @Option(
+        name: .customLong("client-ca"),
+        help: "PEM CA certificate(s) that client certificates must chain to; repeatable. Turns on certificate auth (optional client certificates)."
+    )
+    var clientCAs: [String] = []
+
     func run() async throws {
         let logger = self.server.makeLogger(label: "apns-simulator")
         let apns = APNsBehaviour.Configuration(
             allowedTopics: Set(self.topics),
-            signingKeys: try self.keys.map(APNsProviderTokenVerifier.SigningKey.init(argument:))
+            signingKeys: try self.keys.map(APNsProviderTokenVerifier.SigningKey.init(argument:)),
+            clientCertificateCAs: try self.clientCAs.map { try String(contentsOfFile: $0, encoding: .utf8) }
         )
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, self.server.threads))
         let running = try await APNsSimulator.start(

@@ -87,14 +87,20 @@ enum Harness {
     }
 
     /// Runs `body` against an in-process APNs simulator over real TLS, then shuts it down.
+    /// `clientCAs` (PEM) turn on certificate auth.
     static func withSimulator<T>(
         keys: [TestKey],
+        clientCAs: [String] = [],
         maxConcurrentStreams: Int = 1000,
         _ body: (SimulatorServer) async throws -> T
     ) async throws -> T {
         let server = try await APNsSimulator.start(
             server: SimulatorServer.Configuration(tls: try SimulatorTLS.generated()),
-            apns: APNsBehaviour.Configuration(allowedTopics: [Self.topic], signingKeys: try keys.map { try $0.simulatorKey() }),
+            apns: APNsBehaviour.Configuration(
+                allowedTopics: [Self.topic],
+                signingKeys: try keys.map { try $0.simulatorKey() },
+                clientCertificateCAs: clientCAs
+            ),
             limits: SimulatorLimits(maxConcurrentStreams: maxConcurrentStreams, logCapacity: 10_000),
             group: MultiThreadedEventLoopGroup.singleton,
             logger: Self.quietLogger

@@ -35,8 +35,9 @@ struct APNSSenderHarness: Sendable {
     var topics: TopicCatalog { configuration.topics }
 
     /// Starts the simulator and PostgreSQL client, creates the topics and the app, runs `body`.
+    /// `clientCAs` (PEM) turn on the simulator's certificate auth beside token auth.
     static func with<T: Sendable>(
-        settings: [String: String] = [:], maxConcurrentStreams: Int = 1000,
+        settings: [String: String] = [:], maxConcurrentStreams: Int = 1000, clientCAs: [String] = [],
         _ body: @Sendable (APNSSenderHarness) async throws -> T
     ) async throws -> T {
         let suffix = String(UUID().uuidString.prefix(8).lowercased())
@@ -45,7 +46,8 @@ struct APNSSenderHarness: Sendable {
             server: SimulatorServer.Configuration(tls: try SimulatorTLS.generated()),
             apns: APNsBehaviour.Configuration(
                 allowedTopics: [topic],
-                signingKeys: [APNsProviderTokenVerifier.SigningKey(teamID: teamId, keyID: keyId, publicKey: key.publicKey)]
+                signingKeys: [APNsProviderTokenVerifier.SigningKey(teamID: teamId, keyID: keyId, publicKey: key.publicKey)],
+                clientCertificateCAs: clientCAs
             ),
             limits: SimulatorLimits(maxConcurrentStreams: maxConcurrentStreams, logCapacity: 200_000),
             group: MultiThreadedEventLoopGroup.singleton,
@@ -129,20 +131,33 @@ struct APNSSenderHarness: Sendable {
 
     /// Stores a new APNs token credential and makes it the app's active one (what the admin API does).
     func setCredential(teamId: String, keyId: String, key: P256.Signing.PrivateKey) async throws {
+        try await setCredential(["kind": "apns-token", "teamId": teamId, "keyId": keyId, "privateKey": key.pemRepresentation])
+    }
+
+    /// Stores a PEM client certificate and key as the app's active `apns-certificate` credential.
+    func setCredential(certificate: APNsCertificateAuthority.ClientCertificate) async throws {
+        try await setCredential([
+            "kind": "apns-certificate", "certificatePem": certificate.certificateChainPEM, "privateKeyPem": certificate.privateKeyPEM,
+        ])
+    }
+
+    /// Seals `secret` (the admin API's credential body) and makes it the app's active credential.
+    private func setCredential(_ secret: [String: String]) async throws {
         let cipher = try #require(try CredentialCipher.fromEnvironment(environment))
-        let secret = try JSONSerialization.data(withJSONObject: ["kind": "apns-token", "teamId": teamId, "keyId": keyId, "privateKey": key.pemRepresentation])
+        let kind = try #require(secret["kind"])
+        let sealedSecret = try JSONSerialization.data(withJSONObject: secret)
         let credentialId = UUID()
-        let fingerprint = "sha256:" + SHA256.hash(data: secret).map { String(format: "%02x", $0) }.joined()
-        let sealed = try cipher.seal(secret, appId: appId)
+        let fingerprint = "sha256:" + SHA256.hash(data: sealedSecret).map { String(format: "%02x", $0) }.joined()
+        let sealed = try cipher.seal(sealedSecret, appId: appId)
         try await postgres.query(
             """
             INSERT INTO push.app_credentials (credential_id, app_id, kind, fingerprint, ciphertext)
-            VALUES (\(credentialId), \(appId), 'apns-token', \(fingerprint), \(ByteBuffer(data: sealed)))
+            VALUES (\(credentialId), \(appId), \(kind), \(fingerprint), \(ByteBuffer(data: sealed)))
             """,
             logger: logger
         )
         try await postgres.query(
-            "UPDATE push.apps SET credential_id = \(credentialId), credential_kind = 'apns-token', credential_fingerprint = \(fingerprint), credential_updated_at = now() WHERE app_id = \(appId)",
+            "UPDATE push.apps SET credential_id = \(credentialId), credential_kind = \(kind), credential_fingerprint = \(fingerprint), credential_updated_at = now() WHERE app_id = \(appId)",
             logger: logger
         )
     }

@@ -88,6 +88,31 @@ struct APNSSenderTests {
         }
     }
 
+    @Test("an app whose active credential is a client certificate: messages sent over certificate auth, no provider token")
+    func certificateCredential() async throws {
+        let authority = try APNsCertificateAuthority()
+        let certificate = try authority.issue(topic: APNSSenderHarness.topic)
+        try await APNSSenderHarness.with(clientCAs: [authority.certificatePEM]) { h in
+            // The simulator also has token auth on: a request without a trusted certificate and
+            // without a token would get 403 MissingProviderToken.
+            try await h.setCredential(certificate: certificate)
+            let messages = (0..<3).map { _ in h.message(token: APNSSenderHarness.token()) }
+            try await h.publish(messages)
+            let results = try await h.withSender { try await h.waitForResults(3) }
+            let byId = Dictionary(results.map { ($0.messageId, $0) }, uniquingKeysWith: { first, _ in first })
+            for message in messages {
+                let id = message.messageId.uuidString.lowercased()
+                let result = try #require(byId[id])
+                #expect(result.type == "MessageSent")
+                #expect(result.providerMessageId == id)
+                let logged = h.simulator.state.notifications(token: message.registrationToken)
+                #expect(logged.count == 1)
+                #expect(logged.first?.topic == APNSSenderHarness.topic)
+            }
+            #expect(h.simulator.state.counters.byReason.isEmpty)
+        }
+    }
+
     @Test("a refused key fails a few messages, the rest wait; after a rotation they are sent")
     func credentialRejectedThenRotated() async throws {
         try await APNSSenderHarness.with { h in

@@ -1,8 +1,10 @@
 import Foundation
 import NIOCore
+import X509
 
-/// Answers `POST /3/device/<token>` like APNs: header, token, auth and payload checks with
-/// APNs's reasons, then token-prefix and control-API faults, then 200 with `apns-id`.
+/// Answers `POST /3/device/<token>` like APNs: header, token, auth (client certificate or
+/// provider token) and payload checks with APNs's reasons, then token-prefix and control-API
+/// faults, then 200 with `apns-id`.
 package struct APNsBehaviour: ProviderBehaviour {
     package struct Configuration: Sendable {
         /// Bundle ids (without push-type suffix) `apns-topic` may name; empty allows any topic.
@@ -10,10 +12,20 @@ package struct APNsBehaviour: ProviderBehaviour {
         /// Registered provider-token keys; empty disables token auth (no `authorization` needed,
         /// `apns-topic` optional, full stream limit from the first SETTINGS).
         package var signingKeys: [APNsProviderTokenVerifier.SigningKey] = []
+        /// PEM CA certificates that client certificates must chain to. Non-empty turns on
+        /// certificate auth: TLS asks for a client certificate (optional, so token-auth clients
+        /// share the port); a trusted one authorises its topic (`APNsCertificateTopics`) with no
+        /// `authorization` header, any other presented certificate gets 403 `BadCertificate`.
+        package var clientCertificateCAs: [String] = []
 
-        package init(allowedTopics: Set<String> = [], signingKeys: [APNsProviderTokenVerifier.SigningKey] = []) {
+        package init(
+            allowedTopics: Set<String> = [],
+            signingKeys: [APNsProviderTokenVerifier.SigningKey] = [],
+            clientCertificateCAs: [String] = []
+        ) {
             self.allowedTopics = allowedTopics
             self.signingKeys = signingKeys
+            self.clientCertificateCAs = clientCertificateCAs
         }
     }
 
@@ -43,13 +55,19 @@ package struct APNsBehaviour: ProviderBehaviour {
     package let goAwayDebugData = #"{"reason":"Shutdown"}"#
     package let configuration: Configuration
     package let verifier: APNsProviderTokenVerifier
+    package let clientCertificates: ClientCertificateVerifier?
     private let state: SimulatorState
 
     package var limitsStreamsUntilFirstSuccess: Bool { self.verifier.isEnabled }
 
-    package init(configuration: Configuration, state: SimulatorState) {
+    /// Throws when `clientCertificateCAs` holds no readable PEM certificate.
+    package init(configuration: Configuration, state: SimulatorState) throws {
         self.configuration = configuration
         self.verifier = APNsProviderTokenVerifier(keys: configuration.signingKeys)
+        self.clientCertificates =
+            configuration.clientCertificateCAs.isEmpty
+            ? nil
+            : try ClientCertificateVerifier(trustedCAsPEM: configuration.clientCertificateCAs, names: APNsCertificateTopics.topics(of:))
         self.state = state
     }
 
@@ -63,7 +81,18 @@ package struct APNsBehaviour: ProviderBehaviour {
         let token = String(request.path.dropFirst(Self.devicePath.count))
         if Self.hasDuplicateHeaders(request) { return Self.error(400, "DuplicateHeaders") }
 
-        if self.verifier.isEnabled {
+        // Certificate auth first: a connection that presented a client certificate is judged by
+        // it alone (APNs needs no `authorization` header then).
+        var certificateTopics: [String]?
+        switch connection.clientCertificate {
+        case .trusted(let topics):
+            certificateTopics = topics
+        case .rejected:
+            return Self.error(403, "BadCertificate")
+        case nil:
+            break
+        }
+        if certificateTopics == nil, self.verifier.isEnabled {
             switch self.verifier.verify(authorization: request.header("authorization")) {
             case .failure(let rejection):
                 return Self.error(rejection.status, rejection.rawValue)
@@ -81,9 +110,14 @@ package struct APNsBehaviour: ProviderBehaviour {
 
         let pushType = request.header("apns-push-type")
         if let pushType, !Self.pushTypes.contains(pushType) { return Self.error(400, "InvalidPushType") }
-        let topic = request.header("apns-topic")
+        var topic = request.header("apns-topic")
         if let topic {
-            if let reason = self.topicProblem(topic, pushType: pushType) { return Self.error(400, reason) }
+            let allowed = certificateTopics.map(Set.init) ?? self.configuration.allowedTopics
+            if let reason = Self.topicProblem(topic, pushType: pushType, allowed: allowed) { return Self.error(400, reason) }
+        } else if let certificateTopics {
+            // Apple: without the header, a single-topic certificate's topic is the default.
+            guard certificateTopics.count == 1 else { return Self.error(400, "MissingTopic") }
+            topic = certificateTopics[0]
         } else if self.verifier.isEnabled {
             return Self.error(400, "MissingTopic")
         }
@@ -164,14 +198,17 @@ package struct APNsBehaviour: ProviderBehaviour {
         }
     }
 
-    private func topicProblem(_ topic: String, pushType: String?) -> String? {
+    /// BadTopic for a malformed topic or a missing push-type suffix; TopicDisallowed ("pushing to
+    /// this topic is not allowed") when the topic minus the suffix is not in `allowed` (empty
+    /// allows any).
+    private static func topicProblem(_ topic: String, pushType: String?, allowed: Set<String>) -> String? {
         guard !topic.isEmpty, !topic.contains(where: { $0.isWhitespace || $0 == "/" }) else { return "BadTopic" }
         var base = topic
         if let pushType, let suffix = Self.topicSuffixes[pushType] {
             guard topic.hasSuffix(suffix) else { return "BadTopic" }
             base = String(topic.dropLast(suffix.count))
         }
-        if !self.configuration.allowedTopics.isEmpty, !self.configuration.allowedTopics.contains(base) {
+        if !allowed.isEmpty, !allowed.contains(base) {
             return "TopicDisallowed"
         }
         return nil

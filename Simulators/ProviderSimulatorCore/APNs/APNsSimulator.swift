@@ -11,7 +11,7 @@ package enum APNsSimulator {
         logger: Logger = Logger(label: "apns-simulator")
     ) async throws -> SimulatorServer {
         let state = SimulatorState(maxConcurrentStreams: limits.maxConcurrentStreams, logCapacity: limits.logCapacity)
-        let behaviour = APNsBehaviour(configuration: apns, state: state)
+        let behaviour = try APNsBehaviour(configuration: apns, state: state)
         return try await SimulatorServer.start(
             configuration: server,
             behaviour: behaviour,

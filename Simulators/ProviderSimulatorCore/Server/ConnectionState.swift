@@ -2,7 +2,7 @@ import NIOCore
 import NIOHTTP2
 
 /// Per-connection bookkeeping: streams, GOAWAY, the stream limit advertised, the provider key a
-/// connection is bound to.
+/// connection is bound to, its client certificate.
 ///
 /// `@unchecked Sendable`: the registry holds it across threads, but every mutable field is only
 /// touched on `channel.eventLoop` (stream channels share their connection's loop).
@@ -13,6 +13,9 @@ package final class ConnectionState: @unchecked Sendable {
 
     /// The provider key (APNs "team:kid") the first valid token of this connection used.
     package var boundProviderKey: String?
+    /// The verdict on the client certificate presented in the TLS handshake; nil when none was
+    /// presented or the simulator does not ask for one. Set before the handshake completes.
+    package var clientCertificate: ClientCertificateCheck?
     /// True once a request on this connection succeeded.
     package private(set) var hasSucceeded = false
     /// MAX_CONCURRENT_STREAMS last advertised to the client.

@@ -12,4 +12,11 @@ package protocol ProviderBehaviour: Sendable {
     func respond(to request: SimulatorRequest, on connection: ConnectionState) -> SimulatorResponse
     /// Forgets provider state the control API's reset clears (token history, quotas).
     func reset()
+    /// When set, TLS asks clients for a certificate (optional) and this checks it; the verdict is
+    /// on `ConnectionState.clientCertificate`. Nil: no client certificates are requested.
+    var clientCertificates: ClientCertificateVerifier? { get }
+}
+
+extension ProviderBehaviour {
+    package var clientCertificates: ClientCertificateVerifier? { nil }
 }

@@ -43,7 +43,8 @@ package final class SimulatorServer: Sendable {
         group: any EventLoopGroup,
         logger: Logger
     ) async throws -> SimulatorServer {
-        let sslContext = try configuration.tls.makeServerContext()
+        let clientCertificates = behaviour.clientCertificates
+        let sslContext = try configuration.tls.makeServerContext(clientCertificates: clientCertificates)
         let connections = ConnectionRegistry()
         let control = ControlAPI(behaviour: behaviour, state: state, connections: connections)
 
@@ -71,7 +72,13 @@ package final class SimulatorServer: Sendable {
                     var streamConfiguration = NIOHTTP2Handler.StreamConfiguration()
                     streamConfiguration.targetWindowSize = 1 << 20
                     let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+                    if let clientCertificates {
+                        try sync.addHandler(
+                            NIOSSLServerHandler(context: sslContext, customVerificationCallback: clientCertificates.verificationCallback(for: connection, logger: logger))
+                        )
+                    } else {
+                        try sync.addHandler(NIOSSLServerHandler(context: sslContext))
+                    }
                     _ = try sync.configureHTTP2Pipeline(
                         mode: .server,
                         connectionConfiguration: connectionConfiguration,

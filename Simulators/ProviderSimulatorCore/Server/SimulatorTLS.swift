@@ -76,8 +76,10 @@ package struct SimulatorTLS: Sendable {
         )
     }
 
-    /// A server context that offers only `h2` by ALPN (both providers are HTTP/2-only).
-    func makeServerContext() throws -> NIOSSLContext {
+    /// A server context that offers only `h2` by ALPN (both providers are HTTP/2-only). With
+    /// `clientCertificates`, it also asks for a client certificate without requiring one, naming
+    /// the accepted CAs; the handler's custom callback (not BoringSSL) then judges the chain.
+    func makeServerContext(clientCertificates: ClientCertificateVerifier? = nil) throws -> NIOSSLContext {
         let chain = try NIOSSLCertificate.fromPEMBytes(Array(self.certificateChainPEM.utf8))
         let key = try NIOSSLPrivateKey(bytes: Array(self.privateKeyPEM.utf8), format: .pem)
         var configuration = TLSConfiguration.makeServerConfiguration(
@@ -86,6 +88,11 @@ package struct SimulatorTLS: Sendable {
         )
         configuration.applicationProtocols = ["h2"]
         configuration.minimumTLSVersion = .tlsv12
+        if let clientCertificates {
+            configuration.certificateVerification = .optionalVerification
+            configuration.trustRoots = .certificates(try clientCertificates.nioTrustRoots())
+            configuration.sendCANameList = true
+        }
         return try NIOSSLContext(configuration: configuration)
     }
 }

@@ -51,11 +51,12 @@ enum Fixtures {
     static func startAPNs(
         keys: [APNsProviderTokenVerifier.SigningKey],
         topics: Set<String> = [Self.topic],
+        clientCAs: [String] = [],
         maxConcurrentStreams: Int = 100
     ) async throws -> SimulatorServer {
         try await APNsSimulator.start(
             server: SimulatorServer.Configuration(tls: try SimulatorTLS.generated()),
-            apns: APNsBehaviour.Configuration(allowedTopics: topics, signingKeys: keys),
+            apns: APNsBehaviour.Configuration(allowedTopics: topics, signingKeys: keys, clientCertificateCAs: clientCAs),
             limits: SimulatorLimits(maxConcurrentStreams: maxConcurrentStreams, logCapacity: 1000),
             group: MultiThreadedEventLoopGroup.singleton,
             logger: Self.quietLogger
@@ -153,7 +154,7 @@ extension SimulatorServer {
         }
     }
 
-    func client() async throws -> H2TestClient {
-        try await H2TestClient.connect(port: self.port, caPEM: self.caCertificatePEM!)
+    func client(certificate: APNsCertificateAuthority.ClientCertificate? = nil) async throws -> H2TestClient {
+        try await H2TestClient.connect(port: self.port, caPEM: self.caCertificatePEM!, clientCertificate: certificate)
     }
 }

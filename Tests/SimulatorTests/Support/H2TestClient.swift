@@ -4,6 +4,7 @@ import NIOHPACK
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import ProviderSimulatorCore
 import Synchronization
 
 /// An answer as a test sees it.
@@ -86,10 +87,20 @@ final class H2TestClient: Sendable {
         self.events = events
     }
 
-    static func connect(port: Int, caPEM: String, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton) async throws -> H2TestClient {
+    /// `clientCertificate`: presented when the server asks for one (APNs certificate auth).
+    static func connect(
+        port: Int,
+        caPEM: String,
+        clientCertificate: APNsCertificateAuthority.ClientCertificate? = nil,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> H2TestClient {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(Array(caPEM.utf8)))
         tls.applicationProtocols = ["h2"]
+        if let clientCertificate {
+            tls.certificateChain = try NIOSSLCertificate.fromPEMBytes(Array(clientCertificate.certificateChainPEM.utf8)).map { .certificate($0) }
+            tls.privateKey = .privateKey(try NIOSSLPrivateKey(bytes: Array(clientCertificate.privateKeyPEM.utf8), format: .pem))
+        }
         let sslContext = try NIOSSLContext(configuration: tls)
         let events = ConnectionEvents()
         let (channel, multiplexer) = try await ClientBootstrap(group: group)

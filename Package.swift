@@ -18,6 +18,7 @@ let package = Package(
         .executable(name: "pushctl", targets: ["PushCtl"]),
         .executable(name: "kafka-bench", targets: ["KafkaBench"]),
         .executable(name: "minimal-route", targets: ["MinimalRoute"]),
+        .executable(name: "sender-bench", targets: ["SenderBench"]),
         .executable(name: "apns-simulator", targets: ["APNsSimulator"]),
         .executable(name: "fcm-simulator", targets: ["FCMSimulator"]),
     ],
@@ -227,6 +228,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "bench/KafkaBench",
+            swiftSettings: swiftSettings
+        ),
+
+        .executableTarget(
+            name: "SenderBench",
+            dependencies: [
+                "Kafka", "PushEvents", "PushRegistration", "PushRuntime", "PushStore", "FCMClient",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
+            path: "bench/SenderBench",
             swiftSettings: swiftSettings
         ),
 

@@ -7,7 +7,7 @@ extension FCMServiceAccount {
 
     /// The signed JWT (RS256) the token endpoint exchanges for an access token: `iss` the client
     /// email, `scope` firebase.messaging, `aud` the key file's `token_uri`, valid one hour from `now`.
-    func assertion(now: Date) throws(FCMClientError) -> String {
+    package func assertion(now: Date) throws(FCMClientError) -> String {
         struct Header: Encodable {
             var alg = "RS256"
             var typ = "JWT"

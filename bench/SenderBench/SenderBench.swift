@@ -1,0 +1,151 @@
+import ArgumentParser
+import Crypto
+import FCMClient
+import Foundation
+import Kafka
+import Logging
+import PostgresNIO
+import PushEvents
+import PushRegistration
+import PushRuntime
+import PushStore
+
+/// `sender-bench setup`: what bench/senders.sh needs before it times a sender. Creates a service
+/// and one app whose active credential is the given key (sealed as the admin API seals it),
+/// publishes N message records on the message topic exactly as the planner does (the project's
+/// own event types and producer), and writes the request h2load sends for the ceiling (the same
+/// payload and headers). Settings come from the environment like every service's
+/// (POSTGRES_URL, KAFKA_BROKERS, PUSH_TOPIC_*, PUSH_CREDENTIALS_KEY).
+@main
+struct SenderBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sender-bench",
+        abstract: "Prepares a sender benchmark run (bench/senders.sh).",
+        subcommands: [Setup.self]
+    )
+}
+
+struct Setup: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Create the app and credential, publish the message records, write h2load's request.")
+
+    @Option(help: "apns or fcm.") var provider: String
+    @Option(help: "Message records to publish.") var messages: Int
+    @Option(help: "APNs .p8 key file, or FCM service-account JSON file.") var credential: String
+    @Option(help: "APNs team id.") var teamId = "TEAMBENCH1"
+    @Option(help: "APNs key id.") var keyId = "KEYBENCH01"
+    @Option(help: "iOS bundle id (apns-topic).") var bundleId = "com.example.bench"
+    @Option(help: "Directory for h2load's request: payload.json, headers.txt (and assertion.txt for FCM).") var out: String
+
+    func run() async throws {
+        var logger = Logger(label: "sender-bench")
+        logger.logLevel = .warning
+        let environment = EnvironmentSettings()
+        let configuration = try RuntimeConfiguration(service: "sender-bench", defaultOpsPort: 0, environment: environment)
+        guard let cipher = try CredentialCipher.fromEnvironment(environment.values) else {
+            throw ValidationError("PUSH_CREDENTIALS_KEY is not set")
+        }
+        let secretFile = try String(contentsOfFile: credential, encoding: .utf8)
+        let postgres = PostgresClient(configuration: configuration.postgres.clientConfiguration, backgroundLogger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await postgres.run() }
+            defer { group.cancelAll() }
+            try await Migrator(client: postgres, logger: logger).migrate()
+            let appId = UUID()
+            let run = String(appId.uuidString.prefix(8)).lowercased()
+            let serviceId = UUID()
+            try await postgres.query(
+                "INSERT INTO push.services (service_id, name, label, created_at, updated_at) VALUES (\(serviceId), \("bench-\(run)"), 'Sender benchmark', now(), now())",
+                logger: logger
+            )
+            let secret: [String: String]
+            let kind: String
+            if provider == "apns" {
+                try await postgres.query(
+                    """
+                    INSERT INTO push.apps (app_id, service_id, integration_key, platform, environment, label, bundle_id, created_at, updated_at)
+                    VALUES (\(appId), \(serviceId), \("bench-\(run)"), 'ios', 'production', 'Benchmark iOS app', \(bundleId), now(), now())
+                    """,
+                    logger: logger
+                )
+                kind = "apns-token"
+                secret = ["kind": kind, "teamId": teamId, "keyId": keyId, "privateKey": secretFile]
+            } else {
+                let account = try FCMServiceAccount(id: "bench", json: secretFile)
+                try await postgres.query(
+                    """
+                    INSERT INTO push.apps (app_id, service_id, integration_key, platform, environment, label, fcm_project_id, created_at, updated_at)
+                    VALUES (\(appId), \(serviceId), \("bench-\(run)"), 'android', 'production', 'Benchmark Android app', \(account.projectId), now(), now())
+                    """,
+                    logger: logger
+                )
+                kind = "fcm-service-account"
+                secret = ["kind": kind, "serviceAccount": secretFile]
+                try account.assertion(now: Date()).write(toFile: "\(out)/assertion.txt", atomically: true, encoding: .utf8)
+            }
+            let sealedSecret = try JSONSerialization.data(withJSONObject: secret)
+            let credentialId = UUID()
+            let fingerprint = "sha256:" + SHA256.hash(data: sealedSecret).map { String(format: "%02x", $0) }.joined()
+            try await postgres.query(
+                """
+                INSERT INTO push.app_credentials (credential_id, app_id, kind, fingerprint, ciphertext)
+                VALUES (\(credentialId), \(appId), \(kind), \(fingerprint), \(ByteBuffer(data: try cipher.seal(sealedSecret, appId: appId))))
+                """,
+                logger: logger
+            )
+            try await postgres.query(
+                "UPDATE push.apps SET credential_id = \(credentialId), credential_kind = \(kind), credential_fingerprint = \(fingerprint), credential_updated_at = now() WHERE app_id = \(appId)",
+                logger: logger
+            )
+            try await publish(configuration: configuration, appId: appId, projectId: provider == "fcm" ? try FCMServiceAccount(id: "bench", json: secretFile).projectId : nil, logger: logger)
+            print("app \(appId) (\(provider)), \(messages) records published")
+        }
+    }
+
+    /// The planner's shape of a message: an alert with title, body and a custom variable (APNs
+    /// about 230 bytes of payload, FCM a data message of about the same size).
+    func publish(configuration: RuntimeConfiguration, appId: UUID, projectId: String?, logger: Logger) async throws {
+        let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
+        let deliveryId = "bench\(Int(Date().timeIntervalSince1970))"
+        let validUntil = Date().addingTimeInterval(24 * 3600)
+        let batch = 10_000
+        var published = 0
+        var firstPayload: String?
+        while published < messages {
+            let records = try (published..<min(published + batch, messages)).map { index -> KafkaProducerRecord in
+                let messageId = UUID()
+                let id = messageId.uuidString.lowercased()
+                if let projectId {
+                    // FCM-like tokens (152 characters); no simulator fault prefix.
+                    let token = "bench" + String(repeating: String(format: "%08x", index), count: 19).prefix(147)
+                    let message = #"{"token":"\#(token)","data":{"_mId":"\#(id)","_dId":"\#(deliveryId)","_msg":"Hello Ada, your order #\#(index) has shipped and will arrive tomorrow.","title":"Your order is on its way","url":"https://example.com/orders/\#(index)"},"android":{"priority":"high","ttl":"86400s"}}"#
+                    if firstPayload == nil { firstPayload = #"{"message":\#(message)}"# }
+                    let planned = FCMMessagePlanned(
+                        messageId: messageId, deliveryId: deliveryId, appId: appId, registrationToken: token, projectId: projectId,
+                        credential: nil, message: message, validUntil: validUntil, attempt: 1, plannedAt: Date()
+                    )
+                    return try KafkaProducerRecord(topic: configuration.topics.fcmMessages.name, event: EventEnvelope(key: "\(appId.uuidString.lowercased()):\(token)", payload: planned))
+                } else {
+                    // 64 hex digits starting with "f": never a simulator fault prefix (dead, bad0, e5xx).
+                    let token = "f" + String(repeating: String(format: "%08x", index), count: 8).dropFirst()
+                    let payload = #"{"aps":{"alert":{"title":"Your order is on its way","body":"Hello Ada, your order #\#(index) has shipped and will arrive tomorrow."},"sound":"default"},"url":"https://example.com/orders/\#(index)","_mId":"\#(id)","_dId":"\#(deliveryId)"}"#
+                    if firstPayload == nil { firstPayload = payload }
+                    let planned = APNSMessagePlanned(
+                        messageId: messageId, deliveryId: deliveryId, appId: appId, registrationToken: token, environment: "production",
+                        credential: nil, topic: bundleId, pushType: "alert", priority: 10, collapseId: nil,
+                        payload: payload, validUntil: validUntil, attempt: 1, plannedAt: Date()
+                    )
+                    return try KafkaProducerRecord(topic: configuration.topics.apnsMessages.name, event: EventEnvelope(key: "\(appId.uuidString.lowercased()):\(token)", payload: planned))
+                }
+            }
+            for result in await producer.send(records) { _ = try result.get() }
+            published += records.count
+        }
+        await producer.close()
+        try (firstPayload ?? "").write(toFile: "\(out)/payload.json", atomically: true, encoding: .utf8)
+        // h2load's headers, as the sender's clients send them (the bearer is set by the script).
+        let headers = projectId != nil
+            ? ["content-type: application/json; charset=UTF-8"]
+            : ["apns-topic: \(bundleId)", "apns-push-type: alert", "apns-priority: 10", "apns-expiration: \(Int(validUntil.timeIntervalSince1970))"]
+        try (headers.joined(separator: "\n") + "\n").write(toFile: "\(out)/headers.txt", atomically: true, encoding: .utf8)
+    }
+}

@@ -12,6 +12,8 @@
 #   --latency-ms L added by the simulator to every answer (default 0: the sender's own cost;
 #                  with latency, throughput is bounded by streams / latency on both sides)
 #   --no-build     use the existing .build-bench/release binaries
+#   --perf         also sample the sender with `perf record` while it sends and print its top
+#                  symbols (data kept in the run's directory; perturbs the figures)
 #
 # What runs, per provider:
 #   1. Not timed: a fresh key (.p8 with openssl, or an RSA service account), the simulator
@@ -40,6 +42,7 @@ PROVIDERS="apns fcm"
 MESSAGES=100000
 LATENCY=0
 BUILD=1
+PERF=0
 COMMAND_LINE="bench/senders.sh $*"
 die() { echo "senders.sh: error: $*" >&2; exit 1; }
 log() { echo "senders.sh: $*" >&2; }
@@ -50,6 +53,7 @@ while (($#)); do
         --messages) MESSAGES="${2:?}"; shift 2 ;;
         --latency-ms) LATENCY="${2:?}"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
+        --perf) PERF=1; shift ;;
         -h|--help) sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option $1" ;;
     esac
@@ -140,6 +144,10 @@ EOF
         connections=2; inflight=200
     fi
     SENDER_PID=$!; PIDS+=("$SENDER_PID")
+    if ((PERF)); then
+        perf record -F 199 --call-graph dwarf,16384 -p "$SENDER_PID" -o "$dir/perf.data" >/dev/null 2>"$dir/perf.err" &
+        PERF_PID=$!
+    fi
     peak=0; start=""; start_count=0; last=0
     deadline=$((SECONDS + 600))
     while ((SECONDS < deadline)); do
@@ -160,7 +168,13 @@ EOF
     [[ -n ${end:-} ]] || die "the $provider sender did not send $MESSAGES messages within 600 s (sent $last); see $dir/sender.log"
     cpu_sender="$(echo "$(cpu_seconds "$SENDER_PID") - $cpu_sender0" | bc)"; cpu_sim="$(echo "$(cpu_seconds "$SIM_PID") - $cpu_sim0" | bc)"
     hwm="$(hwm_mib "$SENDER_PID")"
+    if ((PERF)); then kill -INT "$PERF_PID"; wait "$PERF_PID" 2>/dev/null || true; fi
     kill -TERM "$SENDER_PID"; wait "$SENDER_PID" 2>/dev/null || true
+    if ((PERF)); then
+        echo "perf: top symbols of the $provider sender (self time; data in $dir/perf.data)"
+        perf report -i "$dir/perf.data" --no-children --sort dso,sym --stdio -g none 2>/dev/null | grep -E '^ +[0-9]' | awk 'NR <= 25'
+        perf report -i "$dir/perf.data" --no-children --sort dso --stdio -g none 2>/dev/null | grep -E '^ +[0-9]' | awk 'NR <= 10'
+    fi
     seconds="$(echo "$end - $start" | bc)"
     rate="$(echo "($MESSAGES - $start_count) / $seconds" | bc)"
 

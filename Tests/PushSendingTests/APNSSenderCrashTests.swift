@@ -1,7 +1,4 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Kafka
 import PushEvents
 import PushSending
@@ -11,14 +8,6 @@ import Testing
 /// the simulator's log proves what reached "APNs".
 @Suite("APNs sender: instances, rebalances and crashes", .serialized)
 struct APNSSenderCrashTests {
-    /// How many times each message id reached the simulator.
-    static func arrivals(_ h: APNSSenderHarness, _ messages: [APNSMessagePlanned]) -> [Int] {
-        let log = h.simulator.state.notifications(limit: 1_000_000)
-        var counts: [String: Int] = [:]
-        for entry in log { if let mId = entry.mId { counts[mId.lowercased(), default: 0] += 1 } }
-        return messages.map { counts[$0.messageId.uuidString.lowercased()] ?? 0 }
-    }
-
     @Test("a second instance joins mid-stream and later leaves: every message sent exactly once")
     func rebalance() async throws {
         try await APNSSenderHarness.with { h in
@@ -48,7 +37,7 @@ struct APNSSenderCrashTests {
                     throw error
                 }
             }
-            let arrivals = Self.arrivals(h, messages)
+            let arrivals = h.arrivals(messages)
             let results = try await h.results()
             let types = Dictionary(grouping: results, by: { "\($0.type)/\($0.reason ?? "")" }).mapValues(\.count)
             #expect(arrivals.allSatisfy { $0 == 1 }, "duplicates: \(arrivals.filter { $0 > 1 }.count), missing: \(arrivals.filter { $0 == 0 }.count); results: \(types); simulator: \(h.simulator.state.counters)")
@@ -72,7 +61,7 @@ struct APNSSenderCrashTests {
             kill(sender.processIdentifier, SIGTERM)
             sender.waitUntilExit()
             #expect(sender.terminationStatus == 0)
-            var arrivals = Self.arrivals(h, messages)
+            var arrivals = h.arrivals(messages)
             #expect(arrivals.allSatisfy { $0 <= 1 }, "SIGTERM: \(arrivals.filter { $0 > 1 }.count) duplicates")
 
             // 2. SIGKILL twice mid-stream, each right after reading the instance's re-send window.
@@ -81,7 +70,7 @@ struct APNSSenderCrashTests {
                 sender = try h.startExecutable(opsPort: port, settings: settings)
                 let before = h.simulator.state.counters.accepted
                 try await h.eventually("sending resumes (round \(round))") { h.simulator.state.counters.accepted >= before + 1_000 }
-                windows.append(try await Self.resendWindow(opsPort: port))
+                windows.append(try await h.resendWindow(opsPort: port))
                 kill(sender.processIdentifier, SIGKILL)
                 sender.waitUntilExit()
             }
@@ -89,12 +78,12 @@ struct APNSSenderCrashTests {
             // 3. A last instance finishes the stream.
             sender = try h.startExecutable(opsPort: 19_414, settings: settings)
             defer { if sender.isRunning { kill(sender.processIdentifier, SIGKILL) } }
-            try await h.eventually(within: .seconds(120), "every message sent") { Self.arrivals(h, messages).allSatisfy { $0 >= 1 } }
+            try await h.eventually(within: .seconds(120), "every message sent") { h.arrivals(messages).allSatisfy { $0 >= 1 } }
             let results = try await h.waitForResults(6_000)
             kill(sender.processIdentifier, SIGTERM)
             sender.waitUntilExit()
 
-            arrivals = Self.arrivals(h, messages)
+            arrivals = h.arrivals(messages)
             let duplicates = arrivals.reduce(0) { $0 + max($1 - 1, 0) }
             #expect(arrivals.allSatisfy { $0 >= 1 }, "nothing lost")
             // What was read again is bounded by the window the metric showed just before each kill,
@@ -104,27 +93,5 @@ struct APNSSenderCrashTests {
             #expect(Set(results.map(\.messageId)).count == 6_000)
             print("sender crash test: \(duplicates) messages re-sent after 2 SIGKILLs; push_sender_resend_window just before them: \(windows); held at most \(held)")
         }
-    }
-}
-
-extension APNSSenderCrashTests {
-    /// `push_sender_resend_window` from the instance's /metrics.
-    static func resendWindow(opsPort: Int) async throws -> Int {
-        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(opsPort)/metrics")!)
-        let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("push_sender_resend_window") }
-        let value = try #require(line?.split(separator: " ").last.flatMap { Double($0) }, "no push_sender_resend_window in /metrics")
-        return Int(value)
-    }
-}
-
-extension APNSSenderHarness {
-    func eventually(within limit: Duration = .seconds(60), _ what: String, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("timed out after \(limit): \(what)")
-        throw CancellationError()
     }
 }

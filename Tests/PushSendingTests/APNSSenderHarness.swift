@@ -6,18 +6,17 @@ import NIOPosix
 import PostgresNIO
 import ProviderSimulatorCore
 import PushEvents
-import PushRegistration
 import PushRuntime
 import PushSending
-import PushStore
 import ServiceLifecycle
-import Synchronization
 import Testing
 
 /// An APNs simulator over TLS (in-process, the same server the `apns-simulator` executable runs),
 /// this run's topics and consumer group on the real broker, an iOS app with a .p8 key sealed in
 /// the real PostgreSQL, and the environment that points an apns-sender at all of it.
-struct APNSSenderHarness: Sendable {
+struct APNSSenderHarness: SenderHarness {
+    typealias Message = APNSMessagePlanned
+    static let executable = "apns-sender"
     static let teamId = "TEAM123456"
     static let keyId = "KEY1234567"
     static let topic = "com.example.trips"
@@ -32,7 +31,14 @@ struct APNSSenderHarness: Sendable {
     let validKey: P256.Signing.PrivateKey
     let logger: Logger
 
-    var topics: TopicCatalog { configuration.topics }
+    var messageTopic: TopicDefinition { topics.apnsMessages }
+
+    static func buildSender(
+        configuration: RuntimeConfiguration, environment: EnvironmentSettings, postgres: PostgresClient,
+        producer: KafkaProducer, logger: Logger, now: @escaping @Sendable () -> Date
+    ) throws -> [any Service] {
+        try APNSSenderApplication.build(configuration: configuration, environment: environment, postgres: postgres, producer: producer, logger: logger, now: now)
+    }
 
     /// Starts the simulator and PostgreSQL client, creates the topics and the app, runs `body`.
     /// `clientCAs` (PEM) turn on the simulator's certificate auth beside token auth.
@@ -56,69 +62,37 @@ struct APNSSenderHarness: Sendable {
         let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("apns-ca-\(suffix).pem").path
         try #require(simulator.caCertificatePEM).write(toFile: caFile, atomically: true, encoding: .utf8)
 
-        let base = ProcessInfo.processInfo.environment
-        _ = try #require(base["KAFKA_BROKERS"], "KAFKA_BROKERS is not set: run the suite with scripts/test")
-        var environment = base
-        for (id, name, partitions) in [
-            ("APNS_MESSAGES", "apns", 4), ("APNS_RETRIES", "apns-retries", 2), ("MESSAGE_RESULTS", "results", 2), ("SUBSCRIPTIONS", "subscriptions", 2),
-        ] {
-            environment["PUSH_TOPIC_\(id)"] = "test.sender.\(name).\(suffix)"
-            environment["PUSH_TOPIC_\(id)_PARTITIONS"] = String(partitions)
-        }
-        environment["APNS_SENDER_GROUP"] = "test.apns-sender.\(suffix)"
-        environment["APNS_PRODUCTION_URL"] = "https://127.0.0.1:\(simulator.port)"
-        environment["APNS_SANDBOX_URL"] = "https://127.0.0.1:\(simulator.port)"
-        environment["APNS_CA_FILE"] = caFile
-        environment["PUSH_CREDENTIALS_KEY"] = Data(SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }).base64EncodedString()
-        environment["APNS_SENDER_RETRY_BASE_MS"] = "100"
-        environment["APNS_SENDER_RETRY_MAX_MS"] = "400"
-        environment["APNS_SENDER_CREDENTIAL_COOLDOWN_MS"] = "1500"
-        environment["APNS_SENDER_CREDENTIAL_CACHE_MS"] = "300"
-        environment["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
-        environment["LOG_LEVEL"] = "error"
-        environment.merge(settings) { _, new in new }
-
-        let configuration = try RuntimeConfiguration(service: "sender-tests", defaultOpsPort: 0, environment: EnvironmentSettings(environment))
-        var logger = Logger(label: "sender-tests")
-        logger.logLevel = base["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .error
-        let admin = try KafkaAdmin(configuration: configuration.kafka, logger: logger)
-        let catalog = configuration.topics
-        let used = [catalog.apnsMessages, catalog.apnsRetries, catalog.messageResults, catalog.subscriptions]
-        _ = try await admin.createTopics(
-            used.map { KafkaTopicSpecification(name: $0.name, partitions: $0.partitions) }
-                + used.map { KafkaTopicSpecification(name: "\($0.name).dlq", partitions: 1) }
+        let environment = try Self.testEnvironment(
+            suffix: suffix,
+            topics: [("APNS_MESSAGES", "apns", 4), ("APNS_RETRIES", "apns-retries", 2), ("MESSAGE_RESULTS", "results", 2), ("SUBSCRIPTIONS", "subscriptions", 2)],
+            settings: [
+                "APNS_SENDER_GROUP": "test.apns-sender.\(suffix)",
+                "APNS_PRODUCTION_URL": "https://127.0.0.1:\(simulator.port)",
+                "APNS_SANDBOX_URL": "https://127.0.0.1:\(simulator.port)",
+                "APNS_CA_FILE": caFile,
+                "APNS_SENDER_RETRY_BASE_MS": "100",
+                "APNS_SENDER_RETRY_MAX_MS": "400",
+                "APNS_SENDER_CREDENTIAL_COOLDOWN_MS": "1500",
+                "APNS_SENDER_CREDENTIAL_CACHE_MS": "300",
+            ].merging(settings) { _, new in new }
         )
-        await admin.close()
-
-        let postgres = PostgresClient(configuration: configuration.postgres.clientConfiguration, backgroundLogger: logger)
-        return try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { await postgres.run() }
-            defer { tasks.cancelAll() }
-            do {
-                try await Migrator(client: postgres, logger: logger).migrate()
-                let appId = UUID()
-                let harness = APNSSenderHarness(
-                    suffix: suffix, environment: environment, configuration: configuration, postgres: postgres,
-                    simulator: simulator, appId: appId, validKey: key, logger: logger
-                )
-                try await harness.createApp(key: key)
-                let result = try await body(harness)
-                try await simulator.shutdown()
-                return result
-            } catch {
-                try? await simulator.shutdown()
-                throw error
-            }
+        let configuration = try RuntimeConfiguration(service: "sender-tests", defaultOpsPort: 0, environment: EnvironmentSettings(environment))
+        let logger = Self.testLogger()
+        let catalog = configuration.topics
+        try await Self.createTopics([catalog.apnsMessages, catalog.apnsRetries, catalog.messageResults, catalog.subscriptions], configuration: configuration, logger: logger)
+        return try await Self.withPostgres(configuration: configuration, simulator: simulator, logger: logger) { postgres in
+            let harness = APNSSenderHarness(
+                suffix: suffix, environment: environment, configuration: configuration, postgres: postgres,
+                simulator: simulator, appId: UUID(), validKey: key, logger: logger
+            )
+            try await harness.createApp(key: key)
+            return try await body(harness)
         }
     }
 
     /// An iOS app of a new service with `key` as its active APNs token credential.
     func createApp(key: P256.Signing.PrivateKey) async throws {
-        let serviceId = UUID()
-        try await postgres.query(
-            "INSERT INTO push.services (service_id, name, label, created_at, updated_at) VALUES (\(serviceId), \("svc-\(suffix)"), 'Test', now(), now())",
-            logger: logger
-        )
+        let serviceId = try await createService()
         try await postgres.query(
             """
             INSERT INTO push.apps (app_id, service_id, integration_key, platform, environment, label, bundle_id, created_at, updated_at)
@@ -139,27 +113,6 @@ struct APNSSenderHarness: Sendable {
         try await setCredential([
             "kind": "apns-certificate", "certificatePem": certificate.certificateChainPEM, "privateKeyPem": certificate.privateKeyPEM,
         ])
-    }
-
-    /// Seals `secret` (the admin API's credential body) and makes it the app's active credential.
-    private func setCredential(_ secret: [String: String]) async throws {
-        let cipher = try #require(try CredentialCipher.fromEnvironment(environment))
-        let kind = try #require(secret["kind"])
-        let sealedSecret = try JSONSerialization.data(withJSONObject: secret)
-        let credentialId = UUID()
-        let fingerprint = "sha256:" + SHA256.hash(data: sealedSecret).map { String(format: "%02x", $0) }.joined()
-        let sealed = try cipher.seal(sealedSecret, appId: appId)
-        try await postgres.query(
-            """
-            INSERT INTO push.app_credentials (credential_id, app_id, kind, fingerprint, ciphertext)
-            VALUES (\(credentialId), \(appId), \(kind), \(fingerprint), \(ByteBuffer(data: sealed)))
-            """,
-            logger: logger
-        )
-        try await postgres.query(
-            "UPDATE push.apps SET credential_id = \(credentialId), credential_kind = \(kind), credential_fingerprint = \(fingerprint), credential_updated_at = now() WHERE app_id = \(appId)",
-            logger: logger
-        )
     }
 
     // MARK: messages and results
@@ -183,117 +136,5 @@ struct APNSSenderHarness: Sendable {
             payload: #"{"aps":{"alert":{"title":"Hello","body":"World"}},"_mId":"\#(messageId.uuidString.lowercased())","_dId":"\#(deliveryId)"}"#,
             validUntil: Date().addingTimeInterval(seconds), attempt: 1, plannedAt: Date()
         )
-    }
-
-    /// Publishes messages on the run's APNs message topic as the planner does.
-    func publish(_ messages: [APNSMessagePlanned]) async throws {
-        let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
-        let records = try messages.map { message in
-            try KafkaProducerRecord(topic: topics.apnsMessages.name, event: EventEnvelope(key: message.recordKey, payload: message))
-        }
-        for result in await producer.send(records) { _ = try result.get() }
-        await producer.close()
-    }
-
-    func publishRaw(_ value: String) async throws {
-        let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
-        try await producer.send(KafkaProducerRecord(topic: topics.apnsMessages.name, key: Array("raw".utf8), value: Array(value.utf8)))
-        await producer.close()
-    }
-
-    func records(_ topic: String) async throws -> [KafkaConsumerRecord] {
-        let reader = KafkaLogReader(configuration: configuration.kafka, logger: logger)
-        let collected = Mutex<[KafkaConsumerRecord]>([])
-        try await reader.read(topic: topic) { records in collected.withLock { $0 += records } }
-        return collected.withLock { $0 }
-    }
-
-    /// The result events so far.
-    func results() async throws -> [ResultEvent] {
-        try await records(topics.messageResults.name).compactMap(ResultEvent.init)
-    }
-
-    func waitForResults(_ count: Int, within limit: Duration = .seconds(60)) async throws -> [ResultEvent] {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            let results = try await results()
-            if results.count >= count { return results }
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        let got = try await results().count
-        Issue.record("timed out after \(limit) waiting for \(count) results (got \(got))")
-        throw CancellationError()
-    }
-
-    // MARK: the sender
-
-    /// Runs an apns-sender in-process (the function the executable calls) while `body` runs.
-    func withSender<T: Sendable>(
-        settings: [String: String] = [:], now: @escaping @Sendable () -> Date = Date.init,
-        _ body: @Sendable () async throws -> T
-    ) async throws -> T {
-        var environment = self.environment
-        environment.merge(settings) { _, new in new }
-        let configuration = try RuntimeConfiguration(service: "apns-sender", defaultOpsPort: 0, environment: EnvironmentSettings(environment))
-        let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
-        let parts = try APNSSenderApplication.build(
-            configuration: configuration, environment: EnvironmentSettings(environment), postgres: postgres,
-            producer: producer, logger: logger, now: now
-        )
-        let group = ServiceGroup(configuration: .init(services: ([producer] + parts).map { .init(service: $0) }, logger: logger))
-        return try await withThrowingTaskGroup(of: T?.self) { tasks in
-            tasks.addTask {
-                try await group.run()
-                return nil
-            }
-            do {
-                let result = try await body()
-                await group.triggerGracefulShutdown()
-                try await tasks.waitForAll()
-                return result
-            } catch {
-                await group.triggerGracefulShutdown()
-                tasks.cancelAll()
-                throw error
-            }
-        }
-    }
-
-    /// The real `apns-sender` executable, started next to the test bundle.
-    func startExecutable(opsPort: Int, settings: [String: String] = [:]) throws -> Process {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("apns-sender")
-        try #require(FileManager.default.isExecutableFile(atPath: binary.path), "apns-sender is not built next to the tests (scripts/test builds it)")
-        let process = Process()
-        process.executableURL = binary
-        var environment = self.environment
-        environment["PUSH_OPS_PORT"] = String(opsPort)
-        environment.merge(settings) { _, new in new }
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        return process
-    }
-}
-
-/// A `MessageSent` / `MessageFailed` / `MessageExpired` record, as a test reads it.
-struct ResultEvent: Sendable {
-    var messageId: String
-    var type: String
-    var failureType: String?
-    var reason: String?
-    var attempts: Int?
-    var providerMessageId: String?
-
-    init?(_ record: KafkaConsumerRecord) {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any],
-              let type = object["type"] as? String, let data = object["data"] as? [String: Any],
-              let id = (data["message"] as? [String: Any])?["messageId"] as? String
-        else { return nil }
-        messageId = id.lowercased()
-        self.type = type
-        failureType = data["failureType"] as? String
-        reason = data["reason"] as? String
-        attempts = data["attempts"] as? Int
-        providerMessageId = data["providerMessageId"] as? String
     }
 }

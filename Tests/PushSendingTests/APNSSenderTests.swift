@@ -78,9 +78,9 @@ struct APNSSenderTests {
     @Test("a token that keeps failing with 503 is retried with backoff until validUntil, then expires")
     func retryUntilExpiry() async throws {
         try await APNSSenderHarness.with { h in
-            let message = h.message(token: APNSSenderHarness.token(prefix: "e503"), validFor: 10)
+            let message = h.message(token: APNSSenderHarness.token(prefix: "e503"), validFor: 20)
             try await h.publish([message])
-            let results = try await h.withSender { try await h.waitForResults(1, within: .seconds(30)) }
+            let results = try await h.withSender { try await h.waitForResults(1, within: .seconds(45)) }
             let result = try #require(results.first)
             #expect(result.type == "MessageExpired")
             #expect((result.attempts ?? 0) >= 2)

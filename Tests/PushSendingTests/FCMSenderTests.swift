@@ -19,7 +19,7 @@ struct FCMSenderTests {
                 (h.message(token: "invalid-\(UUID())"), "MessageFailed", "hard", "INVALID_ARGUMENT"),
                 (h.message(token: "thirdparty-\(UUID())"), "MessageFailed", "soft", "THIRD_PARTY_AUTH_ERROR"),
                 // (QUOTA_EXCEEDED pauses the whole project for at least 60 s: `quotaPause` below.)
-                (h.message(token: "internal-\(UUID())", validFor: 10), "MessageExpired", nil, nil),
+                (h.message(token: "internal-\(UUID())", validFor: 20), "MessageExpired", nil, nil),
             ]
             try await h.publish([data, notification] + cases.map(\.0))
             let results = try await h.withSender { try await h.waitForResults(2 + cases.count).byMessageId }

@@ -66,7 +66,8 @@ public struct APNSTransport: MessageTransport {
             return try .token(id: fingerprint, teamId: teamId, keyId: keyId, privateKeyPEM: key)
         case "apns-certificate":
             if let pkcs12 = secret.pkcs12 {
-                return try .pkcs12(id: fingerprint, base64: pkcs12, password: secret.password)
+                // The admin API opened the bundle with `password ?? ""` when it accepted it.
+                return try .pkcs12(id: fingerprint, base64: pkcs12, password: secret.password ?? "")
             } else if let certificate = secret.certificatePem, let key = secret.privateKeyPem {
                 return try .certificate(id: fingerprint, certificateChainPEM: certificate, privateKeyPEM: key)
             }

@@ -32,6 +32,8 @@ struct APNSSenderHarness: SenderHarness {
     let logger: Logger
 
     var messageTopic: TopicDefinition { topics.apnsMessages }
+    var retryTopic: TopicDefinition { topics.apnsRetries }
+    static let settingsPrefix = "APNS_SENDER"
 
     static func buildSender(
         configuration: RuntimeConfiguration, environment: EnvironmentSettings, postgres: PostgresClient,

@@ -1,11 +1,9 @@
-import Foundation
-import ProviderSimulatorCore
-import PushEvents
 import Testing
 
 /// Several fcm-sender instances, rebalances, SIGTERM and SIGKILL of the real `fcm-sender`
-/// executable; the simulator's log proves what reached "FCM". Progress is counted from that log:
-/// the simulator's `accepted` counter also counts each instance's OAuth token request.
+/// executable (SenderCrashScenarios.swift); the simulator's log proves what reached "FCM".
+/// Progress is counted from that log: the simulator's `accepted` counter also counts each
+/// instance's OAuth token request.
 @Suite("FCM sender: instances, rebalances and crashes", .serialized)
 struct FCMSenderCrashTests {
     @Test("a second instance joins mid-stream and later leaves: every message sent exactly once")
@@ -13,36 +11,7 @@ struct FCMSenderCrashTests {
         try await FCMSenderHarness.with { h in
             // About 500 sends per second per instance, so that the stream outlasts both rebalances.
             _ = h.simulator.state.updateFaults { $0.latencyMs = 20 }
-            let messages = (0..<8_000).map { _ in h.message(token: FCMSenderHarness.token()) }
-            try await h.publish(messages)
-            let settings = ["FCM_SENDER_MAX_IN_FLIGHT": "10"]
-            try await h.withSender(settings: settings) {
-                try await h.eventually("the first instance sends") { h.delivered >= 500 }
-                // A second member joins (partitions move away from the first while its sends are
-                // in flight), sends for a while, then leaves (they move back).
-                try await h.withSender(settings: settings) {
-                    let joined = h.delivered
-                    try await h.eventually("both instances send") { h.delivered >= joined + 2_500 }
-                }
-                do {
-                    _ = try await h.waitForResults(8_000, within: .seconds(120))
-                } catch {
-                    let done = Set(try await h.results().map(\.messageId))
-                    let missing = messages.map { $0.messageId.uuidString.lowercased() }.filter { !done.contains($0) }
-                    for record in try await h.records(h.topics.fcmRetries.name) {
-                        let text = String(decoding: record.value, as: UTF8.self)
-                        if missing.contains(where: { text.contains($0) }) { print("retry record p\(record.partition)@\(record.offset): \(text)") }
-                    }
-                    print("missing: \(missing); simulator: \(h.simulator.state.counters)")
-                    throw error
-                }
-            }
-            let arrivals = h.arrivals(messages)
-            let results = try await h.results()
-            let types = Dictionary(grouping: results, by: { "\($0.type)/\($0.reason ?? "")" }).mapValues(\.count)
-            #expect(arrivals.allSatisfy { $0 == 1 }, "duplicates: \(arrivals.filter { $0 > 1 }.count), missing: \(arrivals.filter { $0 == 0 }.count); results: \(types); simulator: \(h.simulator.state.counters)")
-            #expect(Set(results.map(\.messageId)).count == 8_000)
-            #expect(results.count == 8_000, "results: \(types)")
+            try await h.rebalanceScenario((0..<8_000).map { _ in h.message(token: FCMSenderHarness.token()) })
         }
     }
 
@@ -50,49 +19,9 @@ struct FCMSenderCrashTests {
     func killAndRestart() async throws {
         try await FCMSenderHarness.with { h in
             _ = h.simulator.state.updateFaults { $0.latencyMs = 5 }
-            let messages = (0..<6_000).map { _ in h.message(token: FCMSenderHarness.token()) }
-            try await h.publish(messages)
-            let inFlight = 100
-            let held = 200
-            let settings = ["FCM_SENDER_MAX_IN_FLIGHT": String(inFlight), "FCM_SENDER_MAX_HELD": String(held)]
-
-            // 1. SIGTERM: graceful, zero duplicates so far.
-            var sender = try h.startExecutable(opsPort: 19_421, settings: settings)
-            try await h.eventually("sending starts") { h.delivered >= 1_000 }
-            kill(sender.processIdentifier, SIGTERM)
-            sender.waitUntilExit()
-            #expect(sender.terminationStatus == 0)
-            var arrivals = h.arrivals(messages)
-            #expect(arrivals.allSatisfy { $0 <= 1 }, "SIGTERM: \(arrivals.filter { $0 > 1 }.count) duplicates")
-
-            // 2. SIGKILL twice mid-stream, each right after reading the instance's re-send window.
-            var windows: [Int] = []
-            for (round, port) in [19_422, 19_423].enumerated() {
-                sender = try h.startExecutable(opsPort: port, settings: settings)
-                let before = h.delivered
-                try await h.eventually("sending resumes (round \(round))") { h.delivered >= before + 1_000 }
-                windows.append(try await h.resendWindow(opsPort: port))
-                kill(sender.processIdentifier, SIGKILL)
-                sender.waitUntilExit()
-            }
-
-            // 3. A last instance finishes the stream.
-            sender = try h.startExecutable(opsPort: 19_424, settings: settings)
-            defer { if sender.isRunning { kill(sender.processIdentifier, SIGKILL) } }
-            try await h.eventually(within: .seconds(120), "every message sent") { h.arrivals(messages).allSatisfy { $0 >= 1 } }
-            let results = try await h.waitForResults(6_000)
-            kill(sender.processIdentifier, SIGTERM)
-            sender.waitUntilExit()
-
-            arrivals = h.arrivals(messages)
-            let duplicates = arrivals.reduce(0) { $0 + max($1 - 1, 0) }
-            #expect(arrivals.allSatisfy { $0 >= 1 }, "nothing lost")
-            // What was read again is bounded by the window the metric showed just before each kill,
-            // plus the sends in flight that finished between the metric read and the kill.
-            let bound = windows.reduce(0, +) + 2 * inFlight
-            #expect(duplicates <= bound, "re-sent after the two SIGKILLs: \(duplicates); push_sender_resend_window before the kills: \(windows)")
-            #expect(Set(results.map(\.messageId)).count == 6_000)
-            print("fcm sender crash test: \(duplicates) messages re-sent after 2 SIGKILLs; push_sender_resend_window just before them: \(windows); held at most \(held)")
+            try await h.killAndRestartScenario(
+                (0..<6_000).map { _ in h.message(token: FCMSenderHarness.token()) }, opsPorts: [19_421, 19_422, 19_423, 19_424]
+            )
         }
     }
 }

@@ -30,6 +30,8 @@ struct FCMSenderHarness: SenderHarness {
     let logger: Logger
 
     var messageTopic: TopicDefinition { topics.fcmMessages }
+    var retryTopic: TopicDefinition { topics.fcmRetries }
+    static let settingsPrefix = "FCM_SENDER"
 
     static func buildSender(
         configuration: RuntimeConfiguration, environment: EnvironmentSettings, postgres: PostgresClient,

@@ -41,6 +41,10 @@ protocol SenderHarness: Sendable {
     var logger: Logger { get }
     /// The topic the planner publishes `Message`s on.
     var messageTopic: TopicDefinition { get }
+    /// The sender's retry topic.
+    var retryTopic: TopicDefinition { get }
+    /// The prefix of the sender's own settings (`APNS_SENDER`, `FCM_SENDER`).
+    static var settingsPrefix: String { get }
 }
 
 extension SenderHarness {

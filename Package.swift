@@ -215,6 +215,9 @@ let package = Package(
             name: "PushCtl",
             dependencies: [
                 "PushRuntime",
+                "PushRegistration",
+                "PushPlanning",
+                "PushTracking",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             path: "Tools/PushCtl",

@@ -19,6 +19,12 @@ public final class KafkaLogReader: Sendable {
 
     /// The next offset to be written (the high watermark) of every partition of `topic`.
     public func endOffsets(topic: String, timeout: Duration = .seconds(10)) async throws(KafkaError) -> [Int32: Int64] {
+        try await watermarks(topic: topic, timeout: timeout).mapValues(\.high)
+    }
+
+    /// The first offset still held (`low`) and the next offset to be written (`high`) of every
+    /// partition of `topic`: a partition holds `high - low` records.
+    public func watermarks(topic: String, timeout: Duration = .seconds(10)) async throws(KafkaError) -> [Int32: (low: Int64, high: Int64)] {
         let milliseconds = Int32(clamping: timeout.components.seconds * 1000)
         let properties = configuration.baseProperties.merging(configuration.properties) { $1 }
         let logger = self.logger
@@ -27,7 +33,7 @@ public final class KafkaLogReader: Sendable {
                 let client = try RdKafkaClient(type: RD_KAFKA_PRODUCER, properties: properties, events: 0, sink: RdKafkaEventSink(logger: logger))
                 defer { client.destroy() }
                 let count = try Self.partitionCount(client: client, topic: topic, timeoutMilliseconds: milliseconds)
-                var ends: [Int32: Int64] = [:]
+                var marks: [Int32: (low: Int64, high: Int64)] = [:]
                 for partition in 0..<count {
                     var low: Int64 = 0
                     var high: Int64 = 0
@@ -35,9 +41,9 @@ public final class KafkaLogReader: Sendable {
                     guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
                         throw KafkaError(code: .consumer, err, detail: "watermarks of \(topic)[\(partition)]")
                     }
-                    ends[partition] = high
+                    marks[partition] = (low, high)
                 }
-                return ends
+                return marks
             }
         } catch let error as KafkaError {
             throw error

@@ -50,13 +50,19 @@ public final class ProjectionRunner<P: Projection>: Service {
     private let deadLetterCounter: Counter
     private let retryCounter: Counter
 
-    /// - Parameter consumer: group and topics are taken from the projection; the rest
-    ///   (brokers, timeouts, batch size) from here.
-    public init(projection: P, postgres: PostgresClient, consumer: KafkaConsumerConfiguration, deadLetters: DeadLetterPublisher, logger: Logger) {
+    /// - Parameters:
+    ///   - consumer: group and topics are taken from the projection; the rest (brokers,
+    ///     timeouts, batch size) from here.
+    ///   - brokerGroup: the consumer group on the broker, by default the projection's name. The
+    ///     positions are always the projection's rows of `push.consumer_offsets`: a runner under
+    ///     another broker group (a replay into another database) reads every partition without
+    ///     taking any from the services, and two runners writing to one database stay exactly
+    ///     once (the offsets are locked and records below them skipped).
+    public init(projection: P, postgres: PostgresClient, consumer: KafkaConsumerConfiguration, deadLetters: DeadLetterPublisher, logger: Logger, brokerGroup: String? = nil) {
         self.projection = projection
         self.postgres = postgres
         var configuration = consumer
-        configuration.groupID = projection.name
+        configuration.groupID = brokerGroup ?? projection.name
         configuration.topics = projection.topics
         self.consumerConfiguration = configuration
         self.deadLetters = deadLetters

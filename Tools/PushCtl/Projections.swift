@@ -91,59 +91,87 @@ struct Projections: AsyncParsableCommand {
             let start = clock.now
             let deadline = start + .seconds(timeout)
             let quietFor = Duration.milliseconds(quietMilliseconds)
-            let outcome = try await withThrowingTaskGroup(of: [ProjectionProgress]?.self) { tasks in
+            let outcome = try await withThrowingTaskGroup(of: ReplayOutcome?.self) { tasks in
                 tasks.addTask {
                     try await serviceGroup.run()
                     return nil
                 }
                 tasks.addTask {
                     try await Migrator(client: postgres, logger: logger).requireCurrentSchema()
-                    var lastStored: [Int64] = []
-                    var unchangedSince = clock.now
+                    func stored() async throws -> [Int64] {
+                        var sums: [Int64] = []
+                        for kind in kinds { sums.append(try await kind.storedSum(configuration: configuration, postgres: postgres, logger: logger)) }
+                        return sums
+                    }
+                    let initial = try await stored()
+                    var lastStored = initial
+                    var firstMove: ContinuousClock.Instant?
+                    var lastMove = clock.now
                     var lastPrint = clock.now
                     while true {
+                        try await Task.sleep(for: .milliseconds(100))
+                        let now = try await stored()
+                        if now != lastStored {
+                            lastStored = now
+                            lastMove = clock.now
+                            if firstMove == nil { firstMove = clock.now }
+                        }
+                        let quiet = clock.now - lastMove >= quietFor
+                        let printing = clock.now - lastPrint >= .seconds(5)
+                        guard quiet || printing || clock.now >= deadline else { continue }
+                        // Quiet as well as at the ends: Tansu 0.6 reports a high watermark short of
+                        // the end when the last batch holds several records, so "0 behind" alone
+                        // could stop a replay a few records early.
                         var progress: [ProjectionProgress] = []
                         for kind in kinds {
                             progress.append(try await kind.progress(configuration: configuration, reader: reader, postgres: postgres, logger: logger))
                         }
-                        let stored = progress.map(\.stored)
-                        if stored != lastStored {
-                            lastStored = stored
-                            unchangedSince = clock.now
-                        }
-                        // Quiet as well as at the ends: Tansu 0.6 reports a high watermark short of
-                        // the end when the last batch holds several records, so "0 behind" alone
-                        // could stop a replay a few records early.
                         let behind = progress.reduce(0) { $0 + $1.behind }
-                        if behind == 0, clock.now - unchangedSince >= quietFor {
+                        if behind == 0, quiet {
                             await serviceGroup.triggerGracefulShutdown()
-                            return progress
+                            let records = zip(lastStored, initial).reduce(0) { $0 + $1.0 - $1.1 }
+                            let busy = firstMove.map { lastMove - $0 } ?? .zero
+                            return ReplayOutcome(progress: progress, records: records, busy: busy)
                         }
                         if clock.now >= deadline {
                             await serviceGroup.triggerGracefulShutdown()
                             print("replay: gave up after \(timeout) s with \(behind) records not yet projected")
                             return nil
                         }
-                        if clock.now - lastPrint >= .seconds(5) {
+                        if printing {
                             lastPrint = clock.now
-                            print("replay: \(progress.reduce(0) { $0 + $1.stored }) records projected, \(behind) behind")
+                            print("replay: \(zip(lastStored, initial).reduce(0) { $0 + $1.0 - $1.1 }) records projected, \(behind) behind")
                         }
-                        try await Task.sleep(for: .milliseconds(250))
                     }
                 }
-                var result: [ProjectionProgress]?
+                var result: ReplayOutcome?
                 for try await value in tasks {
                     if let value { result = value }
                 }
                 return result
             }
             guard let outcome else { throw ExitCode.failure }
-            let seconds = Double((clock.now - start).components.attoseconds) / 1e18 + Double((clock.now - start).components.seconds)
-            print("replay: caught up in \(String(format: "%.1f", seconds)) s")
+            print("replay: caught up in \(String(format: "%.1f", (clock.now - start).seconds)) s")
+            if outcome.records > 0 {
+                // From the first position stored to the last (± 0.1 s): the projections' own pace,
+                // without joining the groups and the quiet wait.
+                let busy = max(outcome.busy.seconds, 0.1)
+                print("replay: \(outcome.records) records projected in \(String(format: "%.2f", busy)) s, \(Int(Double(outcome.records) / busy)) records/s")
+            }
             ProjectionProgress.printHeader()
-            for (kind, progress) in zip(kinds, outcome) { print(progress.line(kind)) }
+            for (kind, progress) in zip(kinds, outcome.progress) { print(progress.line(kind)) }
         }
     }
+
+    struct ReplayOutcome: Sendable {
+        var progress: [ProjectionProgress]
+        var records: Int64
+        var busy: Duration
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 /// The projections of schema `push` that run inside the services, with the consumer groups
@@ -195,6 +223,16 @@ enum ProjectionKind: String, CaseIterable, ExpressibleByArgument, Sendable {
         case .broadLog: make(BroadLogProjection(name: name, catalog: topics))
         case .trackingLog: make(TrackingLogProjection(name: name, topic: topics.tracking.name))
         }
+    }
+
+    /// The sum of the next offsets stored for this projection (grows by one per record projected).
+    func storedSum(configuration: RuntimeConfiguration, postgres: PostgresClient, logger: Logger) async throws -> Int64 {
+        let rows = try await postgres.query(
+            "SELECT coalesce(sum(next_offset), 0)::bigint FROM push.consumer_offsets WHERE group_id = \(group()) AND topic = ANY(\(topics(configuration.topics)))",
+            logger: logger
+        )
+        for try await sum in rows.decode(Int64.self) { return sum }
+        return 0
     }
 
     /// Positions stored for this projection against the topics' watermarks now.

@@ -24,6 +24,9 @@ package struct SimulatorServerOptions: ParsableArguments {
     @Option(help: "Write the generated CA certificate (PEM) here so clients can trust it.")
     package var caOut: String?
 
+    @Option(name: .customLong("hostname"), help: "Another DNS name for the generated certificate, besides localhost (repeatable), e.g. the service name in docker compose.")
+    package var hostnames: [String] = []
+
     @Option(help: "MAX_CONCURRENT_STREAMS advertised to connections that may use them all.")
     package var maxConcurrentStreams = 1000
 
@@ -41,6 +44,9 @@ package struct SimulatorServerOptions: ParsableArguments {
     package func validate() throws {
         if (self.cert == nil) != (self.certKey == nil) {
             throw ValidationError("--cert and --cert-key go together")
+        }
+        if self.cert != nil, !self.hostnames.isEmpty {
+            throw ValidationError("--hostname names the generated certificate; with --cert the certificate file names its hosts")
         }
     }
 
@@ -60,7 +66,7 @@ package struct SimulatorServerOptions: ParsableArguments {
         if let cert, let certKey {
             tls = try SimulatorTLS.files(certificate: cert, privateKey: certKey)
         } else {
-            tls = try SimulatorTLS.generated()
+            tls = try SimulatorTLS.generated(hostnames: self.hostnames)
             if let caOut, let pem = tls.caCertificatePEM {
                 try pem.write(toFile: caOut, atomically: true, encoding: .utf8)
             }

@@ -13,8 +13,9 @@ package struct SimulatorTLS: Sendable {
     /// The CA clients must trust; nil when the certificate came from files.
     package var caCertificatePEM: String?
 
-    /// Generates a CA (valid one year) and a server certificate for localhost and 127.0.0.1/::1.
-    package static func generated(commonName: String = "push-channel provider simulator") throws -> SimulatorTLS {
+    /// Generates a CA (valid one year) and a server certificate for localhost, 127.0.0.1/::1
+    /// and `hostnames` (e.g. the simulator's service name in docker compose).
+    package static func generated(commonName: String = "push-channel provider simulator", hostnames: [String] = []) throws -> SimulatorTLS {
         let now = Date()
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName {
@@ -52,7 +53,7 @@ package struct SimulatorTLS: Sendable {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
                 try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames([
+                SubjectAlternativeNames(hostnames.map { .dnsName($0) } + [
                     .dnsName("localhost"),
                     .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
                     .ipAddress(ASN1OctetString(contentBytes: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])),

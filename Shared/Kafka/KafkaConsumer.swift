@@ -1,5 +1,6 @@
 import CRdKafka
 import Logging
+import Metrics
 import NIOPosix
 import ServiceLifecycle
 import Synchronization
@@ -156,6 +157,7 @@ public final class KafkaConsumer: Service, Sendable {
     /// record fetched after it.
     private func poll(maxRecords: Int) -> PolledEvents {
         var polled = PolledEvents()
+        defer { recordLag(polled.records) }
         var timeout: Int32 = 100
         while polled.records.count < maxRecords, let event = rd_kafka_queue_poll(queue.pointer, timeout) {
             timeout = 0
@@ -186,6 +188,24 @@ public final class KafkaConsumer: Service, Sendable {
             }
         }
         return polled
+    }
+
+    /// `push_consumer_lag{group, topic, partition}`: records of the partition after the last one
+    /// just read, from the high watermark the broker sent with the fetched data (librdkafka's
+    /// cached value: no request). Updated with every batch read; 0 when the reader is at the end.
+    private func recordLag(_ records: [KafkaConsumerRecord]) {
+        guard !records.isEmpty else { return }
+        var last: [KafkaTopicPartition: Int64] = [:]
+        for record in records { last[record.topicPartition] = max(last[record.topicPartition] ?? -1, record.offset) }
+        for (partition, offset) in last {
+            var low: Int64 = 0
+            var high: Int64 = 0
+            guard rd_kafka_get_watermark_offsets(client.handle, partition.topic, partition.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR,
+                  high >= 0 else { continue }
+            Gauge(label: "push_consumer_lag", dimensions: [
+                ("group", configuration.groupID), ("topic", partition.topic), ("partition", String(partition.partition)),
+            ]).record(max(0, high - offset - 1))
+        }
     }
 
     static func record(from message: UnsafePointer<rd_kafka_message_t>) -> KafkaConsumerRecord {

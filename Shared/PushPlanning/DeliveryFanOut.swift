@@ -28,11 +28,11 @@ public final class DeliveryFanOut: Service {
     private let catalog: TopicCatalog
     private let settings: PlanningSettings
     private let logger: Logger
-    private let published = Counter(label: "planner_messages_total", dimensions: [("outcome", "published")])
-    private let failedAtPlanning = Counter(label: "planner_messages_total", dimensions: [("outcome", "failed")])
-    private let excludedCounter = Counter(label: "planner_messages_total", dimensions: [("outcome", "excluded")])
-    private let recovered = Counter(label: "planner_recovered_chunks_total")
-    private let alreadyPublished = Counter(label: "planner_messages_total", dimensions: [("outcome", "already_published")])
+    private let published = Counter(label: "push_planner_messages_total", dimensions: [("outcome", "published")])
+    private let failedAtPlanning = Counter(label: "push_planner_messages_total", dimensions: [("outcome", "failed")])
+    private let excludedCounter = Counter(label: "push_planner_messages_total", dimensions: [("outcome", "excluded")])
+    private let recovered = Counter(label: "push_planner_recovered_chunks_total")
+    private let alreadyPublished = Counter(label: "push_planner_messages_total", dimensions: [("outcome", "already_published")])
 
     public init(postgres: PostgresClient, producer: KafkaProducer, reader: KafkaLogReader, catalog: TopicCatalog, settings: PlanningSettings, logger: Logger) {
         self.postgres = postgres

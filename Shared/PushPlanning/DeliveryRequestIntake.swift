@@ -20,9 +20,9 @@ public struct DeliveryRequestIntake: Projection {
     public let topics: [String]
     let catalog: TopicCatalog
     let clock: @Sendable () -> Date
-    private let accepted = Counter(label: "planner_requests_total", dimensions: [("outcome", "accepted")])
-    private let rejected = Counter(label: "planner_requests_total", dimensions: [("outcome", "rejected")])
-    private let duplicates = Counter(label: "planner_requests_total", dimensions: [("outcome", "duplicate")])
+    private let accepted = Counter(label: "push_planner_requests_total", dimensions: [("outcome", "accepted")])
+    private let rejected = Counter(label: "push_planner_requests_total", dimensions: [("outcome", "rejected")])
+    private let duplicates = Counter(label: "push_planner_requests_total", dimensions: [("outcome", "duplicate")])
 
     public init(name: String = "push-delivery-planner", catalog: TopicCatalog, clock: @escaping @Sendable () -> Date = Date.init) {
         self.name = name

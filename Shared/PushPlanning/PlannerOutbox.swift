@@ -55,7 +55,7 @@ public final class PlannerOutboxPublisher: Service {
     private let producer: KafkaProducer
     private let pollInterval: Duration
     private let logger: Logger
-    private let published = Counter(label: "planner_outbox_published_total")
+    private let published = Counter(label: "push_planner_outbox_published_total")
 
     public init(postgres: PostgresClient, producer: KafkaProducer, pollInterval: Duration = .milliseconds(100), logger: Logger) {
         self.postgres = postgres

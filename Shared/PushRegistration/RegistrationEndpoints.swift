@@ -55,9 +55,9 @@ public struct RegistrationEndpoints: Sendable {
         do {
             try await registerOrThrow(platform: platform, request: request, context: context)
             outcome = Self.text(.ok, "OK")
-            Counter(label: "registrations_total", dimensions: [("platform", platform.rawValue), ("status", "200")]).increment()
+            Counter(label: "push_registrations_total", dimensions: [("platform", platform.rawValue), ("status", "200")]).increment()
         } catch let refusal as Refusal {
-            Counter(label: "registrations_total", dimensions: [("platform", platform.rawValue), ("status", String(refusal.error.status))]).increment()
+            Counter(label: "push_registrations_total", dimensions: [("platform", platform.rawValue), ("status", String(refusal.error.status))]).increment()
             var response = Self.text(HTTPResponse.Status(code: refusal.error.status), refusal.error.reason)
             if let retryAfter = refusal.retryAfter { response.headers[.retryAfter] = String(retryAfter) }
             outcome = response

@@ -70,9 +70,9 @@ public final class ProjectionRunner<P: Projection>: Service {
         logger[metadataKey: "projection"] = .string(projection.name)
         self.logger = logger
         let dimensions = [("projection", projection.name)]
-        appliedCounter = Counter(label: "projection_records_total", dimensions: dimensions)
-        deadLetterCounter = Counter(label: "projection_dead_letters_total", dimensions: dimensions)
-        retryCounter = Counter(label: "projection_batch_retries_total", dimensions: dimensions)
+        appliedCounter = Counter(label: "push_projection_records_total", dimensions: dimensions)
+        deadLetterCounter = Counter(label: "push_projection_dead_letters_total", dimensions: dimensions)
+        retryCounter = Counter(label: "push_projection_batch_retries_total", dimensions: dimensions)
     }
 
     public func run() async throws {

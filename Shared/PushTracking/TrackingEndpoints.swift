@@ -16,7 +16,7 @@ public struct TrackingEndpoints: Sendable {
     let producer: KafkaProducer
     let topic: String
     let logger: Logger
-    /// `tracking_hits_total` of the hot paths, made once (a lookup per request costs a lock).
+    /// `push_tracking_hits_total` of the hot paths, made once (a lookup per request costs a lock).
     let stored: [TrackingKind: Counter]
     let notStored: [TrackingKind: Counter]
 
@@ -26,7 +26,7 @@ public struct TrackingEndpoints: Sendable {
         self.logger = logger
         func counters(status: String, reason: String) -> [TrackingKind: Counter] {
             Dictionary(uniqueKeysWithValues: TrackingKind.allCases.map { kind in
-                (kind, Counter(label: "tracking_hits_total", dimensions: [("kind", kind.rawValue), ("status", status), ("reason", reason)]))
+                (kind, Counter(label: "push_tracking_hits_total", dimensions: [("kind", kind.rawValue), ("status", status), ("reason", reason)]))
             })
         }
         stored = counters(status: "200", reason: "none")
@@ -46,7 +46,7 @@ public struct TrackingEndpoints: Sendable {
         do {
             url = try TrackingURL(query: query)
         } catch {
-            Counter(label: "tracking_hits_total", dimensions: [("kind", "none"), ("status", "400"), ("reason", error.code.label)]).increment()
+            Counter(label: "push_tracking_hits_total", dimensions: [("kind", "none"), ("status", "400"), ("reason", error.code.label)]).increment()
             logger.debug("Tracking hit refused", metadata: ["reason": "\(error.code)"])
             return Self.text(.badRequest, error.reason)
         }

@@ -85,6 +85,17 @@ struct TrackingExecutableTests {
             try await Task.sleep(for: .seconds(1))
             #expect(try await rows() == expected, "no hit lost, none twice")
             #expect(try await harness.count("SELECT count(DISTINCT (kafka_partition, kafka_offset))::int FROM push.tracking_log WHERE delivery_id = \(delivery)") == expected)
+
+            // What an operator's Prometheus scrapes: the projection's records and its consumer
+            // lag per partition, 0 once everything is read.
+            let metrics = try await TrackingHarness.get(baseURL: URL(string: "http://127.0.0.1:\(opsPort)")!, path: "/metrics", query: "")
+            let lines = metrics.body.split(separator: "\n")
+            let lag = lines.filter { $0.hasPrefix("push_consumer_lag{") && $0.contains("group=\"\(harness.settings.projectionName)\"") }
+            // A series per partition this process read (of 4; one finished before the last
+            // restart has none here).
+            #expect((1...4).contains(lag.count), "lag series of \(harness.topic):\n\(lines.filter { $0.contains("lag") }.joined(separator: "\n"))")
+            #expect(lag.allSatisfy { $0.split(separator: " ").last.flatMap { Double($0) } == 0 && $0.contains("topic=\"\(harness.topic)\"") }, "\(lag)")
+            #expect(lines.contains { $0.hasPrefix("push_projection_records_total{") }, "push_projection_records_total is exported")
             worker.terminate()
             worker.waitUntilExit()
             #expect(worker.terminationStatus == 0, "SIGTERM is a graceful shutdown")

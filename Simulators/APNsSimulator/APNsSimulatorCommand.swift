@@ -43,6 +43,7 @@ struct APNsSimulatorCommand: AsyncParsableCommand {
             group: group,
             logger: logger
         )
+        running.state.setBaselineFaults(self.server.baselineFaults)
         try await self.server.serve(running)
     }
 }

@@ -35,11 +35,9 @@ struct FCMSimulatorCommand: AsyncParsableCommand {
             group: group,
             logger: logger
         )
-        if let quotaPerMinute {
-            var faults = FaultPlan()
-            faults.quotaPerMinute = quotaPerMinute
-            running.state.setBaselineFaults(faults)
-        }
+        var faults = self.server.baselineFaults
+        faults.quotaPerMinute = quotaPerMinute
+        running.state.setBaselineFaults(faults)
         try await self.server.serve(running)
     }
 }

@@ -21,3 +21,14 @@ struct SimulatorTLSTests {
         #expect(ca.publicKey.isValidSignature(leaf.signature, for: leaf))
     }
 }
+
+@Suite("The simulators' shared command-line options")
+struct SimulatorOptionsTests {
+    @Test("--latency-ms is the start-up fault plan's latency; a negative value is refused; --hostname needs a generated certificate")
+    func options() throws {
+        #expect(try SimulatorServerOptions.parse(["--latency-ms", "40"]).baselineFaults.latencyMs == 40)
+        #expect(try SimulatorServerOptions.parse([]).baselineFaults == FaultPlan())
+        #expect(throws: (any Error).self) { try SimulatorServerOptions.parse(["--latency-ms", "-1"]) }
+        #expect(throws: (any Error).self) { try SimulatorServerOptions.parse(["--cert", "c.pem", "--cert-key", "k.pem", "--hostname", "x"]) }
+    }
+}

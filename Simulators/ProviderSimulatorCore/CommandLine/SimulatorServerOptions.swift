@@ -36,18 +36,31 @@ package struct SimulatorServerOptions: ParsableArguments {
     @Option(help: "Event-loop threads (default: one per core).")
     package var threads = System.coreCount
 
+    @Option(name: .customLong("latency-ms"), help: "Milliseconds added before every provider answer from the start (the fault plan's latencyMs; the control API can change it).")
+    package var latencyMilliseconds = 0
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     package var logLevel = "info"
 
     package init() {}
 
     package func validate() throws {
+        if self.latencyMilliseconds < 0 {
+            throw ValidationError("--latency-ms must not be negative")
+        }
         if (self.cert == nil) != (self.certKey == nil) {
             throw ValidationError("--cert and --cert-key go together")
         }
         if self.cert != nil, !self.hostnames.isEmpty {
             throw ValidationError("--hostname names the generated certificate; with --cert the certificate file names its hosts")
         }
+    }
+
+    /// The start-up fault plan these options ask for (what `POST /_control/reset` restores).
+    package var baselineFaults: FaultPlan {
+        var faults = FaultPlan()
+        faults.latencyMs = self.latencyMilliseconds
+        return faults
     }
 
     package var limits: SimulatorLimits {

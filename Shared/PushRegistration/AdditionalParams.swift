@@ -152,6 +152,8 @@ public enum AdditionalParams {
                     number = nil
                 }
                 guard let number, let scalar = Unicode.Scalar(number) else { throw AdditionalParams.malformed("unknown entity &\(name);") }
+                // XML 1.0 has no character 0, and PostgreSQL text cannot hold it.
+                guard number != 0 else { throw AdditionalParams.malformed("&\(name); is a NUL character, not allowed in XML") }
                 return Array(String(Character(scalar)).utf8)
             }
         }

@@ -116,7 +116,17 @@ public struct AdminEndpoints: Sendable {
 
     static func decode<T: Decodable>(_ type: T.Type, _ request: Request, _ context: RegistrationRequestContext) async throws -> T {
         let body = try await request.body.collect(upTo: 256 * 1024)
-        return try JSONDecoder().decode(T.self, from: Data(buffer: body))
+        let value = try JSONDecoder().decode(T.self, from: Data(buffer: body))
+        // PostgreSQL text and jsonb cannot hold NUL: refused here rather than stored in an event
+        // no projection can write.
+        guard !containsNUL(value) else { throw RegistrationError.badRequest("a string in the JSON body contains a NUL character (\\u0000)") }
+        return value
+    }
+
+    /// Whether any string inside `value` (fields, arrays, dictionaries, optionals) holds a NUL.
+    static func containsNUL(_ value: Any) -> Bool {
+        if let text = value as? String { return text.utf8.contains(0) }
+        return Mirror(reflecting: value).children.contains { containsNUL($0.value) }
     }
 
     static func describe(_ error: DecodingError) -> String {

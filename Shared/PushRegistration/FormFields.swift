@@ -45,6 +45,11 @@ public struct FormFields: Sendable, Hashable {
         guard let decoded = String(validating: bytes, as: UTF8.self) else {
             throw .badRequest("\(field.map { "field \($0)" } ?? "a field name") is not valid UTF-8")
         }
+        // PostgreSQL text cannot hold NUL: refused here rather than stored in an event no
+        // projection can write.
+        guard !bytes.contains(0) else {
+            throw .badRequest("\(field.map { "field \($0)" } ?? "a field name") contains a NUL character (%00)")
+        }
         return decoded
     }
 

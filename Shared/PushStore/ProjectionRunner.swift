@@ -112,7 +112,11 @@ public final class ProjectionRunner<P: Projection>: Service {
         var delay = Duration.milliseconds(100)
         while true {
             do {
-                try await process(batch)
+                do {
+                    try await process(batch)
+                } catch where Self.refusal(error) != nil {
+                    try await setAsideRefused(batch)
+                }
                 return
             } catch {
                 // Shutting down: leave the batch unstored; whoever owns the partition next replays it.
@@ -125,7 +129,43 @@ public final class ProjectionRunner<P: Projection>: Service {
         }
     }
 
-    private func process(_ batch: [KafkaConsumerRecord]) async throws {
+    /// A record PostgreSQL refuses for what it holds (a data exception or a violated constraint:
+    /// a NUL character in a text, a value out of range) would fail its batch at every retry and
+    /// stop the projection for good. So a batch refused that way is applied again record by
+    /// record: the refused ones go to the dead-letter topic with PostgreSQL's reason and their
+    /// positions are stored without applying them; the others are applied as usual. Any other
+    /// error goes back to the caller's retries.
+    private func setAsideRefused(_ batch: [KafkaConsumerRecord]) async throws {
+        for record in batch {
+            do {
+                try await process([record])
+            } catch {
+                guard let reason = Self.refusal(error) else { throw error }
+                try await deadLetters.publish([(record, reason)])
+                try await process([record], applying: false)
+                deadLetterCounter.increment()
+                logger.warning("Record refused by PostgreSQL sent to the dead-letter topic", metadata: [
+                    "kafka.topic": "\(record.topic)", "kafka.partition": "\(record.partition)",
+                    "kafka.offset": "\(record.offset)", "reason": "\(reason)",
+                ])
+            }
+        }
+    }
+
+    /// PostgreSQL's reason when `error` is a refusal of the data itself (SQLSTATE class 22, data
+    /// exception, or 23, integrity constraint violation): retrying cannot help. Only the server's
+    /// message and code, never the statement or its values.
+    static func refusal(_ error: any Error) -> String? {
+        let psql = (error as? PSQLError) ?? ((error as? PostgresTransactionError)?.closureError as? PSQLError)
+        guard let psql, psql.code == .server, let state = psql.serverInfo?[.sqlState], state.hasPrefix("22") || state.hasPrefix("23") else {
+            return nil
+        }
+        return "PostgreSQL refused the record: \(psql.serverInfo?[.message] ?? "data exception") (SQLSTATE \(state))"
+    }
+
+    /// Applies `batch` and stores its positions in one transaction; with `applying` false, only
+    /// stores the positions (a record set aside).
+    private func process(_ batch: [KafkaConsumerRecord], applying: Bool = true) async throws {
         var events: [ProjectedEvent<P.Event>] = []
         var letters: [(record: KafkaConsumerRecord, reason: String)] = []
         var nextOffsets: [KafkaTopicPartition: Int64] = [:]
@@ -179,7 +219,7 @@ public final class ProjectionRunner<P: Projection>: Service {
                 stored[KafkaTopicPartition(topic: topic, partition: partition)] = offset
             }
             let fresh = events.filter { $0.offset >= stored[KafkaTopicPartition(topic: $0.topic, partition: $0.partition), default: 0] }
-            if !fresh.isEmpty {
+            if applying, !fresh.isEmpty {
                 try await projection.apply(fresh, on: connection, logger: logger)
             }
             try await connection.query(
@@ -190,7 +230,7 @@ public final class ProjectionRunner<P: Projection>: Service {
                 """,
                 logger: logger
             )
-            return fresh.count
+            return applying ? fresh.count : 0
         }
         appliedCounter.increment(by: appliedCount)
         deadLetterCounter.increment(by: letters.count)

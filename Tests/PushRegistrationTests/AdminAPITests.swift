@@ -79,6 +79,7 @@ struct AdminAPITests {
         (#"{"name": "bad name!", "label": "x"}"#, "name must be"),
         (#"{"name": "ok", "label": ""}"#, "label must be"),
         (#"{"name": 3, "label": "x"}"#, "invalid JSON body"),
+        (#"{"name": "ok", "label": "Neo\u0000Trips"}"#, "contains a NUL character"),
     ])
     func invalidServices(json: String, reason: String) async throws {
         try await RegistrationHarness.run { harness in

@@ -109,6 +109,8 @@ struct RegistrationEndpointTests {
                 ("registerIOS.jssp", Self.iosBody(key: ios.integrationKey, token: ""), 400, "registrationToken is missing"),
                 ("registerIOS.jssp", Self.iosBody(key: ios.integrationKey, token: "xyz"), 400, "not an APNs device token"),
                 ("registerIOS.jssp", "registrationToken=\(refusedToken)&mobileAppUuid=\(ios.integrationKey)&additionalParams=%3Cbroken", 400, "malformed additionalParams XML"),
+                ("registerIOS.jssp", Self.iosBody(key: ios.integrationKey, token: refusedToken) + "&deviceName=My%00iPhone", 400, "field deviceName contains a NUL character"),
+                ("registerIOS.jssp", "registrationToken=\(refusedToken)&mobileAppUuid=\(ios.integrationKey)&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22email%22%20value%3D%22a%26%230%3Bb%22%2F%3E%3C%2FadditionalParams%3E", 400, "NUL character"),
                 ("registerAndroid.jssp", Self.androidBody(key: ios.integrationKey, token: refusedToken), 400, "belongs to an iOS app"),
                 ("registerIOS.jssp", Self.iosBody(key: android.integrationKey, token: refusedToken), 400, "belongs to an Android app"),
                 ("registerIOS.jssp", Self.iosBody(key: ios.integrationKey, token: refusedToken) + "&deviceModel=" + String(repeating: "x", count: 4_000), 413, "body larger than 2048 bytes"),

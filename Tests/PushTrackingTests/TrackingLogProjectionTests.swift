@@ -116,6 +116,29 @@ struct TrackingLogProjectionTests {
         }
     }
 
+    @Test("a record PostgreSQL refuses (a NUL in a text) goes to the dead-letter topic with PostgreSQL's reason; its batch neighbours are projected, the projection goes on")
+    func refusedByPostgres() async throws {
+        let suffix = TrackingHarness.uniqueSuffix()
+        let delivery = "refused-\(suffix)"
+        try await TrackingHarness.run(suffix: suffix, partitions: 1) { harness in
+            let hits = (0..<6).map { n in Self.hit(message: UUID().uuidString.lowercased(), delivery: delivery, tag: Int32(n % 2 + 1)) }
+            let poison = Self.hit(message: UUID().uuidString.lowercased(), delivery: delivery + "\u{0}x", tag: 1)
+            // One publish: the poison record sits in the middle of the others' batch.
+            try await harness.publish(Array(hits[0..<3]) + [poison] + Array(hits[3..<5]))
+            try await harness.publish([hits[5]])
+            try await harness.eventually("every other hit is projected") {
+                try await harness.rows(deliveryId: delivery).count == 6
+            }
+            #expect(Set(try await harness.rows(deliveryId: delivery).map(\.trackingId)) == Set(hits.map(\.trackingId)))
+
+            let letters = try await harness.read(harness.deadLetterTopic) { $0.count >= 1 }
+            #expect(letters.count == 1)
+            let reason = letters.first?.headers.string("dlq.reason") ?? ""
+            #expect(reason.hasPrefix("PostgreSQL refused the record:") && reason.contains("SQLSTATE 22"), "\(reason)")
+            #expect(letters.first?.headers.string("dlq.source.offset") == "3")
+        }
+    }
+
     @Test("stopped mid-stream and restarted: every hit is one row, no gaps, no doubles")
     func restart() async throws {
         let suffix = TrackingHarness.uniqueSuffix()

@@ -224,11 +224,13 @@ def cmd_register(args):
 def cmd_track(args):
     rng = random.Random(args.seed)
     delivered = {}
+    arrivals = 0
     for path in args.delivered:
         with open(path) as f:
             for entry in json.load(f)["entries"]:
                 if entry.get("mId"):
-                    delivered[entry["mId"]] = entry["provider"]  # a repeat after a crash replaces the first
+                    arrivals += 1
+                    delivered[entry["mId"]] = entry["provider"]  # a notification that arrived twice is tracked once
     # Which hits each device sends, and when (seconds from the start).
     hits = []
     for message_id, provider in delivered.items():
@@ -283,7 +285,7 @@ def cmd_track(args):
         log(f"  refused: {line}")
     with open(args.summary, "w") as out:
         out.write(f"TRACK_DELIVERED={len(delivered)}\nTRACK_HITS={len(hits)}\nTRACK_ACCEPTED={len(hits) - counters.get('failed')}\n"
-                  f"TRACK_IMPRESSIONS={len(received_ids)}\nTRACK_OPENS={len(opened_ids)}\n")
+                  f"TRACK_IMPRESSIONS={len(received_ids)}\nTRACK_OPENS={len(opened_ids)}\nTRACK_REPEATS={arrivals - len(delivered)}\n")
     return 1 if errors else 0
 
 

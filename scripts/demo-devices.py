@@ -89,6 +89,26 @@ def fcm_token(prefix=""):
     return f"{prefix}{b64(16)[:22 - len(prefix)]}:APA91b{b64(101)[:134]}"
 
 
+# Token prefixes the simulators answer specially (docs/simulators.md); a valid device's random
+# token must not start with one (a random hex token starts with "dead" once in 65,536).
+APNS_SPECIAL = ("dead", "bad0", "busy", "e429", "e500", "e503")
+FCM_SPECIAL = ("unreg", "mismatch", "invalid", "quota", "unavail", "internal", "thirdparty")
+
+
+def apns_token():
+    while True:
+        token = secrets.token_hex(32)  # the token bytes as lowercase hex (32 bytes today)
+        if not token.startswith(APNS_SPECIAL):
+            return token
+
+
+def valid_fcm_token():
+    while True:
+        token = fcm_token()
+        if not token.lower().startswith(FCM_SPECIAL):
+            return token
+
+
 def make_devices(count, invalid_percent, run, rng):
     ios_count = count // 2
     android_count = count - ios_count
@@ -100,8 +120,7 @@ def make_devices(count, invalid_percent, run, rng):
     ios_invalid = invalid_count(ios_count)
     for i in range(ios_count):
         invalid = i < ios_invalid
-        # APNs tokens are the token bytes as lowercase hex (32 bytes today).
-        token = ("dead" if i % 2 == 0 else "bad0") + secrets.token_hex(30) if invalid else secrets.token_hex(32)
+        token = ("dead" if i % 2 == 0 else "bad0") + secrets.token_hex(30) if invalid else apns_token()
         model, name = rng.choice(IPHONES)
         devices.append({
             "platform": "ios", "token": token, "invalid": invalid, "userKey": f"ios-{run}-{i:06d}@example.com",
@@ -113,7 +132,7 @@ def make_devices(count, invalid_percent, run, rng):
         invalid = i < android_invalid
         brand, manufacturer, model = rng.choice(ANDROIDS)
         devices.append({
-            "platform": "android", "token": fcm_token("unreg" if invalid else ""), "invalid": invalid,
+            "platform": "android", "token": fcm_token("unreg") if invalid else valid_fcm_token(), "invalid": invalid,
             "userKey": f"android-{run}-{i:06d}@example.com", "imei": secrets.token_hex(8),
             "name": f"{model} #{i}", "model": model, "brand": brand, "manufacturer": manufacturer,
             "osVersion": rng.choice(ANDROID_VERSIONS), "language": rng.choice(LANGUAGES),

@@ -269,7 +269,8 @@ public final class MessageSender<Transport: MessageTransport>: Service {
             metrics.credentialErrors.increment()
             suspensions.suspend(credential, until: now.addingTimeInterval(Double(settings.credentialCooldownMilliseconds) / 1000))
             logger.error("The provider refused the app's credentials; its messages wait while they are suspended", metadata: [
-                "app": "\(message.appId)", "reason": "\(reason)", "suspended.ms": "\(settings.credentialCooldownMilliseconds)",
+                "app": "\(message.appId)", "delivery.id": "\(message.deliveryId)", "message.id": "\(message.reference.messageId)",
+                "reason": "\(reason)", "suspended.ms": "\(settings.credentialCooldownMilliseconds)",
             ])
             let failed = MessageFailed(message: message.reference, failureType: "soft", reason: reason, attempts: message.attempt, failedAt: now)
             return ([try result(failed, of: work)], Tally(outcome: "failed", reason: reason, failureType: "soft"))

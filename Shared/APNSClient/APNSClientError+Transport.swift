@@ -27,8 +27,18 @@ extension APNSClientError {
         case is NIOSSLError, is BoringSSLError, is NIOSSLExtraError:
             self.init(code: .tlsFailed, isRetriable: true, mayHaveBeenDelivered: false, detail: "TLS failed: \(error)")
         case let error as NIOHTTP2Errors.StreamClosed where error.errorCode == .refusedStream:
-            // Refused (GOAWAY below this stream, or REFUSED_STREAM): APNs did not process it.
+            // REFUSED_STREAM: APNs did not process it.
             self.init(code: .connectionClosed, isRetriable: true, mayHaveBeenDelivered: false, detail: "stream refused")
+        case let error as NIOHTTP2Errors.StreamClosed where error.errorCode == .cancel:
+            // swift-nio-http2 closes the streams above a GOAWAY's last-stream-id with CANCEL: the
+            // server never processed them. (APNs answers the streams it processes; it does not
+            // reset them. A send retried on this ground that did arrive twice would show in the
+            // fault-injection suite, whose bound counts only the sender's own retries.)
+            self.init(code: .connectionClosed, isRetriable: true, mayHaveBeenDelivered: false, detail: "stream cut off by GOAWAY")
+        case ChannelError.ioOnClosedChannel:
+            // A write on a connection that had already closed (a GOAWAY'd one drained and shut):
+            // the request, or at least its end, never left, and APNs acts only on whole requests.
+            self.init(code: .connectionClosed, isRetriable: true, mayHaveBeenDelivered: false, detail: "the connection had closed before the request was written")
         case is CancellationError:
             self.init(code: .cancelled, isRetriable: true, mayHaveBeenDelivered: true, detail: "the sending task was cancelled")
         default:

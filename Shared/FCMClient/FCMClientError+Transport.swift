@@ -50,7 +50,11 @@ extension FCMClientError {
             switch error {
             case .connectTimeout:
                 return FCMClientError(.connectFailed, "\(endpoint): connect timeout")
-            case .ioOnClosedChannel, .outputClosed, .inputClosed, .eof, .alreadyClosed:
+            case .ioOnClosedChannel:
+                // A write on a connection that had already closed: the request, or at least its
+                // end, never left, and FCM acts only on whole requests.
+                return FCMClientError(.connectionClosed, "\(endpoint): the connection had closed before the request was written", mayHaveBeenDelivered: false)
+            case .outputClosed, .inputClosed, .eof, .alreadyClosed:
                 return FCMClientError(.connectionClosed, "\(endpoint): \(type)", mayHaveBeenDelivered: requestWritten)
             default:
                 return FCMClientError(.transportFailed, "\(endpoint): ChannelError", mayHaveBeenDelivered: requestWritten)
@@ -62,6 +66,11 @@ extension FCMClientError {
         if let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .refusedStream {
             // REFUSED_STREAM (e.g. a stream opened after the server's GOAWAY): not processed.
             return FCMClientError(.connectionClosed, "\(endpoint): stream refused by the server", mayHaveBeenDelivered: false)
+        }
+        if let closed = error as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .cancel {
+            // swift-nio-http2 closes the streams above a GOAWAY's last-stream-id with CANCEL:
+            // the server never processed them (FCM answers what it processes; it does not reset).
+            return FCMClientError(.connectionClosed, "\(endpoint): stream cut off by GOAWAY", mayHaveBeenDelivered: false)
         }
         if let closed = error as? NIOHTTP2Errors.StreamClosed {
             return FCMClientError(.connectionClosed, "\(endpoint): HTTP/2 stream closed (\(closed.errorCode))", mayHaveBeenDelivered: requestWritten)

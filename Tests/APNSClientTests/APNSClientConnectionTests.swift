@@ -49,7 +49,7 @@ extension APNSClientIntegrationTests {
             }
         }
 
-        @Test("GOAWAY mid-burst: every send ends 200 or retriable, the client reconnects, later sends succeed")
+        @Test("GOAWAY mid-burst: every send ends 200 or retriable, a send taken but unanswered is never called undelivered, the client reconnects, later sends succeed")
         func goAwayMidBurst() async throws {
             try await Harness.withSimulator(keys: [self.key]) { server in
                 try await Harness.withClient(Harness.configuration(for: server, connections: 2)) { client in
@@ -62,6 +62,14 @@ extension APNSClientIntegrationTests {
                     #expect(statuses.keys.allSatisfy { $0 == 200 }, "\(statuses)")
                     let allRetriable = errors.allSatisfy { $0.isRetriable }
                     #expect(allRetriable, "\(errors.prefix(3))")
+                    // The classification never hides a delivery: every send the simulator took but
+                    // whose answer the client lost is among the errors that say "may have been
+                    // delivered" (the streams the GOAWAY cut off say "not delivered" and were
+                    // resent at once). A lost answer still happens now and then (1 in 2,000 on one
+                    // run in three, `remoteConnectionClosed`: docs/apns-client.md).
+                    let unanswered = server.state.counters.accepted - statuses[200, default: 0]
+                    #expect(unanswered >= 0)
+                    #expect(unanswered <= errors.filter(\.mayHaveBeenDelivered).count, "\(errors.prefix(3))")
                     #expect(statuses[200, default: 0] + errors.count == 2000)
                     #expect(server.state.counters.goAways >= 2)
 

@@ -246,7 +246,7 @@ struct FCMClientSimulatorTests {
         }
     }
 
-    @Test("2,000 concurrent sends over 2 connections; a GOAWAY mid-stream ends every send with 200 or a retriable error")
+    @Test("2,000 concurrent sends over 2 connections; a GOAWAY mid-stream ends every send with 200 or a retriable error; a send taken but unanswered is never called undelivered")
     func manySendsAndGoAway() async throws {
         // 100 streams per connection: most sends queue in the client, so the GOAWAY finds both
         // requests in flight (answered) and requests not yet sent (moved to new connections).
@@ -308,6 +308,11 @@ struct FCMClientSimulatorTests {
                 for error in second.errors {
                     #expect(error.isRetriable, "\(error)")
                 }
+                // The classification never hides a delivery: a send the simulator logged but
+                // whose answer was lost is among the errors that say "may have been delivered".
+                let unanswered = simulator.state.notifications(limit: Int.max).count - logBefore - second.ok
+                #expect(unanswered >= 0)
+                #expect(unanswered <= second.errors.filter(\.mayHaveBeenDelivered).count, "\(second.errors.prefix(3))")
                 #expect(simulator.state.counters.goAways >= 2)
                 // New connections replaced the ones that went away, while the burst ran.
                 #expect(simulator.state.counters.connections >= 6)

@@ -94,10 +94,20 @@ package final class ConnectionState: @unchecked Sendable {
 
     private func closeIfDrained() {
         guard self.goAwayLastStreamID != nil, self.activeStreams <= 0 else { return }
-        // A short grace period lets the client read the GOAWAY before the FIN.
+        // Closing too early loses answers the client has not read yet, and it then retries
+        // requests that were processed: the last answers may still sit in the channel's
+        // outbound buffer (a busy socket), and closing while the client's late frames still
+        // arrive makes the kernel reset the connection, which discards what the client had not
+        // read. So: a PING written behind the answers completes once they reached the socket;
+        // then only the output is closed (TLS close_notify, FIN), the client reads everything
+        // up to it and closes; a connection the client has not closed 10 s later is closed here.
         let channel = self.channel
-        channel.eventLoop.scheduleTask(in: .milliseconds(50)) {
-            channel.close(promise: nil)
+        let ping = HTTP2Frame(streamID: .rootStream, payload: .ping(HTTP2PingData(withInteger: 0), ack: false))
+        channel.writeAndFlush(ping).whenComplete { _ in
+            channel.close(mode: .output).whenFailure { _ in channel.close(promise: nil) }
+            channel.eventLoop.scheduleTask(in: .seconds(10)) {
+                channel.close(promise: nil)
+            }
         }
     }
 }

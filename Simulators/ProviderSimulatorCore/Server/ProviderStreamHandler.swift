@@ -63,6 +63,9 @@ final class ProviderStreamHandler: ChannelInboundHandler {
         guard !self.answered else { return }
         self.answered = true
         if self.connection.isRefused(self.streamID) {
+            // Opened after this connection's GOAWAY: not processed, and said so with
+            // REFUSED_STREAM (RFC 9113 8.7), which tells the client it may retry safely.
+            context.writeAndFlush(self.wrapOutboundOut(.rstStream(.refusedStream)), promise: nil)
             context.close(promise: nil)
             return
         }

@@ -1,0 +1,205 @@
+#!/usr/bin/env python3
+"""End-to-end benchmark: one delivery to N devices (half iOS, half Android) through the whole
+channel, from the request on Kafka to every message's final status in push.broad_log.
+
+  bench/e2e.py [--devices N] [--latency-ms MS] [--no-build]
+
+  --devices N      subscriptions targeted (default 1,000,000)
+  --latency-ms MS  the simulators' answer latency (default 30: a provider a few tens of ms away)
+  --no-build       use the release binaries already in .build-bench
+
+What runs (docs/benchmarks.md, "End to end"):
+  1. scripts/stack up; a release build (--scratch-path .build-bench) of the five services, both
+     simulators and pushctl; the services and simulators start as chaos/run starts them
+     (scripts/pushlab.py), with the senders' default settings.
+  2. Not timed: a service with an iOS and an Android app and their credentials (pushctl), and N
+     subscriptions inserted with generate_series (as bench/planning.sh does).
+  3. Timed: a DeliveryRequested record published with kcat; then every second the delivery's
+     indicators, each service's resident memory (VmRSS) and the broad_log projection's lag
+     (push_consumer_lag of its group, from the planner's /metrics, which hosts it).
+  4. Figures: time to planned, time to the last final status, notifications per second
+     (messages sent / time to the last final status), peak resident memory per service and per
+     simulator, projection lag p50/p99 in records and in seconds (records / the results' rate
+     over the last 10 s); checks: N rows in broad_log all final, and the simulators' logs hold
+     every sent message.
+"""
+
+import argparse
+import os
+import random
+import statistics
+import sys
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "scripts"))
+from pushlab import LOCAL, ROOT, SERVICES, Channel, Secrets, build, fail, log, run, stack_up  # noqa: E402
+
+BROAD_LOG_GROUP = "push-broad-log-projection"
+
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def projection_lag(planner):
+    """Records of push.message-results the broad_log projection has not applied yet."""
+    try:
+        with urllib.request.urlopen(planner.url("/metrics"), timeout=2) as r:
+            text = r.read().decode()
+    except OSError:
+        return None
+    total = 0
+    for line in text.splitlines():
+        if line.startswith("push_consumer_lag{") and f'group="{BROAD_LOG_GROUP}"' in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def percentile(values, p):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))] if ordered else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--devices", type=int, default=1_000_000)
+    parser.add_argument("--latency-ms", type=int, default=30)
+    parser.add_argument("--no-build", action="store_true")
+    args = parser.parse_args()
+    devices = args.devices
+    ios, android = devices // 2, devices - devices // 2
+    command = "bench/e2e.py " + " ".join(sys.argv[1:])
+
+    env, stack = stack_up()
+    products = SERVICES + ["apns-simulator", "fcm-simulator", "pushctl"]
+    scratch = os.path.join(ROOT, ".build-bench")
+    if args.no_build:
+        bin_dir = os.path.join(scratch, "release")
+    else:
+        bin_dir = build(products, release=True, scratch=scratch)
+    for product in products:
+        if not os.access(os.path.join(bin_dir, product), os.X_OK):
+            fail(f"{bin_dir}/{product} is missing (run without --no-build)", "e2e")
+    run_dir = os.path.join(LOCAL, "e2e", time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(run_dir, mode=0o700)
+    commit = run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT).strip()
+    print(f"end to end: {devices} devices ({ios} iOS, {android} Android), simulators answering after {args.latency_ms} ms; "
+          f"commit {commit}; {os.cpu_count()} cores; load average {open('/proc/loadavg').read().split()[:3]}", flush=True)
+
+    channel = Channel("e2e", env, stack, bin_dir, run_dir, Secrets("e2e", run_dir, random.Random()), devices, args.latency_ms, program="e2e")
+    try:
+        return measure(args, channel, stack, devices, ios, android, command, commit)
+    finally:
+        channel.close()
+
+
+def measure(args, channel, stack, devices, ios, android, command, commit):
+    service = f"e2e-{time.strftime('%Y%m%d-%H%M%S')}"
+    ios_app, android_app = channel.create_service(service, "End-to-end benchmark")
+    log(f"inserting {devices} subscriptions (not timed)")
+    started = time.monotonic()
+    stack.sql(f"""
+        INSERT INTO push.subscriptions (app_id, registration_token, platform, user_key, params, registered_at, updated_at)
+        SELECT '{ios_app["appId"]}', md5('i{service}' || g) || md5('j' || g), 'ios', 'user' || g, '{{}}'::jsonb, now(), now()
+        FROM generate_series(1, {ios}) AS g;
+        INSERT INTO push.subscriptions (app_id, registration_token, platform, user_key, params, registered_at, updated_at)
+        SELECT '{android_app["appId"]}',
+               'c' || substr(md5('f{service}' || g), 1, 10) || ':APA91b'
+                   || left(translate(encode(sha512(('a' || g)::bytea) || sha512(('b' || g)::bytea), 'base64'), E'+/\\n', '-_'), 133),
+               'android', 'user' || g, '{{}}'::jsonb, now(), now()
+        FROM generate_series(1, {android}) AS g;
+        ANALYZE push.subscriptions;""", patience=0)
+    log(f"{devices} subscriptions inserted in {time.monotonic() - started:.0f} s")
+
+    # Samplers: memory of every process, and the broad_log projection's lag.
+    samples = {"rss": {name: 0 for name in channel.processes}, "lag": [], "results": []}
+    stop = threading.Event()
+
+    def sample():
+        while not stop.wait(1.0):
+            for name, process in channel.processes.items():
+                samples["rss"][name] = max(samples["rss"][name], rss_kib(process.popen.pid))
+            lag = projection_lag(channel.services["delivery-planning"])
+            if lag is not None:
+                samples["lag"].append((time.monotonic(), lag))
+    threading.Thread(target=sample, daemon=True).start()
+
+    request_id = f"bench-{service}"
+    valid_until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 4 * 3600))
+    published = time.monotonic()
+    channel.publish({"type": "DeliveryRequested", "version": 1, "requestId": request_id, "service": service,
+                     "audience": {"all": True}, "content": {"title": "Lisbon is waiting", "body": "Hello {{userKey}}"},
+                     "validUntil": valid_until})
+    log(f"request {request_id} published")
+    state = {"planned": None, "delivery": None, "last_print": 0}
+
+    def done():
+        rows = stack.sql_rows(f"SELECT d.delivery_id, d.status, coalesce(i.to_deliver, 0), coalesce(i.processed, 0), coalesce(i.sent, 0) "
+                              f"FROM push.deliveries d LEFT JOIN push.delivery_indicators i USING (delivery_id) WHERE d.request_id = '{request_id}'")
+        if not rows:
+            return False
+        delivery_id, status, to_deliver, processed, sent = rows[0][0], rows[0][1], *map(int, rows[0][2:])
+        now = time.monotonic()
+        state["delivery"] = delivery_id
+        samples["results"].append((now, processed))
+        if status == "planned" and state["planned"] is None:
+            state["planned"] = now - published
+            log(f"planned: {to_deliver} messages, {state['planned']:.1f} s after the request")
+        if now - state["last_print"] >= 15:
+            state["last_print"] = now
+            lag = samples["lag"][-1][1] if samples["lag"] else "?"
+            log(f"{status}: {processed} of {to_deliver or '?'} final ({sent} sent), broad_log projection lag {lag} records")
+        return status == "planned" and to_deliver > 0 and processed == to_deliver
+    channel.wait_until(4 * 3600, "every message with a final status", done, every=1.0)
+    last_result = time.monotonic() - published
+    stop.set()
+    delivery_id = state["delivery"]
+
+    # Checks.
+    rows, final, sent, failed, expired = map(int, stack.sql_rows(
+        f"SELECT count(*), count(*) FILTER (WHERE status IN ('sent', 'failed', 'expired')), count(*) FILTER (WHERE status = 'sent'), "
+        f"count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'expired') "
+        f"FROM push.broad_log WHERE delivery_id = '{delivery_id}'")[0])
+    if rows != devices or final != devices:
+        fail(f"broad_log holds {rows} rows for {devices} devices, {final} of them final", "e2e")
+    arrived = {name: sim.call("GET", "/_control/counters", timeout=60)["accepted"] for name, sim in channel.simulators.items()}
+    # The FCM simulator's accepted count includes the OAuth token answers (a handful).
+    if arrived["apns"] + arrived["fcm"] < sent:
+        fail(f"the simulators accepted {arrived} for {sent} sent", "e2e")
+
+    # Projection lag in seconds: records behind / the results' rate over the 10 s before.
+    results = samples["results"]
+
+    def rate_at(t):
+        window = [(s, n) for s, n in results if t - 10 <= s <= t]
+        if len(window) < 2 or window[-1][0] == window[0][0]:
+            return None
+        return (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0])
+    lags = [lag for _, lag in samples["lag"]]
+    lag_seconds = [lag / r for t, lag in samples["lag"] if (r := rate_at(t))]
+    print()
+    print(f"end to end, {devices} devices ({ios} iOS, {android} Android), simulators at {args.latency_ms} ms; commit {commit}")
+    print(f"  command                     {command}")
+    print(f"  planned                     {state['planned']:.1f} s after the request")
+    print(f"  last final status           {last_result:.1f} s after the request ({sent} sent, {failed} failed, {expired} expired)")
+    print(f"  notifications per second    {sent / last_result:,.0f}")
+    print("  peak resident memory        " + ", ".join(f"{name} {kib / 1024:.0f} MiB" for name, kib in samples["rss"].items()))
+    print(f"  broad_log projection lag    p50 {percentile(lags, 50):,.0f} records, p99 {percentile(lags, 99):,.0f} records"
+          + (f" (p50 {statistics.median(lag_seconds):.1f} s, p99 {percentile(lag_seconds, 99):.1f} s at the results' rate)" if lag_seconds else "")
+          + f"; {len(lags)} samples, one per second")
+    print(f"  simulators                  accepted {arrived['apns']:,} (APNs), {arrived['fcm']:,} (FCM, with the OAuth token answers)")
+    print(f"  load average after          {' '.join(open('/proc/loadavg').read().split()[:3])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -132,14 +132,7 @@ struct DeliveryIndicatorTests {
             let deliveryId = try await h.waitPlanned(requestId)
             try await h.eventually("to_deliver set") { try await Self.indicators(h, deliveryId)?.toDeliver == 11 }
 
-            var messages: [MessageReference] = []
-            let rows = try await h.postgres.query(
-                "SELECT message_id, app_id, registration_token, platform FROM push.broad_log WHERE delivery_id = \(deliveryId) ORDER BY message_id",
-                logger: h.logger
-            )
-            for try await (id, app, token, platform) in rows.decode((UUID, UUID, String, String).self) {
-                messages.append(MessageReference(messageId: id, deliveryId: deliveryId, appId: app, registrationToken: token, platform: platform))
-            }
+            let messages = try await h.plannedMessages(deliveryId)
             #expect(messages.count == 11)
             let m = messages
             let sentAt = Date()

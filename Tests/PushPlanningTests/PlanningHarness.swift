@@ -227,6 +227,19 @@ struct PlanningHarness: Sendable {
         }
         return deliveryId
     }
+
+    /// The delivery's messages as `broad_log` lists them, ordered by message id.
+    func plannedMessages(_ deliveryId: String) async throws -> [MessageReference] {
+        var messages: [MessageReference] = []
+        let rows = try await postgres.query(
+            "SELECT message_id, app_id, registration_token, platform FROM push.broad_log WHERE delivery_id = \(deliveryId) ORDER BY message_id",
+            logger: logger
+        )
+        for try await (id, app, token, platform) in rows.decode((UUID, UUID, String, String).self) {
+            messages.append(MessageReference(messageId: id, deliveryId: deliveryId, appId: app, registrationToken: token, platform: platform))
+        }
+        return messages
+    }
 }
 
 /// A delivery request as upstream systems write it.

@@ -30,14 +30,7 @@ struct ProjectionReplayTests {
             let deliveryId = try await h.waitPlanned(requestId, within: .seconds(120))
 
             // Outcomes by position: 1 in 20 pending, hard, soft, ignored, expired; the rest sent.
-            var messages: [MessageReference] = []
-            let rows = try await h.postgres.query(
-                "SELECT message_id, app_id, registration_token, platform FROM push.broad_log WHERE delivery_id = \(deliveryId) ORDER BY message_id",
-                logger: h.logger
-            )
-            for try await (id, app, token, platform) in rows.decode((UUID, UUID, String, String).self) {
-                messages.append(MessageReference(messageId: id, deliveryId: deliveryId, appId: app, registrationToken: token, platform: platform))
-            }
+            let messages = try await h.plannedMessages(deliveryId)
             try #require(messages.count == 9_998)
             let at = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded() / 1000)
             var results: [KafkaProducerRecord] = []

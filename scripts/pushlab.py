@@ -253,6 +253,9 @@ class Channel:
         self.env, self.stack, self.bin_dir, self.run_dir, self.secrets = env, stack, bin_dir, run_dir, secrets_
         self.program = program
         self.processes, self.simulators = {}, {}
+        # SIGTERM (a CI timeout, kill) ends the run like Ctrl-C: the caller's `finally` stops
+        # the processes, which run in their own sessions and would outlive it otherwise.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         env = dict(env, **secrets_.environment())
         self.env = env
         for name, extra in (("apns", ["--key", f"{secrets_.team_id}:{secrets_.key_id}:{secrets_.p8}", "--topic", secrets_.bundle_id]),

@@ -152,13 +152,27 @@ let package = Package(
 
         // MARK: provider clients (no project modules: the senders compose them)
         .target(
+            name: "PushHTTP2",
+            dependencies: [
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Shared/PushHTTP2",
+            swiftSettings: swiftSettings
+        ),
+        .target(
             name: "APNSClient",
             dependencies: [
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "PushHTTP2",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -170,10 +184,12 @@ let package = Package(
         .target(
             name: "FCMClient",
             dependencies: [
+                "PushHTTP2",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -294,6 +310,7 @@ let package = Package(
         // MARK: tests
         .testTarget(name: "PushEventsTests", dependencies: ["PushEvents"], swiftSettings: swiftSettings),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushHTTP2Tests", dependencies: ["PushHTTP2"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PushRegistrationTests",
             dependencies: [

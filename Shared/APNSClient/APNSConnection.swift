@@ -1,34 +1,32 @@
-import AsyncHTTPClient
 import NIOCore
+import PushHTTP2
 import Synchronization
 
-/// One long-lived HTTP/2 connection of a pool: an AsyncHTTPClient `HTTPClient` that keeps a
-/// single connection to its host, with the count of requests it is carrying.
+/// One long-lived HTTP/2 connection of a pool: an `HTTP2Endpoint` (the project's own HTTP/2
+/// client: one connection to its host at a time, reopened after GOAWAY), with the count of
+/// requests it is carrying.
 ///
-/// AHC opens one HTTP/2 connection per host and client, honours SETTINGS (so the single stream
-/// APNs allows a new token-auth connection until its first accepted request, and the raise
-/// after it) and GOAWAY (drains, then reconnects on the next request). One `HTTPClient` per
-/// slot therefore gives "N connections per pool" without writing an HTTP/2 client.
+/// The endpoint honours SETTINGS (so the single stream APNs allows a new token-auth connection
+/// until its first accepted request, and the raise after it) and GOAWAY (drains, then reconnects
+/// on the next request).
 final class APNSConnection: Sendable {
     private struct State {
         var outstanding = 0
         var retired = false
-        /// Completed once the client is shut down after `retire()`.
+        /// Completed once the endpoint is shut down after `retire()`.
         var closed: EventLoopPromise<Void>?
         var shutdownStarted = false
     }
 
-    let client: HTTPClient
+    let endpoint: HTTP2Endpoint
     /// Counts replacements within a slot, so many requests seeing the same IdleTimeout replace
     /// the connection once.
     let generation: Int
-    private let eventLoop: any EventLoop
     private let state = Mutex(State())
 
-    init(client: HTTPClient, generation: Int, eventLoop: any EventLoop) {
-        self.client = client
+    init(endpoint: HTTP2Endpoint, generation: Int) {
+        self.endpoint = endpoint
         self.generation = generation
-        self.eventLoop = eventLoop
     }
 
     var outstanding: Int { self.state.withLock { $0.outstanding } }
@@ -42,13 +40,13 @@ final class APNSConnection: Sendable {
         }
     }
 
-    /// Counts a request out; shuts the client down when it was the last one of a retired connection.
+    /// Counts a request out; shuts the endpoint down when it was the last one of a retired connection.
     func end() {
         let shutDownNow: EventLoopPromise<Void>? = self.state.withLock {
             $0.outstanding -= 1
             return self.takeShutdown(&$0)
         }
-        if let shutDownNow { self.shutDownClient(completing: shutDownNow) }
+        if let shutDownNow { self.shutDownEndpoint(completing: shutDownNow) }
     }
 
     /// Stops new requests; closes the connection gracefully once the ones in flight are answered.
@@ -57,11 +55,11 @@ final class APNSConnection: Sendable {
     func retire() -> EventLoopFuture<Void> {
         let (future, shutDownNow): (EventLoopFuture<Void>, EventLoopPromise<Void>?) = self.state.withLock {
             $0.retired = true
-            let promise = $0.closed ?? self.eventLoop.makePromise(of: Void.self)
+            let promise = $0.closed ?? self.endpoint.eventLoop.makePromise(of: Void.self)
             $0.closed = promise
             return (promise.futureResult, self.takeShutdown(&$0))
         }
-        if let shutDownNow { self.shutDownClient(completing: shutDownNow) }
+        if let shutDownNow { self.shutDownEndpoint(completing: shutDownNow) }
         return future
     }
 
@@ -71,8 +69,7 @@ final class APNSConnection: Sendable {
         return promise
     }
 
-    private func shutDownClient(completing promise: EventLoopPromise<Void>) {
-        // Errors here mean "already shut down"; either way the client is closed.
-        self.client.shutdown().whenComplete { _ in promise.succeed(()) }
+    private func shutDownEndpoint(completing promise: EventLoopPromise<Void>) {
+        self.endpoint.shutdown().whenComplete { _ in promise.succeed(()) }
     }
 }

@@ -1,9 +1,9 @@
-import AsyncHTTPClient
 import Foundation
 import Logging
 import NIOCore
-import NIOHTTP1
+import NIOHPACK
 import NIOSSL
+import PushHTTP2
 import Synchronization
 
 /// The connections of one (environment, credentials) pair: `connectionsPerPool` slots, each a
@@ -15,7 +15,8 @@ final class APNSConnectionPool: Sendable {
     /// Shared with every other pool of the client that signs with the same key.
     let providerToken: APNSProviderToken?
     private let slots: [APNSConnectionSlot]
-    private let baseURL: String
+    /// The base URL's path, before `/3/device/<token>` (empty for APNs itself).
+    private let pathPrefix: String
     private let requestTimeout: Duration
     private let logger: Logger
     /// Completions of connections replaced or retired, awaited by `close()`.
@@ -34,7 +35,11 @@ final class APNSConnectionPool: Sendable {
         self.environment = environment
         self.credentialsId = credentials.id
         self.providerToken = providerToken
-        self.baseURL = configuration.baseURL(for: environment)
+        let baseURL = configuration.baseURL(for: environment)
+        guard let origin = HTTP2Origin(url: baseURL) else {
+            throw .badCredentials("the APNs base URL \(baseURL) is not https://host[:port]")
+        }
+        self.pathPrefix = origin.pathPrefix
         self.requestTimeout = configuration.requestTimeout
         var poolLogger = logger
         poolLogger[metadataKey: "apns.pool"] = "\(environment.rawValue)/\(credentials.id)"
@@ -42,21 +47,29 @@ final class APNSConnectionPool: Sendable {
         let logger = poolLogger
 
         let tls = try Self.tlsConfiguration(configuration: configuration, credentials: credentials)
+        let sslContext: NIOSSLContext
+        do {
+            sslContext = try HTTP2Endpoint.makeSSLContext(tls)
+        } catch {
+            throw .badCredentials("the TLS settings are unusable: \(error)")
+        }
+        let endpointConfiguration = HTTP2Endpoint.Configuration(
+            origin: origin,
+            sslContext: sslContext,
+            connectTimeout: TimeAmount(configuration.connectTimeout),
+            idleTimeout: TimeAmount(configuration.connectionIdleTimeout)
+        )
         let slotCount = max(1, configuration.connectionsPerPool)
         var slots: [APNSConnectionSlot] = []
         for index in 0..<slotCount {
             let health = SlotHealth()
             let slot = APNSConnectionSlot(index: index) { generation in
-                let httpConfiguration = Self.httpConfiguration(
-                    configuration: configuration,
-                    tls: tls,
-                    generation: generation,
-                    health: health,
-                    connectionCount: connectionCount,
-                    logger: logger
+                let endpoint = HTTP2Endpoint(
+                    configuration: endpointConfiguration,
+                    eventLoop: eventLoopGroup.next(),
+                    onConnectionOpened: Self.observer(generation: generation, health: health, connectionCount: connectionCount, logger: logger)
                 )
-                let client = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: httpConfiguration, backgroundActivityLogger: logger)
-                return APNSConnection(client: client, generation: generation, eventLoop: eventLoopGroup.any())
+                return APNSConnection(endpoint: endpoint, generation: generation)
             }
             health.slot.withLock { $0.slot = slot }
             slots.append(slot)
@@ -86,10 +99,9 @@ final class APNSConnectionPool: Sendable {
         let httpRequest = self.httpRequest(for: request, bearer: bearer)
         let deadline = NIODeadline.now() + TimeAmount(self.requestTimeout)
         do {
-            let response = try await connection.client.execute(httpRequest, deadline: deadline, logger: self.logger)
-            let body = try await response.body.collect(upTo: 64 * 1024)
+            let response = try await connection.endpoint.send(httpRequest, deadline: deadline)
             slot.answered()
-            let answer = APNSResponse(status: Int(response.status.code), headers: response.headers, body: body)
+            let answer = APNSResponse(status: response.status, headers: response.headers, body: response.body)
             self.logger.debug(
                 "apns answer",
                 metadata: [
@@ -162,11 +174,9 @@ final class APNSConnectionPool: Sendable {
 
     // MARK: building requests and clients
 
-    private func httpRequest(for request: APNSRequest, bearer: String?) -> HTTPClientRequest {
-        var http = HTTPClientRequest(url: "\(self.baseURL)/3/device/\(request.deviceToken)")
-        http.method = .POST
-        var headers = HTTPHeaders()
-        headers.reserveCapacity(9)
+    private func httpRequest(for request: APNSRequest, bearer: String?) -> HTTP2Request {
+        var headers = HPACKHeaders()
+        headers.reserveCapacity(8)
         if let bearer { headers.add(name: "authorization", value: "bearer \(bearer)") }
         headers.add(name: "apns-topic", value: request.topic)
         headers.add(name: "apns-push-type", value: request.pushType)
@@ -177,9 +187,7 @@ final class APNSConnectionPool: Sendable {
         if let collapseId = request.collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
         headers.add(name: "apns-id", value: request.apnsId.uuidString.lowercased())
         headers.add(name: "content-type", value: "application/json")
-        http.headers = headers
-        http.body = .bytes(ByteBuffer(bytes: request.payload))
-        return http
+        return HTTP2Request(path: "\(self.pathPrefix)/3/device/\(request.deviceToken)", headers: headers, body: ByteBuffer(bytes: request.payload))
     }
 
     private static func tlsConfiguration(configuration: APNSClientConfiguration, credentials: APNSCredentials) throws(APNSClientError) -> TLSConfiguration {
@@ -199,26 +207,14 @@ final class APNSConnectionPool: Sendable {
         return tls
     }
 
-    private static func httpConfiguration(
-        configuration: APNSClientConfiguration,
-        tls: TLSConfiguration,
+    /// Counts the endpoint's connections and tells the slot when one opens and closes.
+    private static func observer(
         generation: Int,
         health: SlotHealth,
         connectionCount: APNSConnectionCount,
         logger: Logger
-    ) -> HTTPClient.Configuration {
-        var http = HTTPClient.Configuration()
-        http.tlsConfiguration = tls
-        http.redirectConfiguration = .disallow
-        http.httpVersion = .automatic
-        http.timeout = .init(connect: TimeAmount(configuration.connectTimeout))
-        http.connectionPool.idleTimeout = TimeAmount(configuration.connectionIdleTimeout)
-        // One connection: several connections come from several slots, each its own client.
-        http.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 1
-        // A connect failure fails the waiting requests at once; the slot's backoff (not AHC's
-        // silent retries until the deadline) decides when the next connect happens.
-        http.connectionPool.retryConnectionEstablishment = false
-        let observe: @Sendable (any Channel) -> EventLoopFuture<Void> = { channel in
+    ) -> @Sendable (any Channel) -> Void {
+        { channel in
             connectionCount.opened()
             health.opened()
             logger.debug("apns connection open", metadata: ["apns.generation": "\(generation)"])
@@ -227,11 +223,7 @@ final class APNSConnectionPool: Sendable {
                 health.closed(generation: generation)
                 logger.debug("apns connection closed", metadata: ["apns.generation": "\(generation)"])
             }
-            return channel.eventLoop.makeSucceededVoidFuture()
         }
-        http.http2ConnectionDebugInitializer = observe
-        http.http1_1ConnectionDebugInitializer = observe
-        return http
     }
 }
 

@@ -1,11 +1,11 @@
 import Foundation
 import NIOCore
-import NIOHTTP1
+import NIOHPACK
 
 extension APNSResponse {
     /// Reads an answer off the wire: `apns-id`, `Retry-After`, and the JSON body's `reason` and
     /// `timestamp` (milliseconds). A body that is not JSON leaves `reason` nil.
-    init(status: Int, headers: HTTPHeaders, body: ByteBuffer) {
+    init(status: Int, headers: HPACKHeaders, body: ByteBuffer) {
         self.init(status: status)
         self.apnsId = headers.first(name: "apns-id")
         self.retryAfter = headers.first(name: "retry-after").flatMap(Self.retryAfter)

@@ -2,7 +2,9 @@ import AsyncHTTPClient
 import Foundation
 import Logging
 import NIOCore
+import NIOHPACK
 import NIOSSL
+import PushHTTP2
 import Synchronization
 
 /// Sends FCM HTTP v1 messages over long-lived HTTP/2 connections, with OAuth access tokens
@@ -16,6 +18,8 @@ public final class FCMClient: Sendable {
     /// The cached access tokens `send` uses.
     public let accessTokens: FCMAccessTokenProvider
     private let connections: FCMSendConnections
+    /// The send endpoint's path before `/v1/projects/...` (empty for FCM itself).
+    private let pathPrefix: String
     private let tokenClient: HTTPClient
     private let logger: Logger
     private let now: @Sendable () -> Date
@@ -32,13 +36,33 @@ public final class FCMClient: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.now = now
-        let httpConfiguration = Self.httpConfiguration(configuration, logger: logger)
+        let tls = Self.tlsConfiguration(configuration, logger: logger)
+        let httpConfiguration = Self.httpConfiguration(configuration, tls: tls)
+        // A base URL that is not https://host[:port] fails every send as a connect failure.
+        let origin = HTTP2Origin(url: configuration.baseURL) ?? HTTP2Origin(host: "invalid-base-url.invalid")
+        if HTTP2Origin(url: configuration.baseURL) == nil {
+            logger.error("the FCM base URL is not https://host[:port]; every send will fail", metadata: ["fcm.base_url": "\(configuration.baseURL)"])
+        }
+        self.pathPrefix = origin.pathPrefix
+        let sslContext: NIOSSLContext
+        do {
+            sslContext = try HTTP2Endpoint.makeSSLContext(tls)
+        } catch {
+            logger.error("the TLS settings are unusable; no server will be trusted", metadata: ["error": "\(error)"])
+            var empty = TLSConfiguration.makeClientConfiguration()
+            empty.trustRoots = .certificates([])
+            sslContext = (try? HTTP2Endpoint.makeSSLContext(empty))!
+        }
         self.connections = FCMSendConnections(
             count: configuration.connections,
             streamsPerConnection: configuration.maxConcurrentStreamsPerConnection,
-            configuration: httpConfiguration,
-            eventLoopGroup: eventLoopGroup,
-            logger: logger
+            configuration: HTTP2Endpoint.Configuration(
+                origin: origin,
+                sslContext: sslContext,
+                connectTimeout: Self.timeAmount(configuration.connectTimeout),
+                idleTimeout: .minutes(5)
+            ),
+            eventLoopGroup: eventLoopGroup
         )
         let tokenClient = HTTPClient(eventLoopGroup: eventLoopGroup.next(), configuration: httpConfiguration, backgroundActivityLogger: logger)
         self.tokenClient = tokenClient
@@ -102,24 +126,21 @@ public final class FCMClient: Sendable {
     // MARK: HTTP
 
     private func post(_ body: ByteBuffer, projectId: String, token: FCMAccessToken) async throws(FCMClientError) -> FCMResponse {
-        var request = HTTPClientRequest(url: "\(self.configuration.baseURL)/v1/projects/\(projectId)/messages:send")
-        request.method = .POST
-        request.headers.add(name: "content-type", value: "application/json; charset=UTF-8")
-        request.headers.add(name: "authorization", value: "Bearer \(token.value)")
-        request.body = .bytes(body)
+        var headers = HPACKHeaders()
+        headers.add(name: "content-type", value: "application/json; charset=UTF-8")
+        headers.add(name: "authorization", value: "Bearer \(token.value)")
+        let request = HTTP2Request(path: "\(self.pathPrefix)/v1/projects/\(projectId)/messages:send", headers: headers, body: body)
         let timeout = Self.timeAmount(self.configuration.requestTimeout)
-        let logger = self.logger
         let now = self.now
         var attempt = 1
         while true {
             do throws(FCMClientError) {
-                return try await self.connections.withClient { (client: HTTPClient) async throws(FCMClientError) -> FCMResponse in
+                return try await self.connections.withEndpoint { (endpoint: HTTP2Endpoint) async throws(FCMClientError) -> FCMResponse in
                     do {
-                        let response = try await client.execute(request, deadline: .now() + timeout, logger: logger)
-                        let bytes = try await response.body.collect(upTo: 1 << 20)
+                        let response = try await endpoint.send(request, deadline: .now() + timeout)
                         return FCMResponse(
-                            status: Int(response.status.code),
-                            body: bytes.readableBytesView,
+                            status: response.status,
+                            body: response.body.readableBytesView,
                             retryAfterHeader: response.headers.first(name: "retry-after"),
                             now: now()
                         )
@@ -128,8 +149,9 @@ public final class FCMClient: Sendable {
                     }
                 }
             } catch {
-                // A request that never got a stream because its connection was closing (GOAWAY)
-                // was not sent: resend it (on a new connection) a few times before giving up.
+                // A request that provably never reached FCM (refused, above the GOAWAY's
+                // last-stream-id, never written) goes again, on a new connection if its own is
+                // closing, a few times before giving up.
                 guard error.code == .connectionClosed, !error.mayHaveBeenDelivered, attempt < Self.unsentAttempts, !Task.isCancelled else {
                     throw error
                 }
@@ -181,7 +203,7 @@ public final class FCMClient: Sendable {
         )
     }
 
-    private static func httpConfiguration(_ configuration: FCMClientConfiguration, logger: Logger) -> HTTPClient.Configuration {
+    private static func tlsConfiguration(_ configuration: FCMClientConfiguration, logger: Logger) -> TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let pem = configuration.trustedCAPEM {
             do {
@@ -191,6 +213,11 @@ public final class FCMClient: Sendable {
                 tls.trustRoots = .certificates([])
             }
         }
+        return tls
+    }
+
+    /// The token endpoint's client (a request an hour per service account: AsyncHTTPClient).
+    private static func httpConfiguration(_ configuration: FCMClientConfiguration, tls: TLSConfiguration) -> HTTPClient.Configuration {
         var http = HTTPClient.Configuration(
             tlsConfiguration: tls,
             redirectConfiguration: .disallow,

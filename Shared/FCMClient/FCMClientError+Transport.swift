@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import PushHTTP2
 
 extension FCMClientError {
     /// Maps a failure of one HTTP exchange to a code. `requestWritten` says whether the request
@@ -13,6 +14,22 @@ extension FCMClientError {
             return FCMClientError(.cancelled, "\(endpoint): cancelled", isRetriable: true, mayHaveBeenDelivered: requestWritten)
         }
         if let error = error as? FCMClientError { return error }
+        if let error = error as? HTTP2ClientError {
+            switch error.kind {
+            case .connectFailed:
+                return FCMClientError(.connectFailed, "\(endpoint): \(error.detail)")
+            case .tlsFailed:
+                return FCMClientError(.tlsFailed, "\(endpoint): \(error.detail)", isRetriable: false)
+            case .notSent:
+                return FCMClientError(.connectionClosed, "\(endpoint): \(error.detail)", mayHaveBeenDelivered: false)
+            case .lostAnswer:
+                return FCMClientError(.connectionClosed, "\(endpoint): \(error.detail)", mayHaveBeenDelivered: requestWritten)
+            case .timeout:
+                return FCMClientError(.timeout, "\(endpoint): \(error.detail)", mayHaveBeenDelivered: requestWritten && error.mayHaveBeenDelivered)
+            case .shutDown:
+                return FCMClientError(.shutDown, "\(endpoint): \(error.detail)", isRetriable: false)
+            }
+        }
         if let error = error as? HTTPClientError {
             let label = error.shortDescription
             switch error {

@@ -1,15 +1,13 @@
-import AsyncHTTPClient
 import Logging
 import Metrics
 import NIOCore
-import NIOSSL
+import PushHTTP2
 import Synchronization
 
-/// The long-lived HTTP/2 connections to the send endpoint: one `HTTPClient` per slot, each on its
-/// own event loop, so each holds exactly one HTTP/2 connection (AsyncHTTPClient multiplexes all
-/// of a host's requests on one connection per event loop, honours SETTINGS and GOAWAY, and
-/// reconnects after GOAWAY). Requests go to the slot with the fewest outstanding requests, at
-/// most `streamsPerConnection` at a time per slot.
+/// The long-lived HTTP/2 connections to the send endpoint: one `HTTP2Endpoint` per slot (the
+/// project's own HTTP/2 client: one connection at a time, honouring SETTINGS and GOAWAY, reopened
+/// after GOAWAY), each on its own event loop. Requests go to the slot with the fewest outstanding
+/// requests, at most `streamsPerConnection` at a time per slot.
 final class FCMSendConnections: Sendable {
     private typealias Waiter = CheckedContinuation<Int?, Never>
 
@@ -22,40 +20,34 @@ final class FCMSendConnections: Sendable {
         var cancelledWaiters: Set<UInt64> = []
     }
 
-    private let clients: [HTTPClient]
+    private let endpoints: [HTTP2Endpoint]
     private let state: Mutex<State>
     private let counter: ConnectionCounter
     private let streamsPerConnection: Int
 
-    init(count: Int, streamsPerConnection: Int, configuration: HTTPClient.Configuration, eventLoopGroup: any EventLoopGroup, logger: Logger) {
+    init(count: Int, streamsPerConnection: Int, configuration: HTTP2Endpoint.Configuration, eventLoopGroup: any EventLoopGroup) {
         let slots = max(1, count)
         self.streamsPerConnection = max(1, streamsPerConnection)
         self.state = Mutex(State(inUse: Array(repeating: 0, count: slots)))
-        var clients: [HTTPClient] = []
         let counter = ConnectionCounter()
-        for _ in 0..<slots {
-            var slotConfiguration = configuration
-            slotConfiguration.http2ConnectionDebugInitializer = { channel in
+        self.endpoints = (0..<slots).map { _ in
+            HTTP2Endpoint(configuration: configuration, eventLoop: eventLoopGroup.next()) { channel in
                 counter.opened()
                 channel.closeFuture.whenComplete { _ in counter.closed() }
-                return channel.eventLoop.makeSucceededVoidFuture()
             }
-            clients.append(HTTPClient(eventLoopGroup: eventLoopGroup.next(), configuration: slotConfiguration, backgroundActivityLogger: logger))
         }
-        self.clients = clients
         self.counter = counter
     }
 
     /// HTTP/2 connections currently open across all slots.
     var openConnections: Int { self.counter.value }
 
-    /// Runs `body` with the least busy slot's client once that slot has a free stream. Callers
-    /// beyond `streamsPerConnection` per slot wait here, in order, instead of in AsyncHTTPClient's
-    /// pool (which fails waiters after the connect timeout).
-    func withClient<T>(_ body: (HTTPClient) async throws(FCMClientError) -> T) async throws(FCMClientError) -> T {
+    /// Runs `body` with the least busy slot's endpoint once that slot has a free stream. Callers
+    /// beyond `streamsPerConnection` per slot wait here, in order.
+    func withEndpoint<T>(_ body: (HTTP2Endpoint) async throws(FCMClientError) -> T) async throws(FCMClientError) -> T {
         let index = try await self.acquire()
         defer { self.release(index) }
-        return try await body(self.clients[index])
+        return try await body(self.endpoints[index])
     }
 
     private func acquire() async throws(FCMClientError) -> Int {
@@ -126,8 +118,8 @@ final class FCMSendConnections: Sendable {
         }
         for waiter in waiters { waiter.resume(returning: nil) }
         var firstError: (any Error)?
-        for client in self.clients {
-            do { try await client.shutdown() } catch { firstError = firstError ?? error }
+        for endpoint in self.endpoints {
+            do { try await endpoint.shutdown().get() } catch { firstError = firstError ?? error }
         }
         if let firstError { throw firstError }
     }

@@ -1,0 +1,279 @@
+import NIOCore
+import NIOHTTP2
+import NIOPosix
+import NIOSSL
+
+/// One long-lived HTTP/2 connection to one server, reopened when needed: the project's own
+/// small HTTP/2 client, shared by the APNs and FCM clients.
+///
+/// - The connection opens on the first request (TCP, TLS with ALPN `h2`, then the server's first
+///   SETTINGS, so its stream limit is known before a stream opens). Requests arriving meanwhile
+///   wait for it. A failed open fails them all: the caller's backoff decides when to try again.
+/// - Requests are multiplexed as streams; above the server's `MAX_CONCURRENT_STREAMS`
+///   swift-nio-http2 holds the new streams until one closes.
+/// - After the server's GOAWAY the connection takes no new streams, drains the ones the server
+///   processes, then closes; the next request opens a new connection meanwhile.
+/// - A connection without streams for `idleTimeout` closes.
+/// - Each answer is delivered as soon as its last frame is read, so a connection that closes
+///   right after answering cannot lose an answer; a lost answer is reported with whether the
+///   server may have acted on the request (`HTTP2ClientError`).
+///
+/// Its state lives on one event loop; `send` hops there once per request.
+public final class HTTP2Endpoint: Sendable {
+    public struct Configuration: Sendable {
+        public var origin: HTTP2Origin
+        /// From `makeSSLContext`, shared by every endpoint with the same TLS settings.
+        public var sslContext: NIOSSLContext
+        public var connectTimeout: TimeAmount
+        /// A connection without streams this long closes (zero: never).
+        public var idleTimeout: TimeAmount
+
+        public init(origin: HTTP2Origin, sslContext: NIOSSLContext, connectTimeout: TimeAmount = .seconds(10), idleTimeout: TimeAmount = .minutes(5)) {
+            self.origin = origin
+            self.sslContext = sslContext
+            self.connectTimeout = connectTimeout
+            self.idleTimeout = idleTimeout
+        }
+    }
+
+    /// A TLS context for `tls` that offers only `h2` in ALPN.
+    public static func makeSSLContext(_ tls: TLSConfiguration) throws -> NIOSSLContext {
+        var tls = tls
+        tls.applicationProtocols = ["h2"]
+        return try NIOSSLContext(configuration: tls)
+    }
+
+    private typealias Waiter = (Result<HTTP2ClientConnection, HTTP2ClientError>) -> Void
+
+    private struct State {
+        var current: HTTP2ClientConnection?
+        var connecting = false
+        var waiters: [Waiter] = []
+        /// Every open connection, draining ones included, until it closes.
+        var open: [ObjectIdentifier: HTTP2ClientConnection] = [:]
+        var isShutDown = false
+    }
+
+    public let eventLoop: any EventLoop
+    private let configuration: Configuration
+    private let authority: String
+    private let state: NIOLoopBoundBox<State>
+    private let onConnectionOpened: @Sendable (any Channel) -> Void
+
+    /// - Parameter onConnectionOpened: called on the event loop with each connection's channel
+    ///   once it is ready (metrics and health watch its `closeFuture`).
+    public init(
+        configuration: Configuration,
+        eventLoop: any EventLoop,
+        onConnectionOpened: @escaping @Sendable (any Channel) -> Void = { _ in }
+    ) {
+        self.configuration = configuration
+        let origin = configuration.origin
+        let host = origin.host.contains(":") ? "[\(origin.host)]" : origin.host
+        self.authority = origin.port == 443 ? host : "\(host):\(origin.port)"
+        self.eventLoop = eventLoop
+        self.state = NIOLoopBoundBox.makeBoxSendingValue(State(), eventLoop: eventLoop)
+        self.onConnectionOpened = onConnectionOpened
+    }
+
+    /// Sends one request and returns the server's answer, whatever its status. Throws only when
+    /// no answer came, saying whether the server may have acted on the request.
+    public func send(_ request: HTTP2Request, deadline: NIODeadline) async throws(HTTP2ClientError) -> HTTP2Response {
+        let future = self.eventLoop.flatSubmit { self.sendOnLoop(request, deadline: deadline) }
+        do {
+            return try await future.get()
+        } catch let error as HTTP2ClientError {
+            throw error
+        } catch {
+            throw HTTP2ClientError(.lostAnswer, "\(error)", mayHaveBeenDelivered: true)
+        }
+    }
+
+    /// Takes no new requests; completes once every connection has answered its streams and closed.
+    public func shutdown() -> EventLoopFuture<Void> {
+        self.eventLoop.flatSubmit {
+            var state = self.state.value
+            state.isShutDown = true
+            let waiters = state.waiters
+            state.waiters = []
+            let connections = Array(state.open.values)
+            self.state.value = state
+            for waiter in waiters {
+                waiter(.failure(HTTP2ClientError(.shutDown, "the client is shut down", mayHaveBeenDelivered: false)))
+            }
+            for connection in connections { connection.retire() }
+            return EventLoopFuture.andAllComplete(connections.map { $0.channel.closeFuture }, on: self.eventLoop)
+        }
+    }
+
+    /// Open connections (draining ones included).
+    public func openConnections() -> EventLoopFuture<Int> {
+        self.eventLoop.submit { self.state.value.open.count }
+    }
+
+    // MARK: on the event loop
+
+    private func sendOnLoop(_ request: HTTP2Request, deadline: NIODeadline) -> EventLoopFuture<HTTP2Response> {
+        let promise = self.eventLoop.makePromise(of: HTTP2Response.self)
+        self.withConnection { result in
+            switch result {
+            case .success(let connection):
+                connection.send(request, deadline: deadline, promise: promise)
+            case .failure(let error):
+                promise.fail(error)
+            }
+        }
+        return promise.futureResult
+    }
+
+    /// A request a connection took but never sent (it stopped taking streams first): it goes on
+    /// another connection, with its own deadline.
+    private func requeue(_ waiting: HTTP2ClientConnection.Waiting) {
+        guard NIODeadline.now() < waiting.deadline else {
+            waiting.promise.fail(HTTP2ClientError(.timeout, "no stream before the deadline", mayHaveBeenDelivered: false))
+            return
+        }
+        self.withConnection { result in
+            switch result {
+            case .success(let connection):
+                connection.send(waiting.request, deadline: waiting.deadline, promise: waiting.promise)
+            case .failure(let error):
+                waiting.promise.fail(error)
+            }
+        }
+    }
+
+    private func withConnection(_ body: @escaping Waiter) {
+        if self.state.value.isShutDown {
+            body(.failure(HTTP2ClientError(.shutDown, "the client is shut down", mayHaveBeenDelivered: false)))
+            return
+        }
+        if let current = self.state.value.current, current.isUsable {
+            body(.success(current))
+            return
+        }
+        self.state.value.waiters.append(body)
+        if !self.state.value.connecting {
+            self.state.value.connecting = true
+            self.connect()
+        }
+    }
+
+    private func connected(_ result: Result<HTTP2ClientConnection, HTTP2ClientError>) {
+        var state = self.state.value
+        state.connecting = false
+        let waiters = state.waiters
+        state.waiters = []
+        if case .success(let connection) = result {
+            if state.isShutDown {
+                connection.retire()
+            } else {
+                state.current = connection
+            }
+        }
+        self.state.value = state
+        for waiter in waiters {
+            if state.isShutDown, case .success = result {
+                waiter(.failure(HTTP2ClientError(.shutDown, "the client is shut down", mayHaveBeenDelivered: false)))
+            } else {
+                waiter(result)
+            }
+        }
+    }
+
+    private func connect() {
+        let configuration = self.configuration
+        let sslContext = configuration.sslContext
+        let origin = configuration.origin
+        // Hostname verification: a name is checked against the certificate's DNS names, an
+        // address (no SNI) against its IP addresses.
+        let isAddress = (try? SocketAddress(ipAddress: origin.host, port: 0)) != nil
+        let serverHostname = isAddress ? nil : origin.host
+        ClientBootstrap(group: self.eventLoop)
+            .connectTimeout(configuration.connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname))
+                    var settings = nioDefaultSettings
+                    settings.append(HTTP2Setting(parameter: .enablePush, value: 0))
+                    var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
+                    connectionConfiguration.initialSettings = settings
+                    _ = try sync.configureHTTP2Pipeline(
+                        mode: .client,
+                        connectionConfiguration: connectionConfiguration,
+                        streamConfiguration: .init(),
+                        inboundStreamInitializer: { $0.close() }
+                    )
+                    try sync.addHandler(HTTP2ConnectionEventsHandler(eventLoop: channel.eventLoop))
+                }
+            }
+            .connect(host: origin.host, port: origin.port)
+            .assumeIsolated()
+            .whenComplete { result in
+                switch result {
+                case .failure(let error):
+                    self.connected(.failure(Self.connectError(error)))
+                case .success(let channel):
+                    self.handshake(channel)
+                }
+            }
+    }
+
+    /// Waits for TLS and the server's first SETTINGS, within the connect timeout.
+    private func handshake(_ channel: any Channel) {
+        let handler: HTTP2ConnectionEventsHandler
+        let multiplexer: NIOHTTP2Handler.StreamMultiplexer
+        do {
+            let sync = channel.pipeline.syncOperations
+            handler = try sync.handler(type: HTTP2ConnectionEventsHandler.self)
+            multiplexer = try sync.handler(type: NIOHTTP2Handler.self).syncMultiplexer()
+        } catch {
+            channel.close(promise: nil)
+            self.connected(.failure(HTTP2ClientError(.connectFailed, "pipeline: \(error)", mayHaveBeenDelivered: false)))
+            return
+        }
+        let timeout = channel.eventLoop.assumeIsolated().scheduleTask(in: self.configuration.connectTimeout) {
+            handler.failReady(HTTP2ClientError(.tlsFailed, "no TLS handshake and SETTINGS within the connect timeout", mayHaveBeenDelivered: false))
+            channel.close(promise: nil)
+        }
+        handler.readyFuture.assumeIsolated().whenComplete { result in
+            timeout.cancel()
+            switch result {
+            case .failure(let error):
+                channel.close(promise: nil)
+                self.connected(.failure(error as? HTTP2ClientError ?? HTTP2ClientError(.connectFailed, "\(error)", mayHaveBeenDelivered: false)))
+            case .success:
+                let connection = HTTP2ClientConnection(
+                    channel: channel,
+                    multiplexer: multiplexer,
+                    authority: self.authority,
+                    maxStreams: handler.maxConcurrentStreams,
+                    idleTimeout: self.configuration.idleTimeout,
+                    requeue: { waiting in self.requeue(waiting) }
+                )
+                handler.connection = connection
+                let id = ObjectIdentifier(connection)
+                self.state.value.open[id] = connection
+                channel.closeFuture.assumeIsolated().whenComplete { _ in
+                    self.state.value.open[id] = nil
+                    if self.state.value.current === connection { self.state.value.current = nil }
+                    connection.closed()
+                }
+                self.onConnectionOpened(channel)
+                self.connected(.success(connection))
+            }
+        }
+    }
+
+    private static func connectError(_ error: any Error) -> HTTP2ClientError {
+        if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
+            return HTTP2ClientError(.tlsFailed, "TLS failed: \(error)", mayHaveBeenDelivered: false)
+        }
+        if case ChannelError.connectTimeout = error {
+            return HTTP2ClientError(.connectFailed, "connect timeout", mayHaveBeenDelivered: false)
+        }
+        return HTTP2ClientError(.connectFailed, "connect failed: \(error)", mayHaveBeenDelivered: false)
+    }
+}

@@ -157,7 +157,14 @@ def measure(args, channel, stack, devices, ios, android, command, commit):
         if now - state["last_print"] >= 15:
             state["last_print"] = now
             lag = samples["lag"][-1][1] if samples["lag"] else "?"
-            log(f"{status}: {processed} of {to_deliver or '?'} final ({sent} sent), broad_log projection lag {lag} records")
+            # What the providers took so far: tells a sender pause from a projection pause.
+            try:
+                took = ", ".join(f"{name} {sim.call('GET', '/_control/counters', timeout=10)['accepted']}"
+                                 for name, sim in channel.simulators.items())
+            except Exception as error:  # a slow answer must not end the run
+                took = f"? ({error})"
+            log(f"{status}: {processed} of {to_deliver or '?'} final ({sent} sent; simulators accepted {took}), "
+                f"broad_log projection lag {lag} records")
         return status == "planned" and to_deliver > 0 and processed == to_deliver
     channel.wait_until(4 * 3600, "every message with a final status", done, every=1.0)
     last_result = time.monotonic() - published

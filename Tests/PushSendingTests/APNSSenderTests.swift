@@ -115,7 +115,10 @@ struct APNSSenderTests {
 
     @Test("a refused key fails a few messages, the rest wait; after a rotation they are sent")
     func credentialRejectedThenRotated() async throws {
-        try await APNSSenderHarness.with { h in
+        // A cool-down well above the time the rotation takes to reach the sender (the first
+        // result's trip through Kafka, 1 s, the credential cache): with the harness's 1.5 s, a
+        // second message could fail when the cool-down ended just before the new key arrived.
+        try await APNSSenderHarness.with(settings: ["APNS_SENDER_CREDENTIAL_COOLDOWN_MS": "5000"]) { h in
             // A key the simulator does not know: InvalidProviderToken.
             try await h.setCredential(teamId: APNSSenderHarness.teamId, keyId: "UNKNOWNKEY", key: P256.Signing.PrivateKey())
             let messages = (0..<20).map { _ in h.message(token: APNSSenderHarness.token()) }

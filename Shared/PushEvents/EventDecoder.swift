@@ -52,7 +52,7 @@ extension EventMetadata {
 /// event is the upcaster. Added fields are ignored; unknown types or versions decode to
 /// `.unknown`.
 public struct EventDecoder<Event: Sendable>: Sendable {
-    private var decoders: [Key: @Sendable (Data, EventMetadata) throws -> Event] = [:]
+    private var decoders: [Key: @Sendable (Data) throws -> (Event, EventMetadata)] = [:]
 
     private struct Key: Hashable {
         var type: String
@@ -66,20 +66,29 @@ public struct EventDecoder<Event: Sendable>: Sendable {
         _ payload: Payload.Type, version: Int = Payload.eventVersion,
         _ transform: @escaping @Sendable (Payload, EventMetadata) -> Event
     ) {
-        decoders[Key(type: Payload.eventType, version: version)] = { data, metadata in
+        decoders[Key(type: Payload.eventType, version: version)] = { data in
             let wire = try EventJSON.decoder.decode(EventEnvelope<Payload>.Wire.self, from: data)
-            return transform(wire.data, metadata)
+            return (transform(wire.data, wire.metadata), wire.metadata)
         }
     }
 
     public func decode(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Event> {
         let data = Data(bytes)
+        // A consumer of one event type (the senders) parses each record once: the whole envelope
+        // as that type, kept only when its type and version are the registered ones. Anything
+        // else (another type, a malformed record) takes the two-step path below, which names
+        // the problem precisely.
+        if self.decoders.count == 1, let (key, decode) = self.decoders.first,
+            let (event, metadata) = try? decode(data), metadata.type == key.type, metadata.version == key.version
+        {
+            return .known(event, metadata)
+        }
         let metadata = try EventMetadata.decode(bytes)
         guard let decode = decoders[Key(type: metadata.type, version: metadata.version)] else {
             return .unknown(metadata)
         }
         do {
-            return .known(try decode(data, metadata), metadata)
+            return .known(try decode(data).0, metadata)
         } catch {
             throw EventDecodingError(reason: .invalidPayload, detail: "\(metadata.type) v\(metadata.version): \(Self.describe(error))")
         }

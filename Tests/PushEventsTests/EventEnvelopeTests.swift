@@ -106,6 +106,58 @@ struct EventEnvelopeTests {
     }
 }
 
+/// A decoder with one registration takes a one-parse path (the senders'): it must answer exactly
+/// as the two-step path does.
+@Suite("Event envelope: a decoder of one event type")
+struct SingleTypeDecoderTests {
+    var decoder: EventDecoder<TestEvent> {
+        var decoder = EventDecoder<TestEvent>()
+        decoder.register(Greeting.self) { payload, _ in .greeting(payload) }
+        return decoder
+    }
+
+    @Test("its type and version: known, with the record's metadata")
+    func known() throws {
+        // Whole milliseconds: events carry their time to the millisecond.
+        let occurred = Date(timeIntervalSince1970: 1_795_000_000.25)
+        let envelope = EventEnvelope(key: "k", payload: Greeting(name: "Ada", times: 3), occurredAt: occurred, correlationId: "c-1")
+        guard case .known(let event, let metadata) = try decoder.decode(try envelope.encoded()) else {
+            Issue.record("expected a known event")
+            return
+        }
+        #expect(event == .greeting(Greeting(name: "Ada", times: 3)))
+        #expect(metadata == envelope.metadata)
+    }
+
+    @Test("another type with the same fields, or another version of its type: unknown")
+    func lookalikes() throws {
+        let otherType = #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Farewell","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"Bo","times":2}}"#
+        let otherVersion = #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":3,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"Bo","times":2}}"#
+        for json in [otherType, otherVersion] {
+            guard case .unknown(let metadata) = try decoder.decode(Array(json.utf8)) else {
+                Issue.record("expected an unknown event: \(json)")
+                continue
+            }
+            #expect(metadata.key == "k")
+        }
+    }
+
+    @Test("bad records: the same reasons as the two-step path")
+    func badRecords() throws {
+        let cases: [(String, EventDecodingError.Reason, String)] = [
+            ("not json at all", .malformedEnvelope, "not valid JSON"),
+            (#"{"type":"Greeting","version":2,"data":{"name":"x","times":1}}"#, .malformedEnvelope, "missing field"),
+            (#"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"x","times":"secret-value"}}"#, .invalidPayload, "wrong type at data.times"),
+        ]
+        for (json, reason, fragment) in cases {
+            let error = #expect(throws: EventDecodingError.self) { try decoder.decode(Array(json.utf8)) }
+            #expect(error?.reason == reason)
+            #expect(error?.description.contains(fragment) == true, "\(error?.description ?? "")")
+            #expect(error?.description.contains("secret-value") == false)
+        }
+    }
+}
+
 @Suite("Topic catalog")
 struct TopicCatalogTests {
     @Test("defaults follow DESIGN.md and every consumed topic has a dead-letter topic")

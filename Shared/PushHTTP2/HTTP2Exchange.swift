@@ -91,6 +91,9 @@ final class HTTP2ExchangeHandler: ChannelInboundHandler, RemovableChannelHandler
     private var lastError: (any Error)?
     private var streamID: HTTP2StreamID?
 
+    /// Provider answers are a few hundred bytes; a larger one is not read into memory.
+    static let maximumBodyBytes = 1 << 20
+
     init(
         request: HTTP2Request,
         authority: String,
@@ -147,6 +150,10 @@ final class HTTP2ExchangeHandler: ChannelInboundHandler, RemovableChannelHandler
             if frame.endStream { self.succeed(context: context) }
         case .data(let frame):
             if case .byteBuffer(var bytes) = frame.data {
+                guard (self.body?.readableBytes ?? 0) + bytes.readableBytes <= Self.maximumBodyBytes else {
+                    self.fail(context: context, HTTP2ClientError(.lostAnswer, "an answer body over \(Self.maximumBodyBytes) bytes", mayHaveBeenDelivered: true))
+                    return
+                }
                 if self.body == nil {
                     self.body = bytes
                 } else {

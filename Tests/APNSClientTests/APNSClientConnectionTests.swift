@@ -77,6 +77,26 @@ extension APNSClientIntegrationTests {
             }
         }
 
+        @Test("a server allowing 8 streams: the client never opens more; at a GOAWAY the requests still waiting for a stream move to a new connection, each answered once")
+        func streamLimitAndGoAway() async throws {
+            try await Harness.withSimulator(keys: [self.key], maxConcurrentStreams: 8) { server in
+                try await Harness.withClient(Harness.configuration(for: server, connections: 1)) { client in
+                    let credentials = try self.key.credentials()
+                    async let outcome = self.burst(600, client: client, credentials: credentials)
+                    #expect(try await Harness.eventually(timeout: .seconds(60)) { server.state.counters.accepted >= 100 })
+                    server.goAwayAll()
+                    let (statuses, errors) = await outcome
+                    #expect(statuses == [200: 600])
+                    #expect(errors.isEmpty, "\(errors.prefix(3))")
+                    #expect(server.state.counters.accepted == 600)
+                    // Streams above the limit would have been refused by the simulator.
+                    #expect(server.state.counters.peakConcurrentStreams <= 8)
+                    #expect(server.state.counters.goAways >= 1)
+                    #expect(server.state.counters.connections == 2)
+                }
+            }
+        }
+
         @Test("connection refused: a retriable error, well under the connect timeout, then backoff")
         func connectionRefused() async throws {
             let configuration = try await Harness.withSimulator(keys: [self.key]) { server in

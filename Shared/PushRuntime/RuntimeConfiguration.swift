@@ -21,8 +21,8 @@ public struct RuntimeConfiguration: Sendable {
     /// `KAFKA_DELIVERY_TIMEOUT_MS`: how long a produced event may wait for the broker. Default 10000.
     public var kafkaDeliveryTimeoutMilliseconds: Int
     /// `PUSH_SHUTDOWN_GRACE_MS`: how long a graceful shutdown (SIGTERM) may take before the
-    /// services still running are cancelled; 5 s after that the process ends anyway. Default 20000,
-    /// inside compose's 30 s `stop_grace_period`.
+    /// services still running are cancelled; 5 s after that the process exits (status 70).
+    /// Default 15000: with those 5 s, inside compose's 30 s `stop_grace_period`.
     public var shutdownGraceMilliseconds: Int
 
     public init(service: String, defaultOpsPort: Int, environment: EnvironmentSettings = EnvironmentSettings()) throws(ConfigurationError) {
@@ -44,7 +44,7 @@ public struct RuntimeConfiguration: Sendable {
         opsPort = try environment.int("PUSH_OPS_PORT", default: defaultOpsPort)
         kafkaSessionTimeoutMilliseconds = try environment.int("KAFKA_SESSION_TIMEOUT_MS", default: 10_000)
         kafkaDeliveryTimeoutMilliseconds = try environment.int("KAFKA_DELIVERY_TIMEOUT_MS", default: 10_000)
-        shutdownGraceMilliseconds = try environment.int("PUSH_SHUTDOWN_GRACE_MS", default: 20_000)
+        shutdownGraceMilliseconds = try environment.int("PUSH_SHUTDOWN_GRACE_MS", default: 15_000)
         guard shutdownGraceMilliseconds >= 1_000 else {
             throw ConfigurationError("PUSH_SHUTDOWN_GRACE_MS must be at least 1000; got \(shutdownGraceMilliseconds)")
         }

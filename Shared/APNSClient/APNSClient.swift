@@ -123,7 +123,7 @@ public final class APNSClient: Sendable {
         let retired: [APNSConnectionPool] = self.state.withLock { state in
             let retired = state.pools.filter { !activeIds.contains($0.key.credentialsId) }
             for key in retired.keys { state.pools[key] = nil }
-            let keysInUse = Set(state.pools.values.compactMap { $0.providerToken.map { "\($0.teamId):\($0.keyId)" } })
+            let keysInUse = Set(state.pools.values.compactMap { $0.providerToken?.name })
             state.tokens = state.tokens.filter { keysInUse.contains($0.key) }
             return Array(retired.values)
         }
@@ -152,7 +152,7 @@ public final class APNSClient: Sendable {
             if let pool = state.pools[key] { return pool }
             var token: APNSProviderToken?
             if case .token(let teamId, let keyId, let signingKey) = credentials.material {
-                let name = "\(teamId):\(keyId)"
+                let name = APNSProviderToken.name(teamId: teamId, keyId: keyId, key: signingKey)
                 if let shared = state.tokens[name] {
                     token = shared
                 } else {

@@ -48,12 +48,26 @@ final class APNSProviderToken: Sendable {
         self.teamId = teamId
         self.keyId = keyId
         self.key = key
-        self.keyFingerprint = SHA256.hash(data: key.publicKey.x963Representation).map { String(format: "%02x", $0) }.joined()
+        self.keyFingerprint = Self.fingerprint(of: key)
         self.refreshInterval = refreshInterval
         self.store = store
         self.logger = logger
         self.now = now
         self.onRefresh = onRefresh
+    }
+
+    /// SHA-256 of the public key, hex.
+    static func fingerprint(of key: P256.Signing.PrivateKey) -> String {
+        SHA256.hash(data: key.publicKey.x963Representation).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// What a client shares one token per: the ids and the key itself. Two keys claiming the same
+    /// team and key id (a misconfigured app, a rotated .p8 re-using its id) get a token each, so
+    /// neither signs for the other.
+    var name: String { "\(self.teamId):\(self.keyId):\(self.keyFingerprint)" }
+
+    static func name(teamId: String, keyId: String, key: P256.Signing.PrivateKey) -> String {
+        "\(teamId):\(keyId):\(Self.fingerprint(of: key))"
     }
 
     /// The token to send now: the current one while younger than `refreshInterval`.

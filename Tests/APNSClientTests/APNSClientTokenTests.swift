@@ -1,4 +1,5 @@
 import APNSClient
+import Crypto
 import Foundation
 import MetricsTestKit
 import ProviderSimulatorCore
@@ -110,6 +111,27 @@ extension APNSClientIntegrationTests {
                     _ = server.state.updateFaults { $0.failPercent = 0 }
                     #expect(try await client.send(Harness.request(), credentials: credentials, environment: .production).status == 200)
                     #expect(server.state.counters.byReason["TooManyProviderTokenUpdates"] == nil)
+                }
+            }
+        }
+
+        @Test("two keys claiming the same team and key id (a stale app's credential): each signs its own tokens, the valid one is accepted")
+        func sameIdsAnotherKey() async throws {
+            // Seen in the fault-injection suite: messages left from an earlier run, whose app's
+            // .p8 had the same team and key id as the current one but another key, made the
+            // client share one token between the two, and the current app's sends were refused.
+            var stale = TestKey()
+            stale.key = P256.Signing.PrivateKey()
+            try await Harness.withSimulator(keys: [self.key]) { server in
+                try await Harness.withClient(Harness.configuration(for: server)) { client in
+                    let staleCredentials = try stale.credentials(id: "sha256:stale")
+                    let current = try self.key.credentials(id: "sha256:current")
+                    let refused = try await client.send(Harness.request(), credentials: staleCredentials, environment: .production)
+                    #expect(refused.reason == .invalidProviderToken)
+                    let accepted = try await client.send(Harness.request(), credentials: current, environment: .production)
+                    #expect(accepted.status == 200)
+                    #expect(try await client.send(Harness.request(), credentials: staleCredentials, environment: .production).reason == .invalidProviderToken)
+                    #expect(try await client.send(Harness.request(), credentials: current, environment: .production).status == 200)
                 }
             }
         }

@@ -39,10 +39,11 @@ public final class FCMClient: Sendable {
         let tls = Self.tlsConfiguration(configuration, logger: logger)
         let httpConfiguration = Self.httpConfiguration(configuration, tls: tls)
         // A base URL that is not https://host[:port] fails every send as a connect failure.
-        let origin = HTTP2Origin(url: configuration.baseURL) ?? HTTP2Origin(host: "invalid-base-url.invalid")
-        if HTTP2Origin(url: configuration.baseURL) == nil {
+        let parsed = HTTP2Origin(url: configuration.baseURL)
+        if parsed == nil {
             logger.error("the FCM base URL is not https://host[:port]; every send will fail", metadata: ["fcm.base_url": "\(configuration.baseURL)"])
         }
+        let origin = parsed ?? HTTP2Origin(host: "invalid-base-url.invalid")
         self.pathPrefix = origin.pathPrefix
         let sslContext: NIOSSLContext
         do {

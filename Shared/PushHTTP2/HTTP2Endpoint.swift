@@ -106,11 +106,6 @@ public final class HTTP2Endpoint: Sendable {
         }
     }
 
-    /// Open connections (draining ones included).
-    public func openConnections() -> EventLoopFuture<Int> {
-        self.eventLoop.submit { self.state.value.open.count }
-    }
-
     // MARK: on the event loop
 
     private func sendOnLoop(_ request: HTTP2Request, deadline: NIODeadline) -> EventLoopFuture<HTTP2Response> {

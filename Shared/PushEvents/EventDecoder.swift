@@ -52,7 +52,7 @@ extension EventMetadata {
 /// event is the upcaster. Added fields are ignored; unknown types or versions decode to
 /// `.unknown`.
 public struct EventDecoder<Event: Sendable>: Sendable {
-    private var decoders: [Key: @Sendable (Data) throws -> (Event, EventMetadata)] = [:]
+    private var decoders: [Key: @Sendable ([UInt8]) throws -> (Event, EventMetadata)] = [:]
 
     private struct Key: Hashable {
         var type: String
@@ -66,20 +66,32 @@ public struct EventDecoder<Event: Sendable>: Sendable {
         _ payload: Payload.Type, version: Int = Payload.eventVersion,
         _ transform: @escaping @Sendable (Payload, EventMetadata) -> Event
     ) {
-        decoders[Key(type: Payload.eventType, version: version)] = { data in
-            let wire = try EventJSON.decoder.decode(EventEnvelope<Payload>.Wire.self, from: data)
+        let read: (@Sendable ([UInt8]) -> (any PushEvent, EventMetadata)?)? =
+            if let readable = Payload.self as? any (PushEvent & EventJSONReadable).Type { Self.reader(of: readable) } else { nil }
+        decoders[Key(type: Payload.eventType, version: version)] = { bytes in
+            // The hand-written reader first; what it does not read, the decoder reads or rejects.
+            if let read, let (payload, metadata) = read(bytes), let payload = payload as? Payload {
+                return (transform(payload, metadata), metadata)
+            }
+            let wire = try EventJSON.decoder.decode(EventEnvelope<Payload>.Wire.self, from: Data(bytes))
             return (transform(wire.data, wire.metadata), wire.metadata)
         }
     }
 
+    private static func reader<Payload: PushEvent & EventJSONReadable>(of _: Payload.Type) -> @Sendable ([UInt8]) -> (any PushEvent, EventMetadata)? {
+        { bytes in
+            guard let envelope = try? EventEnvelope<Payload>.read(bytes) else { return nil }
+            return (envelope.payload, envelope.metadata)
+        }
+    }
+
     public func decode(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Event> {
-        let data = Data(bytes)
         // A consumer of one event type (the senders) parses each record once: the whole envelope
         // as that type, kept only when its type and version are the registered ones. Anything
         // else (another type, a malformed record) takes the two-step path below, which names
         // the problem precisely.
         if self.decoders.count == 1, let (key, decode) = self.decoders.first,
-            let (event, metadata) = try? decode(data), metadata.type == key.type, metadata.version == key.version
+            let (event, metadata) = try? decode(bytes), metadata.type == key.type, metadata.version == key.version
         {
             return .known(event, metadata)
         }
@@ -88,7 +100,7 @@ public struct EventDecoder<Event: Sendable>: Sendable {
             return .unknown(metadata)
         }
         do {
-            return .known(try decode(data).0, metadata)
+            return .known(try decode(bytes).0, metadata)
         } catch {
             throw EventDecodingError(reason: .invalidPayload, detail: "\(metadata.type) v\(metadata.version): \(Self.describe(error))")
         }

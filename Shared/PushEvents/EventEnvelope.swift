@@ -68,7 +68,53 @@ public struct EventEnvelope<Payload: PushEvent>: Sendable {
 
     /// The JSON bytes of the envelope.
     public func encoded() throws -> [UInt8] {
-        Array(try EventJSON.encoder.encode(Wire(metadata: metadata, data: payload)))
+        if let payload = payload as? any EventJSONWritable { return encoded(writing: payload) }
+        return Array(try EventJSON.encoder.encode(Wire(metadata: metadata, data: payload)))
+    }
+
+    /// The same bytes as the encoder's, written by hand (`EventJSONWritable`).
+    func encoded(writing payload: some EventJSONWritable) -> [UInt8] {
+        var writer = EventJSONWriter()
+        writer.object { writer in
+            writer.string("causationId", metadata.causationId)
+            writer.string("correlationId", metadata.correlationId)
+            writer.object("data", payload.writeMembers)
+            writer.uuid("id", metadata.id)
+            writer.string("key", metadata.key)
+            writer.date("occurredAt", metadata.occurredAt)
+            writer.string("type", metadata.type)
+            writer.int("version", metadata.version)
+        }
+        return writer.bytes
+    }
+
+    /// Reads an envelope whose payload reads itself, or throws `Unsupported` for the decoder to
+    /// take over (see `EventJSONReadable`).
+    static func read(_ bytes: [UInt8]) throws(EventJSONReader.Unsupported) -> EventEnvelope
+    where Payload: EventJSONReadable {
+        var reader = EventJSONReader(bytes)
+        var id: UUID?, type: String?, version: Int?, occurredAt: Date?, key: String?
+        var correlationId: String??, causationId: String??, payload: Payload?
+        try reader.members { reader, member throws(EventJSONReader.Unsupported) in
+            switch member {
+            case "id": try EventJSONReader.once(&id, try reader.uuid())
+            case "type": try EventJSONReader.once(&type, try reader.string())
+            case "version": try EventJSONReader.once(&version, try reader.int())
+            case "occurredAt": try EventJSONReader.once(&occurredAt, try reader.date())
+            case "key": try EventJSONReader.once(&key, try reader.string())
+            case "correlationId": try EventJSONReader.once(&correlationId, try reader.optionalString())
+            case "causationId": try EventJSONReader.once(&causationId, try reader.optionalString())
+            case "data": try EventJSONReader.once(&payload, try Payload(reading: &reader))
+            default: try reader.skipValue()
+            }
+        }
+        try reader.end()
+        let metadata = EventMetadata(
+            id: try EventJSONReader.required(id), type: try EventJSONReader.required(type), version: try EventJSONReader.required(version),
+            occurredAt: try EventJSONReader.required(occurredAt), key: try EventJSONReader.required(key),
+            correlationId: correlationId ?? nil, causationId: causationId ?? nil
+        )
+        return EventEnvelope(metadata: metadata, payload: try EventJSONReader.required(payload))
     }
 
     struct Wire: Codable {

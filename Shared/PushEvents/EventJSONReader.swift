@@ -1,0 +1,282 @@
+import Foundation
+
+/// An event whose payload reads itself from JSON without `JSONDecoder`: the planned messages,
+/// read once per notification by the senders.
+///
+/// The reader is a fast path, not a second definition of the format: it accepts only input whose
+/// meaning is plain (no duplicate keys, integers as digits, dates as the events write them) and
+/// throws on anything else, and the caller then decodes with `EventJSON.decoder`, which either
+/// accepts the record the same way or names the problem. `EventJSONTests` checks that both paths
+/// give equal values.
+public protocol EventJSONReadable {
+    /// Reads the payload object (the reader is at its opening brace).
+    init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported)
+}
+
+/// A forward-only reader of one JSON text, for `EventJSONReadable` types.
+public struct EventJSONReader {
+    /// The input is not one the fast path reads; decode it with `JSONDecoder` instead.
+    public struct Unsupported: Error {}
+
+    private let bytes: [UInt8]
+    private var index = 0
+
+    public init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// Reads an object, calling `member` with each key; `member` must read the value.
+    public mutating func members(_ member: (inout EventJSONReader, String) throws(Unsupported) -> Void) throws(Unsupported) {
+        try expect(UInt8(ascii: "{"))
+        if try peek() == UInt8(ascii: "}") {
+            index += 1
+            return
+        }
+        while true {
+            let key = try string()
+            try expect(UInt8(ascii: ":"))
+            try member(&self, key)
+            switch try next() {
+            case UInt8(ascii: ","): continue
+            case UInt8(ascii: "}"): return
+            default: throw Unsupported()
+            }
+        }
+    }
+
+    /// Only whitespace may follow the value just read.
+    public mutating func end() throws(Unsupported) {
+        skipWhitespace()
+        guard index == bytes.count else { throw Unsupported() }
+    }
+
+    /// True (and consumed) if the next value is `null`.
+    public mutating func null() throws(Unsupported) -> Bool {
+        guard try peek() == UInt8(ascii: "n") else { return false }
+        try literal("null")
+        return true
+    }
+
+    public mutating func string() throws(Unsupported) -> String {
+        try expect(UInt8(ascii: "\""))
+        let start = index
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
+                defer { index += 1 }
+                return try text(start..<index)
+            }
+            if byte == UInt8(ascii: "\\") { return try escapedString(from: start) }
+            if byte < 0x20 { throw Unsupported() }
+            index += 1
+        }
+        throw Unsupported()
+    }
+
+    public mutating func optionalString() throws(Unsupported) -> String? {
+        try null() ? nil : try string()
+    }
+
+    /// An integer written as digits (optionally negative) that fits an `Int`.
+    public mutating func int() throws(Unsupported) -> Int {
+        _ = try peek()
+        var negative = false
+        if bytes[index] == UInt8(ascii: "-") {
+            negative = true
+            index += 1
+        }
+        let start = index
+        var value = 0
+        while index < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[index]) {
+            let digit = Int(bytes[index] - UInt8(ascii: "0"))
+            let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = negative ? times10.subtractingReportingOverflow(digit) : times10.addingReportingOverflow(digit)
+            guard !overflow1, !overflow2 else { throw Unsupported() }
+            value = sum
+            index += 1
+        }
+        // No digits, a leading zero, or a fraction or exponent: the decoder decides.
+        guard index > start, bytes[start] != UInt8(ascii: "0") || index == start + 1 else { throw Unsupported() }
+        if index < bytes.count, [UInt8(ascii: "."), UInt8(ascii: "e"), UInt8(ascii: "E")].contains(bytes[index]) { throw Unsupported() }
+        return value
+    }
+
+    public mutating func uuid() throws(Unsupported) -> UUID {
+        guard let uuid = UUID(uuidString: try string()) else { throw Unsupported() }
+        return uuid
+    }
+
+    /// `yyyy-MM-ddTHH:mm:ssZ` or `yyyy-MM-ddTHH:mm:ss.SSSZ`, as the events write dates.
+    public mutating func date() throws(Unsupported) -> Date {
+        try expect(UInt8(ascii: "\""))
+        let start = index
+        guard let end = bytes[start...].firstIndex(of: UInt8(ascii: "\"")) else { throw Unsupported() }
+        index = end + 1
+        let length = end - start
+        guard length == 20 || length == 24, bytes[end - 1] == UInt8(ascii: "Z") else { throw Unsupported() }
+        func number(_ offset: Int, _ count: Int) throws(Unsupported) -> Int {
+            var value = 0
+            for byte in bytes[(start + offset)..<(start + offset + count)] {
+                guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { throw Unsupported() }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        func separator(_ offset: Int, _ character: Unicode.Scalar) throws(Unsupported) {
+            guard bytes[start + offset] == UInt8(ascii: character) else { throw Unsupported() }
+        }
+        try separator(4, "-")
+        try separator(7, "-")
+        try separator(10, "T")
+        try separator(13, ":")
+        try separator(16, ":")
+        let (year, month, day) = (try number(0, 4), try number(5, 2), try number(8, 2))
+        let (hour, minute, second) = (try number(11, 2), try number(14, 2), try number(17, 2))
+        guard (1...12).contains(month), (1...EventJSONDate.daysInMonth(year: year, month: month)).contains(day),
+            hour < 24, minute < 60, second < 60
+        else { throw Unsupported() }
+        var milliseconds = 0
+        if length == 24 {
+            try separator(19, ".")
+            milliseconds = try number(20, 3)
+        }
+        let seconds = EventJSONDate.days(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
+        // The same arithmetic as `Date.ISO8601FormatStyle.parse`, so both paths give equal dates.
+        return Date(timeIntervalSinceReferenceDate: Double(seconds - EventJSONDate.referenceDateSince1970) + Double(milliseconds) / 1000)
+    }
+
+    public mutating func optionalDate() throws(Unsupported) -> Date? {
+        try null() ? nil : try date()
+    }
+
+    /// Skips a value of a member this reader does not use (the decoder ignores them too).
+    public mutating func skipValue() throws(Unsupported) {
+        switch try peek() {
+        case UInt8(ascii: "\""): _ = try string()
+        case UInt8(ascii: "{"): try members { reader, _ throws(Unsupported) in try reader.skipValue() }
+        case UInt8(ascii: "["):
+            index += 1
+            if try peek() == UInt8(ascii: "]") {
+                index += 1
+                return
+            }
+            while true {
+                try skipValue()
+                switch try next() {
+                case UInt8(ascii: ","): continue
+                case UInt8(ascii: "]"): return
+                default: throw Unsupported()
+                }
+            }
+        case UInt8(ascii: "t"): try literal("true")
+        case UInt8(ascii: "f"): try literal("false")
+        case UInt8(ascii: "n"): try literal("null")
+        default: _ = try int()
+        }
+    }
+
+    /// Stores a member's value; a key seen twice is left to the decoder.
+    public static func once<Value>(_ slot: inout Value?, _ value: Value) throws(Unsupported) {
+        guard slot == nil else { throw Unsupported() }
+        slot = value
+    }
+
+    /// A member that must be present.
+    public static func required<Value>(_ value: Value?) throws(Unsupported) -> Value {
+        guard let value else { throw Unsupported() }
+        return value
+    }
+
+    // MARK: pieces
+
+    private mutating func skipWhitespace() {
+        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+    }
+
+    /// The next non-blank byte, not consumed.
+    private mutating func peek() throws(Unsupported) -> UInt8 {
+        skipWhitespace()
+        guard index < bytes.count else { throw Unsupported() }
+        return bytes[index]
+    }
+
+    private mutating func next() throws(Unsupported) -> UInt8 {
+        let byte = try peek()
+        index += 1
+        return byte
+    }
+
+    private mutating func expect(_ byte: UInt8) throws(Unsupported) {
+        guard try next() == byte else { throw Unsupported() }
+    }
+
+    private mutating func literal(_ word: StaticString) throws(Unsupported) {
+        let word = UnsafeBufferPointer(start: word.utf8Start, count: word.utf8CodeUnitCount)
+        guard bytes.count - index >= word.count, bytes[index..<(index + word.count)].elementsEqual(word) else { throw Unsupported() }
+        index += word.count
+    }
+
+    private func text(_ range: Range<Int>) throws(Unsupported) -> String {
+        guard let text = String(validating: bytes[range], as: UTF8.self) else { throw Unsupported() }
+        return text
+    }
+
+    /// The rest of a string that has escapes (the reader is at the first backslash).
+    private mutating func escapedString(from start: Int) throws(Unsupported) -> String {
+        var unescaped = Array(bytes[start..<index])
+        while index < bytes.count {
+            let byte = bytes[index]
+            index += 1
+            switch byte {
+            case UInt8(ascii: "\""):
+                guard let text = String(validating: unescaped, as: UTF8.self) else { throw Unsupported() }
+                return text
+            case UInt8(ascii: "\\"):
+                guard index < bytes.count else { throw Unsupported() }
+                let escape = bytes[index]
+                index += 1
+                switch escape {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): unescaped.append(escape)
+                case UInt8(ascii: "b"): unescaped.append(0x08)
+                case UInt8(ascii: "f"): unescaped.append(0x0C)
+                case UInt8(ascii: "n"): unescaped.append(0x0A)
+                case UInt8(ascii: "r"): unescaped.append(0x0D)
+                case UInt8(ascii: "t"): unescaped.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try hex4()
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        // A high surrogate must be followed by an escaped low one.
+                        try literal("\\u")
+                        let low = try hex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw Unsupported() }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    guard let character = Unicode.Scalar(scalar) else { throw Unsupported() }
+                    unescaped.append(contentsOf: String(character).utf8)
+                default: throw Unsupported()
+                }
+            default:
+                guard byte >= 0x20 else { throw Unsupported() }
+                unescaped.append(byte)
+            }
+        }
+        throw Unsupported()
+    }
+
+    private mutating func hex4() throws(Unsupported) -> UInt32 {
+        guard bytes.count - index >= 4 else { throw Unsupported() }
+        var value: UInt32 = 0
+        for byte in bytes[index..<(index + 4)] {
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: throw Unsupported()
+            }
+            value = value << 4 | UInt32(digit)
+        }
+        index += 4
+        return value
+    }
+}

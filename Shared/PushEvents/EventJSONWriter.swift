@@ -1,0 +1,215 @@
+import Foundation
+
+/// An event whose payload writes its own JSON: the events produced once per notification (the
+/// planned messages and the results), where `JSONEncoder` was a large share of the senders' and
+/// the planner's CPU (docs/benchmarks.md).
+///
+/// The bytes must be exactly those `EventJSON.encoder` writes for the same value (keys sorted, nil
+/// optionals omitted); `EventJSONTests` compares the two for every conforming type, so the wire
+/// contract does not depend on which path wrote a record.
+public protocol EventJSONWritable {
+    /// Writes the payload's members, in sorted key order, into the object the writer has open.
+    func writeMembers(to writer: inout EventJSONWriter)
+}
+
+/// Appends compact JSON to a byte buffer the way `EventJSON.encoder` formats it: no spaces,
+/// `/` not escaped, control characters as `\b \t \n \f \r` or `\u00xx`, UUIDs upper case, dates
+/// as ISO 8601 UTC with milliseconds (truncated, as `Date.ISO8601FormatStyle` does).
+///
+/// Members are written in the order they are called; callers write them in sorted key order.
+public struct EventJSONWriter {
+    public private(set) var bytes: [UInt8] = []
+    /// Whether the object being written has no member yet.
+    private var empty = true
+
+    public init(capacity: Int = 512) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// A whole object; `body` writes its members.
+    public mutating func object(_ body: (inout EventJSONWriter) -> Void) {
+        bytes.append(UInt8(ascii: "{"))
+        let outer = empty
+        empty = true
+        body(&self)
+        empty = outer
+        bytes.append(UInt8(ascii: "}"))
+    }
+
+    /// A member whose value is an object.
+    public mutating func object(_ key: StaticString, _ body: (inout EventJSONWriter) -> Void) {
+        self.key(key)
+        object(body)
+    }
+
+    public mutating func string(_ key: StaticString, _ value: String) {
+        self.key(key)
+        appendQuoted(value)
+    }
+
+    /// Omitted when nil, like a synthesized `encodeIfPresent`.
+    public mutating func string(_ key: StaticString, _ value: String?) {
+        if let value { string(key, value) }
+    }
+
+    public mutating func int(_ key: StaticString, _ value: Int) {
+        self.key(key)
+        appendDecimal(value)
+    }
+
+    public mutating func uuid(_ key: StaticString, _ value: UUID) {
+        self.key(key)
+        bytes.append(UInt8(ascii: "\""))
+        let digits: StaticString = "0123456789ABCDEF"
+        withUnsafeBytes(of: value.uuid) { uuid in
+            for (index, byte) in uuid.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 { bytes.append(UInt8(ascii: "-")) }
+                bytes.append(digits.utf8Start[Int(byte >> 4)])
+                bytes.append(digits.utf8Start[Int(byte & 0x0F)])
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    public mutating func date(_ key: StaticString, _ value: Date) {
+        self.key(key)
+        appendDate(value)
+    }
+
+    /// Omitted when nil.
+    public mutating func date(_ key: StaticString, _ value: Date?) {
+        if let value { date(key, value) }
+    }
+
+    // MARK: pieces
+
+    private mutating func key(_ key: StaticString) {
+        if empty { empty = false } else { bytes.append(UInt8(ascii: ",")) }
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    private mutating func appendQuoted(_ value: String) {
+        bytes.append(UInt8(ascii: "\""))
+        var value = value
+        value.withUTF8 { utf8 in
+            var plainFrom = 0
+            for (index, unit) in utf8.enumerated() where unit < 0x20 || unit == UInt8(ascii: "\"") || unit == UInt8(ascii: "\\") {
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[plainFrom..<index]))
+                plainFrom = index + 1
+                bytes.append(UInt8(ascii: "\\"))
+                switch unit {
+                case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(unit)
+                case 0x08: bytes.append(UInt8(ascii: "b"))
+                case 0x09: bytes.append(UInt8(ascii: "t"))
+                case 0x0A: bytes.append(UInt8(ascii: "n"))
+                case 0x0C: bytes.append(UInt8(ascii: "f"))
+                case 0x0D: bytes.append(UInt8(ascii: "r"))
+                default:
+                    let hex: StaticString = "0123456789abcdef"
+                    bytes.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                    bytes.append(hex.utf8Start[Int(unit >> 4)])
+                    bytes.append(hex.utf8Start[Int(unit & 0x0F)])
+                }
+            }
+            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[plainFrom...]))
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+
+    private mutating func appendDecimal(_ value: Int) {
+        if value < 0 {
+            bytes.append(UInt8(ascii: "-"))
+            // The magnitude of Int.min does not fit in an Int.
+            appendDigits(value.magnitude, minimumWidth: 1)
+        } else {
+            appendDigits(UInt(value), minimumWidth: 1)
+        }
+    }
+
+    private mutating func appendDigits(_ value: UInt, minimumWidth: Int) {
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+                     UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var count = 0
+        var rest = value
+        withUnsafeMutableBytes(of: &digits) { digits in
+            repeat {
+                digits[19 - count] = UInt8(ascii: "0") + UInt8(rest % 10)
+                rest /= 10
+                count += 1
+            } while rest > 0 || count < minimumWidth
+            bytes.append(contentsOf: UnsafeRawBufferPointer(rebasing: digits[(20 - count)...]))
+        }
+    }
+
+    /// `yyyy-MM-ddTHH:mm:ss.SSSZ`, milliseconds truncated.
+    private mutating func appendDate(_ date: Date) {
+        let interval = date.timeIntervalSinceReferenceDate
+        let whole = interval.rounded(.down)
+        let milliseconds = Int((interval - whole) * 1000)
+        let seconds = Int(whole) + EventJSONDate.referenceDateSince1970
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let ofDay = seconds - days * 86_400
+        let (year, month, day) = EventJSONDate.civil(fromDays: days)
+        guard (0...9999).contains(year) else {
+            // Outside what four digits hold: the formatter's own output.
+            bytes.append(contentsOf: "\"\(date.formatted(EventJSON.withFraction))\"".utf8)
+            return
+        }
+        bytes.append(UInt8(ascii: "\""))
+        appendDigits(UInt(year), minimumWidth: 4)
+        bytes.append(UInt8(ascii: "-"))
+        appendDigits(UInt(month), minimumWidth: 2)
+        bytes.append(UInt8(ascii: "-"))
+        appendDigits(UInt(day), minimumWidth: 2)
+        bytes.append(UInt8(ascii: "T"))
+        appendDigits(UInt(ofDay / 3600), minimumWidth: 2)
+        bytes.append(UInt8(ascii: ":"))
+        appendDigits(UInt(ofDay / 60 % 60), minimumWidth: 2)
+        bytes.append(UInt8(ascii: ":"))
+        appendDigits(UInt(ofDay % 60), minimumWidth: 2)
+        bytes.append(UInt8(ascii: "."))
+        appendDigits(UInt(milliseconds), minimumWidth: 3)
+        bytes.append(UInt8(ascii: "Z"))
+        bytes.append(UInt8(ascii: "\""))
+    }
+}
+
+/// Calendar arithmetic for event dates (proleptic Gregorian, UTC).
+enum EventJSONDate {
+    /// Seconds from 1970-01-01 to 2001-01-01, Foundation's reference date.
+    static let referenceDateSince1970 = 978_307_200
+
+    /// (year, month, day) of the day `days` after 1970-01-01.
+    static func civil(fromDays days: Int) -> (Int, Int, Int) {
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
+    /// Days from 1970-01-01 to (year, month, day).
+    static func days(year: Int, month: Int, day: Int) -> Int {
+        let year = month <= 2 ? year - 1 : year
+        let era = (year >= 0 ? year : year - 399) / 400
+        let yearOfEra = year - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    static func daysInMonth(year: Int, month: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+
+// Hand-written JSON for the events written or read once per notification (EventJSONWriter.swift,
+// EventJSONReader.swift). Members are written in sorted key order, as `EventJSON.encoder` sorts
+// them; `EventJSONTests` holds each type's bytes equal to its Codable encoding.
+
+extension CredentialReference: EventJSONWritable, EventJSONReadable {
+    public func writeMembers(to writer: inout EventJSONWriter) {
+        writer.uuid("credentialId", credentialId)
+        writer.string("fingerprint", fingerprint)
+        writer.string("kind", kind)
+    }
+
+    public init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
+        var credentialId: UUID?, kind: String?, fingerprint: String?
+        try reader.members { reader, key throws(EventJSONReader.Unsupported) in
+            switch key {
+            case "credentialId": try EventJSONReader.once(&credentialId, try reader.uuid())
+            case "kind": try EventJSONReader.once(&kind, try reader.string())
+            case "fingerprint": try EventJSONReader.once(&fingerprint, try reader.string())
+            default: try reader.skipValue()
+            }
+        }
+        self.init(
+            credentialId: try EventJSONReader.required(credentialId), kind: try EventJSONReader.required(kind),
+            fingerprint: try EventJSONReader.required(fingerprint)
+        )
+    }
+}
+
+extension EventJSONReader {
+    /// An optional nested credential: absent, null, or an object.
+    mutating func optionalCredential() throws(Unsupported) -> CredentialReference? {
+        try null() ? nil : try CredentialReference(reading: &self)
+    }
+}
+
+extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
+    public func writeMembers(to writer: inout EventJSONWriter) {
+        writer.uuid("appId", appId)
+        writer.int("attempt", attempt)
+        writer.string("collapseId", collapseId)
+        if let credential { writer.object("credential", credential.writeMembers) }
+        writer.string("deliveryId", deliveryId)
+        writer.string("environment", environment)
+        writer.uuid("messageId", messageId)
+        writer.date("notBefore", notBefore)
+        writer.string("payload", payload)
+        writer.date("plannedAt", plannedAt)
+        writer.int("priority", priority)
+        writer.string("pushType", pushType)
+        writer.string("registrationToken", registrationToken)
+        writer.string("topic", topic)
+        writer.date("validUntil", validUntil)
+    }
+
+    public init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
+        var messageId: UUID?, deliveryId: String?, appId: UUID?, registrationToken: String?, environment: String?
+        var credential: CredentialReference??, topic: String?, pushType: String?, priority: Int?, collapseId: String??
+        var payload: String?, validUntil: Date?, attempt: Int?, plannedAt: Date?, notBefore: Date??
+        try reader.members { reader, key throws(EventJSONReader.Unsupported) in
+            switch key {
+            case "messageId": try EventJSONReader.once(&messageId, try reader.uuid())
+            case "deliveryId": try EventJSONReader.once(&deliveryId, try reader.string())
+            case "appId": try EventJSONReader.once(&appId, try reader.uuid())
+            case "registrationToken": try EventJSONReader.once(&registrationToken, try reader.string())
+            case "environment": try EventJSONReader.once(&environment, try reader.string())
+            case "credential": try EventJSONReader.once(&credential, try reader.optionalCredential())
+            case "topic": try EventJSONReader.once(&topic, try reader.string())
+            case "pushType": try EventJSONReader.once(&pushType, try reader.string())
+            case "priority": try EventJSONReader.once(&priority, try reader.int())
+            case "collapseId": try EventJSONReader.once(&collapseId, try reader.optionalString())
+            case "payload": try EventJSONReader.once(&payload, try reader.string())
+            case "validUntil": try EventJSONReader.once(&validUntil, try reader.date())
+            case "attempt": try EventJSONReader.once(&attempt, try reader.int())
+            case "plannedAt": try EventJSONReader.once(&plannedAt, try reader.date())
+            case "notBefore": try EventJSONReader.once(&notBefore, try reader.optionalDate())
+            default: try reader.skipValue()
+            }
+        }
+        self.init(
+            messageId: try EventJSONReader.required(messageId), deliveryId: try EventJSONReader.required(deliveryId),
+            appId: try EventJSONReader.required(appId), registrationToken: try EventJSONReader.required(registrationToken),
+            environment: try EventJSONReader.required(environment), credential: credential ?? nil,
+            topic: try EventJSONReader.required(topic), pushType: try EventJSONReader.required(pushType),
+            priority: try EventJSONReader.required(priority), collapseId: collapseId ?? nil,
+            payload: try EventJSONReader.required(payload), validUntil: try EventJSONReader.required(validUntil),
+            attempt: try EventJSONReader.required(attempt), plannedAt: try EventJSONReader.required(plannedAt),
+            notBefore: notBefore ?? nil
+        )
+    }
+}
+
+extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
+    public func writeMembers(to writer: inout EventJSONWriter) {
+        writer.uuid("appId", appId)
+        writer.int("attempt", attempt)
+        if let credential { writer.object("credential", credential.writeMembers) }
+        writer.string("deliveryId", deliveryId)
+        writer.string("message", message)
+        writer.uuid("messageId", messageId)
+        writer.date("notBefore", notBefore)
+        writer.date("plannedAt", plannedAt)
+        writer.string("projectId", projectId)
+        writer.string("registrationToken", registrationToken)
+        writer.date("validUntil", validUntil)
+    }
+
+    public init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
+        var messageId: UUID?, deliveryId: String?, appId: UUID?, registrationToken: String?, projectId: String?
+        var credential: CredentialReference??, message: String?, validUntil: Date?, attempt: Int?, plannedAt: Date?, notBefore: Date??
+        try reader.members { reader, key throws(EventJSONReader.Unsupported) in
+            switch key {
+            case "messageId": try EventJSONReader.once(&messageId, try reader.uuid())
+            case "deliveryId": try EventJSONReader.once(&deliveryId, try reader.string())
+            case "appId": try EventJSONReader.once(&appId, try reader.uuid())
+            case "registrationToken": try EventJSONReader.once(&registrationToken, try reader.string())
+            case "projectId": try EventJSONReader.once(&projectId, try reader.string())
+            case "credential": try EventJSONReader.once(&credential, try reader.optionalCredential())
+            case "message": try EventJSONReader.once(&message, try reader.string())
+            case "validUntil": try EventJSONReader.once(&validUntil, try reader.date())
+            case "attempt": try EventJSONReader.once(&attempt, try reader.int())
+            case "plannedAt": try EventJSONReader.once(&plannedAt, try reader.date())
+            case "notBefore": try EventJSONReader.once(&notBefore, try reader.optionalDate())
+            default: try reader.skipValue()
+            }
+        }
+        self.init(
+            messageId: try EventJSONReader.required(messageId), deliveryId: try EventJSONReader.required(deliveryId),
+            appId: try EventJSONReader.required(appId), registrationToken: try EventJSONReader.required(registrationToken),
+            projectId: try EventJSONReader.required(projectId), credential: credential ?? nil,
+            message: try EventJSONReader.required(message), validUntil: try EventJSONReader.required(validUntil),
+            attempt: try EventJSONReader.required(attempt), plannedAt: try EventJSONReader.required(plannedAt),
+            notBefore: notBefore ?? nil
+        )
+    }
+}
+
+extension MessageReference: EventJSONWritable {
+    public func writeMembers(to writer: inout EventJSONWriter) {
+        writer.uuid("appId", appId)
+        writer.string("deliveryId", deliveryId)
+        writer.uuid("messageId", messageId)
+        writer.string("platform", platform)
+        writer.string("registrationToken", registrationToken)
+    }
+}
+
+extension MessageSent: EventJSONWritable {
+    public func writeMembers(to writer: inout EventJSONWriter) {
+        writer.int("attempts", attempts)
+        writer.object("message", message.writeMembers)
+        writer.string("providerMessageId", providerMessageId)
+        writer.date("sentAt", sentAt)
+    }
+}
+
+extension MessageFailed: EventJSONWritable {
+    public func writeMembers(to writer: inout EventJSONWriter) {
+        writer.int("attempts", attempts)
+        writer.date("failedAt", failedAt)
+        writer.string("failureType", failureType)
+        writer.object("message", message.writeMembers)
+        writer.string("reason", reason)
+    }
+}
+
+extension MessageExpired: EventJSONWritable {
+    public func writeMembers(to writer: inout EventJSONWriter) {
+        writer.int("attempts", attempts)
+        writer.date("expiredAt", expiredAt)
+        writer.object("message", message.writeMembers)
+    }
+}
+
+extension SubscriptionDisabled: EventJSONWritable {
+    public func writeMembers(to writer: inout EventJSONWriter) {
+        writer.uuid("appId", appId)
+        writer.date("invalidSince", invalidSince)
+        writer.string("reason", reason)
+        writer.string("registrationToken", registrationToken)
+    }
+}

@@ -1,0 +1,195 @@
+import Foundation
+import Testing
+
+@testable import PushEvents
+
+/// The hand-written JSON of the per-notification events (EventJSONWriter, EventJSONReader) must
+/// be indistinguishable from the Codable path: the same bytes out, the same values in.
+@Suite("Hand-written event JSON")
+struct EventJSONTests {
+    /// Reproducible pseudo-random values (SplitMix64).
+    struct Values: RandomNumberGenerator {
+        var state: UInt64
+
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+
+        /// Text with everything JSON escapes or could get wrong: controls, quotes, backslashes,
+        /// slashes, DEL, accents, U+2028, an emoji.
+        mutating func text() -> String {
+            let pieces = ["a", "Z", "0", " ", "\"", "\\", "/", "\u{0}", "\u{8}", "\t", "\n", "\u{b}", "\u{c}", "\r", "\u{1f}", "\u{7f}", "é", "\u{2028}", "😀", "{\"aps\":", "}"]
+            return (0..<Int.random(in: 0...12, using: &self)).map { _ in pieces.randomElement(using: &self)! }.joined()
+        }
+
+        mutating func date() -> Date {
+            // Any instant, not only whole milliseconds: the writer truncates as the formatter does.
+            Date(timeIntervalSince1970: Double.random(in: 0...4_000_000_000, using: &self))
+        }
+
+        mutating func int() -> Int {
+            [0, 1, 5, 10, -3, Int.max, Int.min, Int.random(in: -1_000_000...1_000_000, using: &self)].randomElement(using: &self)!
+        }
+
+        mutating func uuid() -> UUID {
+            var bytes = [UInt8](repeating: 0, count: 16)
+            for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255, using: &self) }
+            return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+        }
+
+        mutating func maybe<T>(_ value: T) -> T? { Bool.random(using: &self) ? value : nil }
+
+        mutating func credential() -> CredentialReference {
+            CredentialReference(credentialId: uuid(), kind: text(), fingerprint: text())
+        }
+
+        mutating func reference() -> MessageReference {
+            MessageReference(messageId: uuid(), deliveryId: text(), appId: uuid(), registrationToken: text(), platform: text())
+        }
+
+        mutating func apns() -> APNSMessagePlanned {
+            APNSMessagePlanned(
+                messageId: uuid(), deliveryId: text(), appId: uuid(), registrationToken: text(), environment: text(),
+                credential: maybe(credential()), topic: text(), pushType: text(), priority: int(), collapseId: maybe(text()),
+                payload: text(), validUntil: date(), attempt: int(), plannedAt: date(), notBefore: maybe(date())
+            )
+        }
+
+        mutating func fcm() -> FCMMessagePlanned {
+            FCMMessagePlanned(
+                messageId: uuid(), deliveryId: text(), appId: uuid(), registrationToken: text(), projectId: text(),
+                credential: maybe(credential()), message: text(), validUntil: date(), attempt: int(), plannedAt: date(), notBefore: maybe(date())
+            )
+        }
+
+        mutating func envelope<Payload: PushEvent>(_ payload: Payload) -> EventEnvelope<Payload> {
+            EventEnvelope(key: text(), payload: payload, id: uuid(), occurredAt: date(), correlationId: maybe(text()), causationId: maybe(text()))
+        }
+    }
+
+    static func codable<Payload: PushEvent>(_ envelope: EventEnvelope<Payload>) throws -> [UInt8] {
+        Array(try EventJSON.encoder.encode(EventEnvelope<Payload>.Wire(metadata: envelope.metadata, data: envelope.payload)))
+    }
+
+    static func expectSameBytes<Payload: PushEvent & EventJSONWritable>(_ envelope: EventEnvelope<Payload>) throws {
+        let written = envelope.encoded(writing: envelope.payload)
+        let encoded = try codable(envelope)
+        #expect(written == encoded, "\(String(decoding: written, as: UTF8.self))\n\(String(decoding: encoded, as: UTF8.self))")
+    }
+
+    @Test("every hand-written event: the encoder's bytes, for 500 random values each")
+    func sameBytes() throws {
+        var values = Values(state: 1)
+        for _ in 0..<500 {
+            try Self.expectSameBytes(values.envelope(values.apns()))
+            try Self.expectSameBytes(values.envelope(values.fcm()))
+            try Self.expectSameBytes(values.envelope(MessageSent(message: values.reference(), providerMessageId: values.text(), attempts: values.int(), sentAt: values.date())))
+            try Self.expectSameBytes(values.envelope(MessageFailed(message: values.reference(), failureType: values.text(), reason: values.text(), attempts: values.int(), failedAt: values.date())))
+            try Self.expectSameBytes(values.envelope(MessageExpired(message: values.reference(), attempts: values.int(), expiredAt: values.date())))
+            try Self.expectSameBytes(values.envelope(SubscriptionDisabled(appId: values.uuid(), registrationToken: values.text(), reason: values.text(), invalidSince: values.date())))
+        }
+    }
+
+    @Test("encoded() takes the hand-written path and gives the same record")
+    func encodedUsesWriter() throws {
+        var values = Values(state: 2)
+        let envelope = values.envelope(values.apns())
+        #expect(try envelope.encoded() == Self.codable(envelope))
+    }
+
+    /// What the decoder makes of a record, to compare with the reader's result.
+    static func decoded<Payload: PushEvent>(_ bytes: [UInt8], as _: Payload.Type) throws -> (Payload, EventMetadata) {
+        let wire = try EventJSON.decoder.decode(EventEnvelope<Payload>.Wire.self, from: Data(bytes))
+        return (wire.data, wire.metadata)
+    }
+
+    static func expectSameValue<Payload: PushEvent & EventJSONReadable & Equatable>(_ bytes: [UInt8], as type: Payload.Type) throws {
+        let read = try EventEnvelope<Payload>.read(bytes)
+        let (payload, metadata) = try decoded(bytes, as: type)
+        #expect(read.payload == payload, "\(String(decoding: bytes, as: UTF8.self))")
+        #expect(read.metadata == metadata)
+    }
+
+    @Test("the messages the senders read: the decoder's values, for 500 random records each")
+    func sameValues() throws {
+        var values = Values(state: 3)
+        for _ in 0..<500 {
+            try Self.expectSameValue(Self.codable(values.envelope(values.apns())), as: APNSMessagePlanned.self)
+            try Self.expectSameValue(Self.codable(values.envelope(values.fcm())), as: FCMMessagePlanned.self)
+        }
+    }
+
+    static let sample = #"""
+        {"causationId":null,"correlationId":"d-1","data":{"appId":"6B6499A8-9D43-4BC5-ACF0-B6AEB96846F6","attempt":1,"collapseId":null,
+        "credential":{"credentialId":"1b6499a8-9d43-4bc5-acf0-b6aeb96846f6","fingerprint":"f","kind":"apns-token"},"deliveryId":"d-1",
+        "environment":"sandbox","messageId":"2B6499A8-9D43-4BC5-ACF0-B6AEB96846F6","payload":"{\"aps\":{\"alert\":\"caf\u00e9 \ud83d\ude00 a\/b\"}}",
+        "plannedAt":"2026-11-25T10:00:00Z","priority":10,"pushType":"alert","registrationToken":"t","topic":"com.example",
+        "validUntil":"2026-11-26T10:00:00.250Z","future":{"list":[1,-2,"x",true,false,null,{}],"empty":[]}},
+        "id":"3B6499A8-9D43-4BC5-ACF0-B6AEB96846F6","key":"k","occurredAt":"2026-11-25T10:00:00.001Z","type":"APNSMessagePlanned","version":1}
+        """#
+
+    @Test("other writers' JSON: whitespace, any key order, escapes, nulls, dates without milliseconds, unknown members")
+    func otherWriters() throws {
+        try Self.expectSameValue(Array(Self.sample.utf8), as: APNSMessagePlanned.self)
+        let read = try EventEnvelope<APNSMessagePlanned>.read(Array(Self.sample.utf8))
+        #expect(read.payload.payload == #"{"aps":{"alert":"café 😀 a/b"}}"#)
+        #expect(read.payload.collapseId == nil)
+        #expect(read.metadata.causationId == nil)
+        // Reordered, pretty-printed by another encoder.
+        let pretty = JSONEncoder()
+        pretty.outputFormatting = [.prettyPrinted]
+        pretty.dateEncodingStrategy = .iso8601
+        var values = Values(state: 4)
+        var envelope = values.envelope(values.fcm())
+        envelope.metadata.occurredAt = Date(timeIntervalSince1970: 1_795_000_000)
+        envelope.payload.validUntil = Date(timeIntervalSince1970: 1_795_000_001)
+        envelope.payload.plannedAt = Date(timeIntervalSince1970: 1_795_000_002)
+        envelope.payload.notBefore = nil
+        try Self.expectSameValue(Array(try pretty.encode(EventEnvelope<FCMMessagePlanned>.Wire(metadata: envelope.metadata, data: envelope.payload))), as: FCMMessagePlanned.self)
+    }
+
+    @Test("what the reader leaves to the decoder, and the decoder still decides", arguments: [
+        ("a key twice", #""attempt":1,"#, #""attempt":1,"attempt":2,"#),
+        ("a fraction for an integer", #""priority":10"#, #""priority":10.0"#),
+        ("a leading zero", #""priority":10"#, #""priority":010"#),
+        ("an exponent", #""priority":10"#, #""priority":1e1"#),
+        ("an integer too large", #""priority":10"#, #""priority":99999999999999999999"#),
+        ("a missing member", #""topic":"com.example","#, ""),
+        ("a string for an integer", #""priority":10"#, #""priority":"10""#),
+        ("a day that does not exist", #""validUntil":"2026-11-26T10:00:00.250Z""#, #""validUntil":"2026-02-30T10:00:00Z""#),
+        ("microseconds", #""validUntil":"2026-11-26T10:00:00.250Z""#, #""validUntil":"2026-11-26T10:00:00.250123Z""#),
+        ("a time zone offset", #""validUntil":"2026-11-26T10:00:00.250Z""#, #""validUntil":"2026-11-26T11:00:00.250+01:00""#),
+        ("a lone surrogate", #"caf\u00e9"#, #"caf\udc00"#),
+        ("a raw control character", #""registrationToken":"t""#, "\"registrationToken\":\"t\u{1}\""),
+        ("invalid UTF-8", #""registrationToken":"t""#, "\"registrationToken\":\"t\u{FFFF}\""),
+        ("trailing bytes", #""version":1}"#, #""version":1}x"#),
+        ("a null for a required member", #""topic":"com.example""#, #""topic":null"#),
+    ])
+    func leftToDecoder(_ problem: String, _ original: String, _ replacement: String) throws {
+        #expect(Self.sample.contains(original))
+        var bytes = Array(Self.sample.replacingOccurrences(of: original, with: replacement).utf8)
+        if problem == "invalid UTF-8" {
+            // U+FFFF is EF BF BF; make it an invalid sequence.
+            let at = bytes.firstIndex(of: 0xEF)!
+            bytes[at + 1] = 0x41
+        }
+        #expect(throws: EventJSONReader.Unsupported.self) { try EventEnvelope<APNSMessagePlanned>.read(bytes) }
+        // The sender's decoder gives what the Codable decoder alone gives.
+        var decoder = EventDecoder<APNSMessagePlanned>()
+        decoder.register(APNSMessagePlanned.self) { message, _ in message }
+        let alone = Result { try Self.decoded(bytes, as: APNSMessagePlanned.self) }
+        switch (Result { () throws(EventDecodingError) in try decoder.decode(bytes) }, alone) {
+        case (.success(.known(let message, let metadata)), .success(let (payload, expected))):
+            #expect(message == payload)
+            #expect(metadata == expected)
+        case (.failure, .failure):
+            break
+        case (let ours, let theirs):
+            Issue.record("\(problem): the sender's decoder gave \(ours), the Codable decoder \(theirs)")
+        }
+    }
+}

@@ -27,7 +27,7 @@ public struct EventMetadata: Codable, Sendable, Hashable {
     public var causationId: String?
 
     public init(
-        id: UUID = UUID(), type: String, version: Int, occurredAt: Date = Date(), key: String,
+        id: UUID = RandomUUID.make(), type: String, version: Int, occurredAt: Date = Date(), key: String,
         correlationId: String? = nil, causationId: String? = nil
     ) {
         self.id = id
@@ -51,7 +51,7 @@ public struct EventEnvelope<Payload: PushEvent>: Sendable {
     public var payload: Payload
 
     public init(
-        key: String, payload: Payload, id: UUID = UUID(), occurredAt: Date = Date(),
+        key: String, payload: Payload, id: UUID = RandomUUID.make(), occurredAt: Date = Date(),
         correlationId: String? = nil, causationId: String? = nil
     ) {
         self.metadata = EventMetadata(

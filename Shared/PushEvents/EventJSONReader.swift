@@ -101,9 +101,24 @@ public struct EventJSONReader {
         return value
     }
 
+    /// A UUID in its 36-character form, either case (what `UUID(uuidString:)` reads).
     public mutating func uuid() throws(Unsupported) -> UUID {
-        guard let uuid = UUID(uuidString: try string()) else { throw Unsupported() }
-        return uuid
+        try expect(UInt8(ascii: "\""))
+        guard bytes.count - index >= 37, bytes[index + 36] == UInt8(ascii: "\"") else { throw Unsupported() }
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var position = index
+        try withUnsafeMutableBytes(of: &uuid) { (uuid: UnsafeMutableRawBufferPointer) throws(Unsupported) in
+            for byte in 0..<16 {
+                if byte == 4 || byte == 6 || byte == 8 || byte == 10 {
+                    guard bytes[position] == UInt8(ascii: "-") else { throw Unsupported() }
+                    position += 1
+                }
+                uuid[byte] = try Self.hexValue(bytes[position]) << 4 | Self.hexValue(bytes[position + 1])
+                position += 2
+            }
+        }
+        index += 37
+        return UUID(uuid: uuid)
     }
 
     /// `yyyy-MM-ddTHH:mm:ssZ` or `yyyy-MM-ddTHH:mm:ss.SSSZ`, as the events write dates.
@@ -267,16 +282,18 @@ public struct EventJSONReader {
         guard bytes.count - index >= 4 else { throw Unsupported() }
         var value: UInt32 = 0
         for byte in bytes[index..<(index + 4)] {
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: throw Unsupported()
-            }
-            value = value << 4 | UInt32(digit)
+            value = value << 4 | UInt32(try Self.hexValue(byte))
         }
         index += 4
         return value
+    }
+
+    private static func hexValue(_ byte: UInt8) throws(Unsupported) -> UInt8 {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: throw Unsupported()
+        }
     }
 }

@@ -61,12 +61,36 @@ public final class MessageSender<Transport: MessageTransport>: Service {
 
     private struct State: Sendable {
         var consumer: KafkaConsumer?
-        var progress: [KafkaTopicPartition: PartitionProgress] = [:]
+        private(set) var progress: [KafkaTopicPartition: PartitionProgress] = [:]
+        /// The sums of `held` and `finishedBehindUnfinished` over `progress`, kept up to date by
+        /// `update` so that the gauges cost the same whatever the number of partitions.
+        private(set) var held = 0
+        private(set) var finishedBehind = 0
         var schedule = RetrySchedule<Work>()
         var scheduleClosed = false
         var inFlight = 0
         /// Records finished since the last commit the broker confirmed.
         var finishedSinceCommit = 0
+
+        /// Changes one partition's progress (created if new) and the totals with it.
+        mutating func update<Result>(_ partition: KafkaTopicPartition, _ body: (inout PartitionProgress) -> Result) -> Result {
+            var progress = self.progress.removeValue(forKey: partition) ?? PartitionProgress()
+            held -= progress.held
+            finishedBehind -= progress.finishedBehindUnfinished
+            defer {
+                held += progress.held
+                finishedBehind += progress.finishedBehindUnfinished
+                self.progress[partition] = progress
+            }
+            return body(&progress)
+        }
+
+        /// Forgets a partition that this instance no longer owns.
+        mutating func remove(_ partition: KafkaTopicPartition) {
+            guard let progress = progress.removeValue(forKey: partition) else { return }
+            held -= progress.held
+            finishedBehind -= progress.finishedBehindUnfinished
+        }
     }
 
     /// - Parameter consumer: brokers and timeouts; group and topics come from `settings` and `topics`.
@@ -130,7 +154,7 @@ public final class MessageSender<Transport: MessageTransport>: Service {
             await consumer.close()
             throw error
         }
-        let window = state.withLock { $0.progress.values.reduce(0) { $0 + $1.held } }
+        let window = state.withLock { $0.held }
         if window > 0 { logger.warning("Stopping with records not finished; they are read again", metadata: ["records": "\(window)"]) }
         await consumer.close()
     }
@@ -148,7 +172,7 @@ public final class MessageSender<Transport: MessageTransport>: Service {
 
     /// Begins a record (its permit is taken): sends it, schedules it, or sets it aside.
     private func take(_ record: KafkaConsumerRecord, group: inout ThrowingDiscardingTaskGroup<any Error>) async throws {
-        state.withLock { $0.progress[record.topicPartition, default: PartitionProgress()].begin(record.offset) }
+        state.withLock { $0.update(record.topicPartition) { $0.begin(record.offset) } }
         updateGauges()
         let work: Work
         do {
@@ -378,7 +402,7 @@ public final class MessageSender<Transport: MessageTransport>: Service {
             try? await Task.sleep(for: .milliseconds(10))
         }
         state.withLock { state in
-            for partition in revoked { state.progress[partition] = nil }
+            for partition in revoked { state.remove(partition) }
         }
         updateGauges()
     }
@@ -403,7 +427,9 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     private func finish(_ record: KafkaConsumerRecord) {
         state.withLock { state in
             state.finishedSinceCommit += 1
-            guard let next = state.progress[record.topicPartition]?.finish(record.offset) else { return }
+            guard state.progress[record.topicPartition] != nil,
+                let next = state.update(record.topicPartition, { $0.finish(record.offset) })
+            else { return }
             do {
                 try state.consumer?.storeOffsets([record.topicPartition: next])
             } catch {
@@ -418,7 +444,8 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     /// counts as held so that stopping and rebalancing do not wait for it.
     private func abandon(_ record: KafkaConsumerRecord) {
         state.withLock { state in
-            state.progress[record.topicPartition]?.abandon()
+            guard state.progress[record.topicPartition] != nil else { return }
+            state.update(record.topicPartition) { $0.abandon() }
         }
         held.release()
         updateGauges()
@@ -426,10 +453,8 @@ public final class MessageSender<Transport: MessageTransport>: Service {
 
     private func updateGauges() {
         let (held, waiting, inFlight, window) = state.withLock { state in
-            let held = state.progress.values.reduce(0) { $0 + $1.held }
-            let behind = state.progress.values.reduce(0) { $0 + $1.finishedBehindUnfinished }
             // An upper bound: records finished behind an unfinished one may be counted twice.
-            return (held, state.schedule.count, state.inFlight, held + behind + state.finishedSinceCommit)
+            (state.held, state.schedule.count, state.inFlight, state.held + state.finishedBehind + state.finishedSinceCommit)
         }
         metrics.held.record(held)
         metrics.waitingRetries.record(waiting)

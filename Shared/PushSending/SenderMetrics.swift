@@ -1,8 +1,9 @@
 import Metrics
+import Synchronization
 
 /// The sender's metrics (docs/senders.md). Labels: `provider` (`apns`, `fcm`), and on the
 /// outcome counter `outcome` and `reason` (the provider's reason, a bounded set).
-struct SenderMetrics: Sendable {
+final class SenderMetrics: Sendable {
     let provider: String
     let sendLatency: Metrics.Timer
     let inFlight: Gauge
@@ -27,8 +28,25 @@ struct SenderMetrics: Sendable {
     /// `push_sender_messages_total{provider, outcome, reason}`: outcome is `sent`, `failed`
     /// (with `failure_type` hard/soft), `retried`, `deferred`, `expired`, `handed_back`.
     func count(_ outcome: String, reason: String = "", failureType: String = "") {
-        Counter(label: "push_sender_messages_total", dimensions: [
-            ("provider", provider), ("outcome", outcome), ("reason", reason), ("failure_type", failureType),
-        ]).increment()
+        let key = OutcomeKey(outcome: outcome, reason: reason, failureType: failureType)
+        // One counter per label set, looked up once: making one per message went through the
+        // metrics factory's registry every time.
+        let counter = outcomes.withLock { counters in
+            if let counter = counters[key] { return counter }
+            let counter = Counter(label: "push_sender_messages_total", dimensions: [
+                ("provider", provider), ("outcome", outcome), ("reason", reason), ("failure_type", failureType),
+            ])
+            counters[key] = counter
+            return counter
+        }
+        counter.increment()
     }
+
+    private struct OutcomeKey: Hashable {
+        var outcome: String
+        var reason: String
+        var failureType: String
+    }
+
+    private let outcomes = Mutex<[OutcomeKey: Counter]>([:])
 }

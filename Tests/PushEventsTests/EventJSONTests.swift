@@ -168,6 +168,8 @@ struct EventJSONTests {
         ("invalid UTF-8", #""registrationToken":"t""#, "\"registrationToken\":\"t\u{FFFF}\""),
         ("trailing bytes", #""version":1}"#, #""version":1}x"#),
         ("a null for a required member", #""topic":"com.example""#, #""topic":null"#),
+        ("a UUID without dashes", #""2B6499A8-9D43-4BC5-ACF0-B6AEB96846F6""#, #""2B6499A89D434BC5ACF0B6AEB96846F6""#),
+        ("a UUID with a letter that is not hex", #""2B6499A8-9D43-4BC5-ACF0-B6AEB96846F6""#, #""2B6499A8-9D43-4BC5-ACF0-B6AEB96846FG""#),
     ])
     func leftToDecoder(_ problem: String, _ original: String, _ replacement: String) throws {
         #expect(Self.sample.contains(original))
@@ -191,5 +193,23 @@ struct EventJSONTests {
         case (let ours, let theirs):
             Issue.record("\(problem): the sender's decoder gave \(ours), the Codable decoder \(theirs)")
         }
+    }
+}
+
+@Suite("Event ids")
+struct RandomUUIDTests {
+    @Test("100,000 ids: all distinct, each a version 4 UUID of the RFC 4122 variant")
+    func distinctVersion4() {
+        var seen = Set<UUID>()
+        for _ in 0..<100_000 {
+            let id = RandomUUID.make()
+            #expect(id.uuid.6 >> 4 == 4)
+            #expect(id.uuid.8 >> 6 == 0b10)
+            seen.insert(id)
+        }
+        #expect(seen.count == 100_000)
+        // Not a constant or a counter: the bits vary across the whole id.
+        #expect(Set(seen.map { $0.uuid.0 }).count > 200)
+        #expect(Set(seen.map { $0.uuid.15 }).count > 200)
     }
 }

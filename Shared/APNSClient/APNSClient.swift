@@ -63,22 +63,26 @@ public final class APNSClient: Sendable {
     /// token store's token when APNs refused this process's (TooManyProviderTokenUpdates), on a
     /// new connection (UnrelatedKeyIdInToken, IdleTimeout), and when a closing connection
     /// provably did not send the request.
+    /// How many times a request that provably did not reach APNs is sent again at once.
+    static let unsentResends = 3
+
     public func send(_ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment) async throws(APNSClientError) -> APNSResponse {
         let pool = try self.pool(for: credentials, environment: environment)
         var refreshedToken = false
         var adoptedSharedToken = false
         var replacedConnection = false
-        var resentUnsent = false
+        var unsentResends = 0
         var chosen: (slot: APNSConnectionSlot, connection: APNSConnection)?
         while true {
             let bearer = try await pool.providerToken?.token()
             let answer: (APNSResponse, APNSConnectionSlot, APNSConnection)
             do {
                 answer = try await pool.execute(request, bearer: bearer?.jwt, on: chosen)
-            } catch where error.code == .connectionClosed && !error.mayHaveBeenDelivered && !resentUnsent {
+            } catch where error.code == .connectionClosed && !error.mayHaveBeenDelivered && unsentResends < Self.unsentResends {
                 // The connection was closing (GOAWAY) before the request went out: sending it
-                // on another connection cannot duplicate it.
-                resentUnsent = true
+                // on another connection cannot duplicate it. Bounded, because the other
+                // connection may be closing too (a GOAWAY on every connection at once).
+                unsentResends += 1
                 chosen = nil
                 continue
             }

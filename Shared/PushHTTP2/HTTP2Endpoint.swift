@@ -191,6 +191,7 @@ public final class HTTP2Endpoint: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname))
+                    try sync.addHandler(HTTP2FlushCoalescingHandler())
                     var settings = nioDefaultSettings
                     settings.append(HTTP2Setting(parameter: .enablePush, value: 0))
                     var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()

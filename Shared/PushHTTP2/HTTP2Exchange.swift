@@ -174,7 +174,19 @@ final class HTTP2ExchangeHandler: ChannelInboundHandler, RemovableChannelHandler
         self.timer?.cancel()
         if !self.completed {
             self.completed = true
-            self.promise.fail(self.classifyLoss())
+            if let closed = self.lastError as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .cancel, self.goAway() == nil {
+                // swift-nio-http2 closes the streams above a GOAWAY's last-stream-id while it
+                // reads the GOAWAY, before passing the frame on to the connection: classified at
+                // once, they would look reset after being sent. The frame is passed on in the
+                // same read, so the classification waits for the end of it.
+                let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+                context.eventLoop.execute {
+                    let handler = loopBound.value
+                    handler.promise.fail(handler.classifyLoss())
+                }
+            } else {
+                self.promise.fail(self.classifyLoss())
+            }
         }
         context.fireChannelInactive()
     }

@@ -55,38 +55,26 @@ extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
     }
 
     public init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
-        var messageId: UUID?, deliveryId: String?, appId: UUID?, registrationToken: String?, environment: String?
-        var credential: CredentialReference??, topic: String?, pushType: String?, priority: Int?, collapseId: String??
-        var payload: String?, validUntil: Date?, attempt: Int?, plannedAt: Date?, notBefore: Date??
+        var common = PlannedMessageMembers()
+        var environment: String?, topic: String?, pushType: String?, priority: Int?, collapseId: String??, payload: String?
         try reader.members { reader, key throws(EventJSONReader.Unsupported) in
             switch key {
-            case "messageId": try EventJSONReader.once(&messageId, try reader.uuid())
-            case "deliveryId": try EventJSONReader.once(&deliveryId, try reader.string())
-            case "appId": try EventJSONReader.once(&appId, try reader.uuid())
-            case "registrationToken": try EventJSONReader.once(&registrationToken, try reader.string())
             case "environment": try EventJSONReader.once(&environment, try reader.string())
-            case "credential": try EventJSONReader.once(&credential, try reader.optionalCredential())
             case "topic": try EventJSONReader.once(&topic, try reader.string())
             case "pushType": try EventJSONReader.once(&pushType, try reader.string())
             case "priority": try EventJSONReader.once(&priority, try reader.int())
             case "collapseId": try EventJSONReader.once(&collapseId, try reader.optionalString())
             case "payload": try EventJSONReader.once(&payload, try reader.string())
-            case "validUntil": try EventJSONReader.once(&validUntil, try reader.date())
-            case "attempt": try EventJSONReader.once(&attempt, try reader.int())
-            case "plannedAt": try EventJSONReader.once(&plannedAt, try reader.date())
-            case "notBefore": try EventJSONReader.once(&notBefore, try reader.optionalDate())
-            default: try reader.skipValue()
+            default: try common.read(key, from: &reader)
             }
         }
         self.init(
-            messageId: try EventJSONReader.required(messageId), deliveryId: try EventJSONReader.required(deliveryId),
-            appId: try EventJSONReader.required(appId), registrationToken: try EventJSONReader.required(registrationToken),
-            environment: try EventJSONReader.required(environment), credential: credential ?? nil,
-            topic: try EventJSONReader.required(topic), pushType: try EventJSONReader.required(pushType),
-            priority: try EventJSONReader.required(priority), collapseId: collapseId ?? nil,
-            payload: try EventJSONReader.required(payload), validUntil: try EventJSONReader.required(validUntil),
-            attempt: try EventJSONReader.required(attempt), plannedAt: try EventJSONReader.required(plannedAt),
-            notBefore: notBefore ?? nil
+            messageId: try common.messageId(), deliveryId: try common.deliveryId(), appId: try common.appId(),
+            registrationToken: try common.registrationToken(), environment: try EventJSONReader.required(environment),
+            credential: common.credential ?? nil, topic: try EventJSONReader.required(topic),
+            pushType: try EventJSONReader.required(pushType), priority: try EventJSONReader.required(priority),
+            collapseId: collapseId ?? nil, payload: try EventJSONReader.required(payload), validUntil: try common.validUntil(),
+            attempt: try common.attempt(), plannedAt: try common.plannedAt(), notBefore: common.notBefore ?? nil
         )
     }
 }
@@ -107,33 +95,56 @@ extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
     }
 
     public init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
-        var messageId: UUID?, deliveryId: String?, appId: UUID?, registrationToken: String?, projectId: String?
-        var credential: CredentialReference??, message: String?, validUntil: Date?, attempt: Int?, plannedAt: Date?, notBefore: Date??
+        var common = PlannedMessageMembers()
+        var projectId: String?, message: String?
         try reader.members { reader, key throws(EventJSONReader.Unsupported) in
             switch key {
-            case "messageId": try EventJSONReader.once(&messageId, try reader.uuid())
-            case "deliveryId": try EventJSONReader.once(&deliveryId, try reader.string())
-            case "appId": try EventJSONReader.once(&appId, try reader.uuid())
-            case "registrationToken": try EventJSONReader.once(&registrationToken, try reader.string())
             case "projectId": try EventJSONReader.once(&projectId, try reader.string())
-            case "credential": try EventJSONReader.once(&credential, try reader.optionalCredential())
             case "message": try EventJSONReader.once(&message, try reader.string())
-            case "validUntil": try EventJSONReader.once(&validUntil, try reader.date())
-            case "attempt": try EventJSONReader.once(&attempt, try reader.int())
-            case "plannedAt": try EventJSONReader.once(&plannedAt, try reader.date())
-            case "notBefore": try EventJSONReader.once(&notBefore, try reader.optionalDate())
-            default: try reader.skipValue()
+            default: try common.read(key, from: &reader)
             }
         }
         self.init(
-            messageId: try EventJSONReader.required(messageId), deliveryId: try EventJSONReader.required(deliveryId),
-            appId: try EventJSONReader.required(appId), registrationToken: try EventJSONReader.required(registrationToken),
-            projectId: try EventJSONReader.required(projectId), credential: credential ?? nil,
-            message: try EventJSONReader.required(message), validUntil: try EventJSONReader.required(validUntil),
-            attempt: try EventJSONReader.required(attempt), plannedAt: try EventJSONReader.required(plannedAt),
-            notBefore: notBefore ?? nil
+            messageId: try common.messageId(), deliveryId: try common.deliveryId(), appId: try common.appId(),
+            registrationToken: try common.registrationToken(), projectId: try EventJSONReader.required(projectId),
+            credential: common.credential ?? nil, message: try EventJSONReader.required(message),
+            validUntil: try common.validUntil(), attempt: try common.attempt(), plannedAt: try common.plannedAt(),
+            notBefore: common.notBefore ?? nil
         )
     }
+}
+
+/// The members both planned messages have, read by either reader; other keys are skipped.
+struct PlannedMessageMembers {
+    typealias Unsupported = EventJSONReader.Unsupported
+
+    private var messageIdValue: UUID?, deliveryIdValue: String?, appIdValue: UUID?, registrationTokenValue: String?
+    private var validUntilValue: Date?, attemptValue: Int?, plannedAtValue: Date?
+    /// Absent (nil), null or a value.
+    private(set) var credential: CredentialReference??, notBefore: Date??
+
+    mutating func read(_ key: String, from reader: inout EventJSONReader) throws(Unsupported) {
+        switch key {
+        case "messageId": try EventJSONReader.once(&messageIdValue, try reader.uuid())
+        case "deliveryId": try EventJSONReader.once(&deliveryIdValue, try reader.string())
+        case "appId": try EventJSONReader.once(&appIdValue, try reader.uuid())
+        case "registrationToken": try EventJSONReader.once(&registrationTokenValue, try reader.string())
+        case "credential": try EventJSONReader.once(&credential, try reader.optionalCredential())
+        case "validUntil": try EventJSONReader.once(&validUntilValue, try reader.date())
+        case "attempt": try EventJSONReader.once(&attemptValue, try reader.int())
+        case "plannedAt": try EventJSONReader.once(&plannedAtValue, try reader.date())
+        case "notBefore": try EventJSONReader.once(&notBefore, try reader.optionalDate())
+        default: try reader.skipValue()
+        }
+    }
+
+    func messageId() throws(Unsupported) -> UUID { try EventJSONReader.required(messageIdValue) }
+    func deliveryId() throws(Unsupported) -> String { try EventJSONReader.required(deliveryIdValue) }
+    func appId() throws(Unsupported) -> UUID { try EventJSONReader.required(appIdValue) }
+    func registrationToken() throws(Unsupported) -> String { try EventJSONReader.required(registrationTokenValue) }
+    func validUntil() throws(Unsupported) -> Date { try EventJSONReader.required(validUntilValue) }
+    func attempt() throws(Unsupported) -> Int { try EventJSONReader.required(attemptValue) }
+    func plannedAt() throws(Unsupported) -> Date { try EventJSONReader.required(plannedAtValue) }
 }
 
 extension MessageReference: EventJSONWritable {

@@ -194,15 +194,11 @@ public final class HTTP2Endpoint: Sendable {
                     try sync.addHandler(HTTP2FlushCoalescingHandler())
                     var settings = nioDefaultSettings
                     settings.append(HTTP2Setting(parameter: .enablePush, value: 0))
+                    settings.append(HTTP2Setting(parameter: .initialWindowSize, value: HTTP2ConnectionHandler.initialStreamWindow))
                     var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
                     connectionConfiguration.initialSettings = settings
-                    _ = try sync.configureHTTP2Pipeline(
-                        mode: .client,
-                        connectionConfiguration: connectionConfiguration,
-                        streamConfiguration: .init(),
-                        inboundStreamInitializer: { $0.close() }
-                    )
-                    try sync.addHandler(HTTP2ConnectionEventsHandler(eventLoop: channel.eventLoop))
+                    try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: connectionConfiguration))
+                    try sync.addHandler(HTTP2ConnectionHandler(eventLoop: channel.eventLoop))
                 }
             }
             .connect(host: origin.host, port: origin.port)
@@ -219,12 +215,9 @@ public final class HTTP2Endpoint: Sendable {
 
     /// Waits for TLS and the server's first SETTINGS, within the connect timeout.
     private func handshake(_ channel: any Channel) {
-        let handler: HTTP2ConnectionEventsHandler
-        let multiplexer: NIOHTTP2Handler.StreamMultiplexer
+        let handler: HTTP2ConnectionHandler
         do {
-            let sync = channel.pipeline.syncOperations
-            handler = try sync.handler(type: HTTP2ConnectionEventsHandler.self)
-            multiplexer = try sync.handler(type: NIOHTTP2Handler.self).syncMultiplexer()
+            handler = try channel.pipeline.syncOperations.handler(type: HTTP2ConnectionHandler.self)
         } catch {
             channel.close(promise: nil)
             self.connected(.failure(HTTP2ClientError(.connectFailed, "pipeline: \(error)", mayHaveBeenDelivered: false)))
@@ -243,7 +236,7 @@ public final class HTTP2Endpoint: Sendable {
             case .success:
                 let connection = HTTP2ClientConnection(
                     channel: channel,
-                    multiplexer: multiplexer,
+                    frames: handler,
                     authority: self.authority,
                     maxStreams: handler.maxConcurrentStreams,
                     idleTimeout: self.configuration.idleTimeout,

@@ -67,92 +67,64 @@ public struct HTTP2ClientError: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(self.kind.rawValue): \(self.detail)" }
 }
 
-/// The handler of one request's stream: writes the request when the stream becomes active and
-/// collects the answer; completes `promise` exactly once.
+/// One request on one stream, from its HEADERS to its answer: the connection's handler feeds it
+/// the stream's frames and completes it exactly once.
 ///
-/// Completes as soon as the answer's last frame is read, before the stream closes, so a
-/// connection that closes right after answering never loses an answer it delivered.
-final class HTTP2ExchangeHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTP2Frame.FramePayload
-    typealias OutboundOut = HTTP2Frame.FramePayload
-
-    private let request: HTTP2Request
-    private let authority: String
-    private let promise: EventLoopPromise<HTTP2Response>
-    private let goAway: () -> HTTP2StreamID?
-    private let deadline: NIODeadline
-    private var timer: Scheduled<Void>?
+/// It completes as soon as the answer's last frame is read, before the stream or the connection
+/// closes, so a connection that closes right after answering never loses an answer it delivered.
+final class HTTP2Exchange {
+    let request: HTTP2Request
+    let promise: EventLoopPromise<HTTP2Response>
+    let deadline: NIODeadline
+    var timer: Scheduled<Void>?
     private var status: Int?
     private var headers: HPACKHeaders = [:]
     private var body: ByteBuffer?
-    private var completed = false
+    private(set) var completed = false
     /// The request's HEADERS frame reached the socket.
-    private var headersWritten = false
-    private var lastError: (any Error)?
-    private var streamID: HTTP2StreamID?
+    var headersWritten = false
 
     /// Provider answers are a few hundred bytes; a larger one is not read into memory.
     static let maximumBodyBytes = 1 << 20
 
-    init(
-        request: HTTP2Request,
-        authority: String,
-        deadline: NIODeadline,
-        promise: EventLoopPromise<HTTP2Response>,
-        goAway: @escaping () -> HTTP2StreamID?
-    ) {
+    init(request: HTTP2Request, deadline: NIODeadline, promise: EventLoopPromise<HTTP2Response>) {
         self.request = request
         self.deadline = deadline
-        self.authority = authority
         self.promise = promise
-        self.goAway = goAway
     }
 
-    func channelActive(context: ChannelHandlerContext) {
+    /// The request's HEADERS (pseudo-headers first, then the request's, then content-length).
+    func requestHeaders(authority: String) -> HPACKHeaders {
         var headers = HPACKHeaders()
-        headers.reserveCapacity(4 + self.request.headers.count)
+        headers.reserveCapacity(5 + self.request.headers.count)
         headers.add(name: ":method", value: self.request.method)
         headers.add(name: ":scheme", value: "https")
-        headers.add(name: ":authority", value: self.authority)
+        headers.add(name: ":authority", value: authority)
         headers.add(name: ":path", value: self.request.path)
         headers.add(contentsOf: self.request.headers)
         headers.add(name: "content-length", value: String(self.request.body.readableBytes))
-        let hasBody = self.request.body.readableBytes > 0
-        let written = context.eventLoop.makePromise(of: Void.self)
-        written.futureResult.assumeIsolated().whenSuccess { [self] in
-            self.headersWritten = true
-        }
-        let headersPayload = HTTP2Frame.FramePayload.headers(.init(headers: headers, endStream: !hasBody))
-        context.write(self.wrapOutboundOut(headersPayload), promise: written)
-        if hasBody {
-            context.write(self.wrapOutboundOut(.data(.init(data: .byteBuffer(self.request.body), endStream: true))), promise: nil)
-        }
-        context.flush()
-        let loopBoundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
-        self.timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: self.deadline) { [self] in
-            self.timedOut(context: loopBoundContext.value)
-        }
-        context.fireChannelActive()
+        return headers
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch self.unwrapInboundIn(data) {
+    /// Reads one frame of the answer; true once the exchange is complete (answered or failed).
+    func receive(_ payload: HTTP2Frame.FramePayload) -> Bool {
+        switch payload {
         case .headers(let frame):
             if self.status == nil {
                 guard let value = frame.headers.first(name: ":status"), let status = Int(value) else {
-                    self.fail(context: context, HTTP2ClientError(.lostAnswer, "an answer without a :status", mayHaveBeenDelivered: true))
-                    return
+                    self.fail(HTTP2ClientError(.lostAnswer, "an answer without a :status", mayHaveBeenDelivered: true))
+                    return true
                 }
-                if (100..<200).contains(status) { return }  // informational: the real answer follows
+                if (100..<200).contains(status) { return false }  // informational: the real answer follows
                 self.status = status
                 self.headers = frame.headers
             }
-            if frame.endStream { self.succeed(context: context) }
+            if frame.endStream { return self.succeed() }
         case .data(let frame):
             if case .byteBuffer(var bytes) = frame.data {
                 guard (self.body?.readableBytes ?? 0) + bytes.readableBytes <= Self.maximumBodyBytes else {
-                    self.fail(context: context, HTTP2ClientError(.lostAnswer, "an answer body over \(Self.maximumBodyBytes) bytes", mayHaveBeenDelivered: true))
-                    return
+                    self.fail(HTTP2ClientError(.lostAnswer, "an answer body over \(Self.maximumBodyBytes) bytes", mayHaveBeenDelivered: true))
+                    return true
                 }
                 if self.body == nil {
                     self.body = bytes
@@ -160,83 +132,54 @@ final class HTTP2ExchangeHandler: ChannelInboundHandler, RemovableChannelHandler
                     self.body!.writeBuffer(&bytes)
                 }
             }
-            if frame.endStream { self.succeed(context: context) }
+            if frame.endStream { return self.succeed() }
         default:
             break
         }
+        return false
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        self.lastError = error
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        self.timer?.cancel()
-        if !self.completed {
-            self.completed = true
-            if let closed = self.lastError as? NIOHTTP2Errors.StreamClosed, closed.errorCode == .cancel, self.goAway() == nil {
-                // swift-nio-http2 closes the streams above a GOAWAY's last-stream-id while it
-                // reads the GOAWAY, before passing the frame on to the connection: classified at
-                // once, they would look reset after being sent. The frame is passed on in the
-                // same read, so the classification waits for the end of it.
-                let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-                context.eventLoop.execute {
-                    let handler = loopBound.value
-                    handler.promise.fail(handler.classifyLoss())
-                }
-            } else {
-                self.promise.fail(self.classifyLoss())
-            }
+    private func succeed() -> Bool {
+        guard let status = self.status else {
+            self.fail(HTTP2ClientError(.lostAnswer, "the stream ended without an answer", mayHaveBeenDelivered: true))
+            return true
         }
-        context.fireChannelInactive()
-    }
-
-    /// The deadline passed: the stream is reset (CANCEL) and the caller told.
-    private func timedOut(context: ChannelHandlerContext) {
-        guard !self.completed else { return }
-        self.completed = true
-        self.promise.fail(HTTP2ClientError(.timeout, "no answer before the deadline", mayHaveBeenDelivered: self.headersWritten))
-        context.close(promise: nil)
-    }
-
-    private func succeed(context: ChannelHandlerContext) {
-        guard !self.completed, let status = self.status else { return }
+        guard !self.completed else { return true }
         self.completed = true
         self.timer?.cancel()
         self.promise.succeed(HTTP2Response(status: status, headers: self.headers, body: self.body ?? ByteBuffer()))
+        return true
     }
 
-    private func fail(context: ChannelHandlerContext, _ error: HTTP2ClientError) {
+    func fail(_ error: HTTP2ClientError) {
         guard !self.completed else { return }
         self.completed = true
+        self.timer?.cancel()
         self.promise.fail(error)
-        context.close(promise: nil)
     }
 
-    /// The stream ended without an answer: could the server have acted on the request?
-    private func classifyLoss() -> HTTP2ClientError {
-        if let closed = self.lastError as? NIOHTTP2Errors.StreamClosed {
-            switch closed.errorCode {
-            case .refusedStream:
-                return HTTP2ClientError(.notSent, "stream refused by the server (REFUSED_STREAM)", mayHaveBeenDelivered: false)
-            case .cancel where self.isAboveGoAway(closed.streamID):
-                // swift-nio-http2 closes the streams above a GOAWAY's last-stream-id with CANCEL:
-                // by the GOAWAY's own word, the server did not process them.
-                return HTTP2ClientError(.notSent, "stream above the server's GOAWAY last-stream-id", mayHaveBeenDelivered: false)
-            default:
-                return HTTP2ClientError(.lostAnswer, "stream reset (\(closed.errorCode)) before the answer", mayHaveBeenDelivered: true)
-            }
+    /// The stream closed without an answer (`reason` as the stream's closing said): could the
+    /// server have acted on the request?
+    func lost(reason: HTTP2ErrorCode?, aboveGoAway: Bool) -> HTTP2ClientError {
+        switch reason {
+        case .refusedStream?:
+            return HTTP2ClientError(.notSent, "stream refused by the server (REFUSED_STREAM)", mayHaveBeenDelivered: false)
+        case .cancel? where aboveGoAway:
+            // swift-nio-http2 closes the streams above a GOAWAY's last-stream-id with CANCEL:
+            // by the GOAWAY's own word, the server did not process them.
+            return HTTP2ClientError(.notSent, "stream above the server's GOAWAY last-stream-id", mayHaveBeenDelivered: false)
+        case let reason?:
+            return HTTP2ClientError(.lostAnswer, "stream reset (\(reason)) before the answer", mayHaveBeenDelivered: true)
+        case nil:
+            return self.lostWithConnection("the stream closed")
         }
+    }
+
+    /// The connection closed (or the stream ended) before the answer.
+    func lostWithConnection(_ cause: String) -> HTTP2ClientError {
         guard self.headersWritten else {
-            let cause = self.lastError.map { " (\($0))" } ?? ""
-            return HTTP2ClientError(.notSent, "the connection closed before the request was written\(cause)", mayHaveBeenDelivered: false)
+            return HTTP2ClientError(.notSent, "the connection closed before the request was written (\(cause))", mayHaveBeenDelivered: false)
         }
-        let cause = self.lastError.map { "\($0)" } ?? "connection closed"
         return HTTP2ClientError(.lostAnswer, "no answer: \(cause)", mayHaveBeenDelivered: true)
-    }
-
-    private func isAboveGoAway(_ streamID: HTTP2StreamID) -> Bool {
-        guard let lastStreamID = self.goAway() else { return false }
-        return streamID > lastStreamID
     }
 }

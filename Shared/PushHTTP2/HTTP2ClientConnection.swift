@@ -29,8 +29,6 @@ final class HTTP2ClientConnection {
     private var activeStreams = 0
     private var maxStreams: Int
     private var waiting = CircularBuffer<Waiting>()
-    /// Set by the server's GOAWAY: streams above it were not processed.
-    private(set) var goAwayLastStreamID: HTTP2StreamID?
     private var retired = false
     private var idleTimer: Scheduled<Void>?
 
@@ -51,7 +49,7 @@ final class HTTP2ClientConnection {
     }
 
     /// New requests may go on this connection.
-    var isUsable: Bool { self.channel.isActive && self.goAwayLastStreamID == nil && !self.retired && !self.frames.streamIDsExhausted }
+    var isUsable: Bool { self.channel.isActive && self.frames.goAwayLastStreamID == nil && !self.retired && !self.frames.streamIDsExhausted }
 
     /// Sends `request` now, or once a stream is free; the answer (or why none came) completes
     /// `promise`.
@@ -74,9 +72,9 @@ final class HTTP2ClientConnection {
         self.openWaiting()
     }
 
-    /// The server sent GOAWAY: no new streams; close once the ones it processes are answered.
-    func receivedGoAway(lastStreamID: HTTP2StreamID) {
-        self.goAwayLastStreamID = min(lastStreamID, self.goAwayLastStreamID ?? lastStreamID)
+    /// The server sent GOAWAY (its frames handler keeps the last-stream-id): no new streams;
+    /// close once the ones it processes are answered.
+    func receivedGoAway() {
         self.stopTakingStreams()
     }
 
@@ -174,7 +172,8 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
     private var consumed = 0
     /// Connection window to give back at the end of this read.
     private var windowIncrement = 0
-    private var goAwayLastStreamID: HTTP2StreamID?
+    /// Set by the server's GOAWAY (the lowest, if several): streams above it were not processed.
+    private(set) var goAwayLastStreamID: HTTP2StreamID?
 
     init(eventLoop: any EventLoop) {
         let ready = eventLoop.makePromise(of: Void.self)
@@ -264,7 +263,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
             }
         case .goAway(let lastStreamID, _, _):
             self.goAwayLastStreamID = min(lastStreamID, self.goAwayLastStreamID ?? lastStreamID)
-            self.connection?.receivedGoAway(lastStreamID: lastStreamID)
+            self.connection?.receivedGoAway()
         case .headers, .data:
             if let exchange = self.exchanges[frame.streamID], exchange.receive(frame.payload) {
                 self.exchanges[frame.streamID] = nil

@@ -168,6 +168,7 @@ let package = Package(
             name: "APNSClient",
             dependencies: [
                 "PushHTTP2",
+                "PushEvents",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHPACK", package: "swift-nio-http2"),

@@ -22,6 +22,8 @@ extension APNSClientError {
                 self.init(code: .timeout, isRetriable: true, mayHaveBeenDelivered: error.mayHaveBeenDelivered, detail: error.detail)
             case .shutDown:
                 self = .shutDown()
+            case .invalidRequest:
+                self.init(code: .invalidRequest, isRetriable: false, mayHaveBeenDelivered: false, detail: error.detail)
             }
         case is CancellationError:
             self.init(code: .cancelled, isRetriable: true, mayHaveBeenDelivered: true, detail: "the sending task was cancelled")

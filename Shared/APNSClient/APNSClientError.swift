@@ -27,6 +27,9 @@ public struct APNSClientError: Error, Sendable, CustomStringConvertible {
         public static let shutDown = Code("shut_down")
         /// The calling task was cancelled while the request was under way.
         public static let cancelled = Code("cancelled")
+        /// The request is not a well-formed HTTP/2 request (a line break or NUL in the device
+        /// token, topic, push type or collapse id): never sent, and sending it again cannot help.
+        public static let invalidRequest = Code("invalid_request")
     }
 
     public var code: Code

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOHPACK
 import NIOSSL
+import PushEvents
 import PushHTTP2
 import Synchronization
 
@@ -105,7 +106,7 @@ final class APNSConnectionPool: Sendable {
             self.logger.debug(
                 "apns answer",
                 metadata: [
-                    "apns.id": "\(answer.apnsId ?? request.apnsId.uuidString.lowercased())",
+                    "apns.id": "\(answer.apnsId ?? request.apnsId.lowercaseText)",
                     "apns.status": "\(answer.status)",
                     "apns.reason": "\(answer.reason?.rawValue ?? "")",
                     "apns.connection": "\(slot.index).\(connection.generation)",
@@ -119,7 +120,7 @@ final class APNSConnectionPool: Sendable {
             }
             self.logger.debug(
                 "apns send failed",
-                metadata: ["apns.id": "\(request.apnsId.uuidString.lowercased())", "error": "\(failure)"]
+                metadata: ["apns.id": "\(request.apnsId.lowercaseText)", "error": "\(failure)"]
             )
             throw failure
         }
@@ -185,7 +186,7 @@ final class APNSConnectionPool: Sendable {
             headers.add(name: "apns-expiration", value: String(Int64(max(0, expiration.timeIntervalSince1970.rounded(.down)))))
         }
         if let collapseId = request.collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
-        headers.add(name: "apns-id", value: request.apnsId.uuidString.lowercased())
+        headers.add(name: "apns-id", value: request.apnsId.lowercaseText)
         headers.add(name: "content-type", value: "application/json")
         return HTTP2Request(path: "\(self.pathPrefix)/3/device/\(request.deviceToken)", headers: headers, body: ByteBuffer(bytes: request.payload))
     }

@@ -28,6 +28,8 @@ extension FCMClientError {
                 return FCMClientError(.timeout, "\(endpoint): \(error.detail)", mayHaveBeenDelivered: requestWritten && error.mayHaveBeenDelivered)
             case .shutDown:
                 return FCMClientError(.shutDown, "\(endpoint): \(error.detail)", isRetriable: false)
+            case .invalidRequest:
+                return FCMClientError(.invalidRequest, "\(endpoint): \(error.detail)", isRetriable: false)
             }
         }
         if let error = error as? HTTPClientError {

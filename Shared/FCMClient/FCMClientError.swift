@@ -23,6 +23,9 @@ public struct FCMClientError: Error, Sendable, CustomStringConvertible {
         public static let shutDown = Code(label: "shut_down")
         /// Any other transport failure.
         public static let transportFailed = Code(label: "transport_failed")
+        /// The request is not a well-formed HTTP/2 request (a line break or NUL in the project
+        /// id or a header value): never sent, and sending it again cannot help.
+        public static let invalidRequest = Code(label: "invalid_request")
 
         public var description: String { self.label }
     }

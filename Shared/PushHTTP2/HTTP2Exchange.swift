@@ -51,6 +51,9 @@ public struct HTTP2ClientError: Error, Sendable, CustomStringConvertible {
         case timeout
         /// The endpoint is shut down.
         case shutDown
+        /// The request cannot be sent as it is (a line break or NUL in its path or a header
+        /// value, which HTTP/2 forbids): sending it again cannot help.
+        case invalidRequest
     }
 
     public var kind: Kind
@@ -65,6 +68,25 @@ public struct HTTP2ClientError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(self.kind.rawValue): \(self.detail)" }
+}
+
+extension HTTP2Request {
+    /// Why the request is not a well-formed HTTP/2 request, if it is not: RFC 9113 section 8.2.1
+    /// forbids NUL, CR and LF in field values (the path included). The header names are the
+    /// clients' own constants. swift-nio-http2's own validation of every header block is off
+    /// (`HTTP2Endpoint`): it was about 4 % of a sender's CPU, and this is the part of it that
+    /// values from messages can break.
+    func malformation() -> String? {
+        if Self.hasForbiddenByte(self.path) { return "the path holds a NUL, CR or LF" }
+        for (name, value, _) in self.headers where Self.hasForbiddenByte(value) {
+            return "the value of header \(name) holds a NUL, CR or LF"
+        }
+        return nil
+    }
+
+    private static func hasForbiddenByte(_ text: String) -> Bool {
+        text.utf8.contains { $0 == 0 || $0 == 0x0A || $0 == 0x0D }
+    }
 }
 
 /// One request on one stream, from its HEADERS to its answer: the connection's handler feeds it

@@ -20,7 +20,7 @@ extension OutgoingMessage {
     }
 
     /// The key of the message's records: `<appId>:<token>`, so one device's records share a partition.
-    public var recordKey: String { "\(appId.uuidString.lowercased()):\(registrationToken)" }
+    public var recordKey: String { "\(appId.lowercaseText):\(registrationToken)" }
 }
 
 extension APNSMessagePlanned: OutgoingMessage {

@@ -1,4 +1,5 @@
 import Foundation
+import PushEvents
 import Synchronization
 
 /// An app's credentials as a transport sends with them: looked up in the cache, checked against
@@ -28,7 +29,7 @@ final class ProviderCredentials<Parsed: Sendable>: Sendable {
     }
 
     func lookup(appId: UUID) async -> Lookup {
-        let appKey = "app:\(appId.uuidString.lowercased())"
+        let appKey = "app:\(appId.lowercaseText)"
         if let until = suspensions.suspendedUntil(appKey, now: now()) {
             return .stop(.deferred(reason: "credentials-suspended", until: until))
         }

@@ -62,6 +62,33 @@ extension APNSClientIntegrationTests {
             }
         }
 
+        @Test("a line break or NUL in a header value or the path: failed before sending, not retriable, nothing reaches APNs")
+        func malformedRequestIsNotSent() async throws {
+            try await Harness.withSimulator(keys: [self.key]) { server in
+                try await Harness.withClient(Harness.configuration(for: server)) { client in
+                    let credentials = try self.key.credentials()
+                    var badToken = Harness.request()
+                    badToken.deviceToken += "\r\nx"
+                    var nul = Harness.request()
+                    nul.topic += "\u{0}"
+                    for (request, named) in [(Harness.request(collapseId: "c\r\napns-priority: 5"), "apns-collapse-id"), (nul, "apns-topic"), (badToken, "the path")] {
+                        let error = await #expect(throws: APNSClientError.self) {
+                            try await client.send(request, credentials: credentials, environment: .production)
+                        }
+                        #expect(error?.code == .invalidRequest)
+                        #expect(error?.isRetriable == false)
+                        #expect(error?.mayHaveBeenDelivered == false)
+                        #expect(error?.detail.contains(named) == true, "\(error?.detail ?? "")")
+                    }
+                    // The connection is not harmed: a good request still goes, and it is the only one logged.
+                    let good = Harness.request(mId: "mid-after-malformed")
+                    #expect(try await client.send(good, credentials: credentials, environment: .production).status == 200)
+                    #expect(server.state.notifications().map(\.mId) == ["mid-after-malformed"])
+                    #expect(server.state.counters.streams == 1)
+                }
+            }
+        }
+
         @Test("simulator token prefixes: dead tokens with their timestamp, bad tokens, 429 and 5xx to retry")
         func tokenPrefixes() async throws {
             try await Harness.withSimulator(keys: [self.key]) { server in

@@ -323,6 +323,26 @@ struct FCMClientSimulatorTests {
         }
     }
 
+    @Test("a line break in the project id (the request path): invalidRequest before sending, not retriable; the connection keeps working")
+    func malformedPathIsNotSent() async throws {
+        try await Fixture.run { simulator in
+            let account = try Fixture.projectA.serviceAccount()
+            try await simulator.withClient { client in
+                do throws(FCMClientError) {
+                    _ = try await client.send(Fixture.dataMessage(token: "d", mId: "bad").request(project: "\(Self.projectA)\r\nx"), account: account)
+                    Issue.record("the send should fail")
+                } catch {
+                    #expect(error.code == .invalidRequest, "\(error)")
+                    #expect(!error.isRetriable)
+                    #expect(!error.mayHaveBeenDelivered)
+                }
+                let good = try await client.send(Fixture.dataMessage(token: "d", mId: "good").request(project: Self.projectA), account: account)
+                #expect(good.status == 200)
+                #expect(simulator.state.notifications().map(\.mId) == ["good"])
+            }
+        }
+    }
+
     @Test("connection refused: a retriable connectFailed, quickly, for the send and for the token endpoint")
     func connectionRefused() async throws {
         let closed = try await Fixture.closedPort()

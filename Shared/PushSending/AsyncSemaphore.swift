@@ -60,13 +60,19 @@ final class AsyncSemaphore: Sendable {
     }
 
     func release() {
-        let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
-            if state.waiters.isEmpty {
-                state.available += 1
-                return nil
-            }
-            return state.waiters.removeFirst().continuation
+        release(1)
+    }
+
+    /// Returns `count` permits: waiters first, in order, the rest to the pool.
+    func release(_ count: Int) {
+        guard count > 0 else { return }
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            let woken = min(count, state.waiters.count)
+            state.available += count - woken
+            guard woken > 0 else { return [] }
+            defer { state.waiters.removeFirst(woken) }
+            return state.waiters.prefix(woken).map(\.continuation)
         }
-        waiter?.resume()
+        for waiter in waiters { waiter.resume() }
     }
 }

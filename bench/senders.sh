@@ -145,7 +145,7 @@ EOF
     fi
     SENDER_PID=$!; PIDS+=("$SENDER_PID")
     if ((PERF)); then
-        perf record -F 199 --call-graph dwarf,16384 -p "$SENDER_PID" -o "$dir/perf.data" >/dev/null 2>"$dir/perf.err" &
+        perf record -F ${PERF_FREQUENCY:-199} --call-graph dwarf,16384 -p "$SENDER_PID" -o "$dir/perf.data" >/dev/null 2>"$dir/perf.err" &
         PERF_PID=$!
     fi
     peak=0; start=""; start_count=0; last=0

@@ -167,6 +167,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
 
     private var context: ChannelHandlerContext?
     private var exchanges: [HTTP2StreamID: HTTP2Exchange] = [:]
+    private var deadlineSweep: RepeatedTask?
     private var nextStreamID = HTTP2StreamID(1)
     /// DATA bytes received since the connection window was last topped up.
     private var consumed = 0
@@ -215,10 +216,40 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
             context.write(self.wrapOutboundOut(HTTP2Frame(streamID: streamID, payload: data)), promise: nil)
         }
         context.flush()
+        self.startDeadlineSweep(context: context)
+    }
+
+    /// How often open exchanges are checked against their deadlines: an unanswered request
+    /// fails at most this long after its deadline.
+    static let deadlineSweepInterval = TimeAmount.milliseconds(100)
+
+    /// Deadlines are checked by one repeated task per connection while it has exchanges, not by
+    /// a timer per request: scheduling and cancelling a timer per request (cancelling searches
+    /// the event loop's whole timer heap, a thousand entries with 1,000 requests in flight) was
+    /// about 4 % of a sender's CPU. A sweep looks at every open exchange ten times a second.
+    private func startDeadlineSweep(context: ChannelHandlerContext) {
+        guard self.deadlineSweep == nil else { return }
         let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
-        exchange.timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: exchange.deadline) {
-            loopBound.value.timedOut(streamID)
+        self.deadlineSweep = context.eventLoop.scheduleRepeatedTask(
+            initialDelay: Self.deadlineSweepInterval, delay: Self.deadlineSweepInterval
+        ) { _ in
+            loopBound.value.sweepDeadlines()
         }
+    }
+
+    private func stopDeadlineSweep() {
+        self.deadlineSweep?.cancel()
+        self.deadlineSweep = nil
+    }
+
+    private func sweepDeadlines() {
+        guard !self.exchanges.isEmpty else {
+            self.stopDeadlineSweep()
+            return
+        }
+        let now = NIODeadline.now()
+        let expired = self.exchanges.compactMap { streamID, exchange in exchange.deadline <= now ? streamID : nil }
+        for streamID in expired { self.timedOut(streamID) }
     }
 
     /// No answer by the deadline: the stream is reset (CANCEL) and the caller told.
@@ -323,6 +354,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
 
     func channelInactive(context: ChannelHandlerContext) {
         self.failReady(HTTP2ClientError(.connectFailed, "the server closed the connection before its SETTINGS", mayHaveBeenDelivered: false))
+        self.stopDeadlineSweep()
         let open = self.exchanges
         self.exchanges = [:]
         for exchange in open.values {
@@ -332,6 +364,7 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        self.stopDeadlineSweep()
         self.context = nil
         self.failReady(HTTP2ClientError(.connectFailed, "the connection closed before the server's SETTINGS", mayHaveBeenDelivered: false))
     }

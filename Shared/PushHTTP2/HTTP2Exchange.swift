@@ -98,7 +98,6 @@ final class HTTP2Exchange {
     let request: HTTP2Request
     let promise: EventLoopPromise<HTTP2Response>
     let deadline: NIODeadline
-    var timer: Scheduled<Void>?
     private var status: Int?
     private var headers: HPACKHeaders = [:]
     private var body: ByteBuffer?
@@ -168,7 +167,6 @@ final class HTTP2Exchange {
         }
         guard !self.completed else { return true }
         self.completed = true
-        self.timer?.cancel()
         self.promise.succeed(HTTP2Response(status: status, headers: self.headers, body: self.body ?? ByteBuffer()))
         return true
     }
@@ -176,7 +174,6 @@ final class HTTP2Exchange {
     func fail(_ error: HTTP2ClientError) {
         guard !self.completed else { return }
         self.completed = true
-        self.timer?.cancel()
         self.promise.fail(error)
     }
 

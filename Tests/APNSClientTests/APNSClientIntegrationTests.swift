@@ -89,6 +89,32 @@ extension APNSClientIntegrationTests {
             }
         }
 
+        @Test("no answer by the request deadline: timeout (may have been delivered) soon after it, and the connection goes on")
+        func requestDeadline() async throws {
+            try await Harness.withSimulator(keys: [self.key]) { server in
+                var configuration = Harness.configuration(for: server, connections: 1)
+                configuration.requestTimeout = .milliseconds(400)
+                try await Harness.withClient(configuration) { client in
+                    let credentials = try self.key.credentials()
+                    #expect(try await client.send(Harness.request(mId: "warm-up"), credentials: credentials, environment: .production).status == 200)
+                    _ = server.state.updateFaults { $0.latencyMs = 3000 }
+                    let started = ContinuousClock.now
+                    let error = await #expect(throws: APNSClientError.self) {
+                        try await client.send(Harness.request(mId: "slow"), credentials: credentials, environment: .production)
+                    }
+                    let waited = ContinuousClock.now - started
+                    #expect(error?.code == .timeout)
+                    #expect(error?.isRetriable == true)
+                    #expect(error?.mayHaveBeenDelivered == true)
+                    // The deadline is checked ten times a second: failed within its deadline + 100 ms (and scheduling slack).
+                    #expect(waited >= .milliseconds(400) && waited < .milliseconds(1200), "\(waited)")
+                    _ = server.state.updateFaults { $0.latencyMs = 0 }
+                    #expect(try await client.send(Harness.request(mId: "after"), credentials: credentials, environment: .production).status == 200)
+                    #expect(server.state.counters.connections == 1)
+                }
+            }
+        }
+
         @Test("simulator token prefixes: dead tokens with their timestamp, bad tokens, 429 and 5xx to retry")
         func tokenPrefixes() async throws {
             try await Harness.withSimulator(keys: [self.key]) { server in

@@ -186,9 +186,13 @@ final class APNSConnectionPool: Sendable {
             headers.add(name: "apns-expiration", value: String(Int64(max(0, expiration.timeIntervalSince1970.rounded(.down)))))
         }
         if let collapseId = request.collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
-        headers.add(name: "apns-id", value: request.apnsId.lowercaseText)
+        // apns-id and the path (device token) differ on every request: not indexed, so HPACK's
+        // dynamic table keeps the headers that repeat (authorization, topic, expiration).
+        headers.add(name: "apns-id", value: request.apnsId.lowercaseText, indexing: .nonIndexable)
         headers.add(name: "content-type", value: "application/json")
-        return HTTP2Request(path: "\(self.pathPrefix)/3/device/\(request.deviceToken)", headers: headers, body: ByteBuffer(bytes: request.payload))
+        return HTTP2Request(
+            path: "\(self.pathPrefix)/3/device/\(request.deviceToken)", headers: headers, body: ByteBuffer(bytes: request.payload), pathIndexing: .nonIndexable
+        )
     }
 
     private static func tlsConfiguration(configuration: APNSClientConfiguration, credentials: APNSCredentials) throws(APNSClientError) -> TLSConfiguration {

@@ -9,12 +9,18 @@ public struct HTTP2Request: Sendable {
     public var path: String
     public var headers: HPACKHeaders
     public var body: ByteBuffer
+    /// Whether HPACK may add the path to the connection's dynamic table: `.nonIndexable` for a
+    /// path that will not repeat (APNs puts the device token in it), so that each request
+    /// neither evicts entries that do repeat (the authorization header) nor makes the server
+    /// store it. Header values carry their own indexing (`HPACKHeaders.add(name:value:indexing:)`).
+    public var pathIndexing: HPACKIndexing
 
-    public init(method: String = "POST", path: String, headers: HPACKHeaders = [:], body: ByteBuffer) {
+    public init(method: String = "POST", path: String, headers: HPACKHeaders = [:], body: ByteBuffer, pathIndexing: HPACKIndexing = .indexable) {
         self.method = method
         self.path = path
         self.headers = headers
         self.body = body
+        self.pathIndexing = pathIndexing
     }
 }
 
@@ -121,7 +127,7 @@ final class HTTP2Exchange {
         headers.add(name: ":method", value: self.request.method)
         headers.add(name: ":scheme", value: "https")
         headers.add(name: ":authority", value: authority)
-        headers.add(name: ":path", value: self.request.path)
+        headers.add(name: ":path", value: self.request.path, indexing: self.request.pathIndexing)
         headers.add(contentsOf: self.request.headers)
         headers.add(name: "content-length", value: String(self.request.body.readableBytes))
         return headers

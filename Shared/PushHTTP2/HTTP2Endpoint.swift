@@ -82,9 +82,12 @@ public final class HTTP2Endpoint: Sendable {
         if let malformation = request.malformation() {
             throw HTTP2ClientError(.invalidRequest, malformation, mayHaveBeenDelivered: false)
         }
-        let future = self.eventLoop.flatSubmit { self.sendOnLoop(request, deadline: deadline) }
+        // One promise and one hop to the event loop per request (`flatSubmit` made two more
+        // futures and a callback).
+        let promise = self.eventLoop.makePromise(of: HTTP2Response.self)
+        self.eventLoop.execute { self.sendOnLoop(request, deadline: deadline, promise: promise) }
         do {
-            return try await future.get()
+            return try await promise.futureResult.get()
         } catch let error as HTTP2ClientError {
             throw error
         } catch {
@@ -111,8 +114,7 @@ public final class HTTP2Endpoint: Sendable {
 
     // MARK: on the event loop
 
-    private func sendOnLoop(_ request: HTTP2Request, deadline: NIODeadline) -> EventLoopFuture<HTTP2Response> {
-        let promise = self.eventLoop.makePromise(of: HTTP2Response.self)
+    private func sendOnLoop(_ request: HTTP2Request, deadline: NIODeadline, promise: EventLoopPromise<HTTP2Response>) {
         self.withConnection { result in
             switch result {
             case .success(let connection):
@@ -121,7 +123,6 @@ public final class HTTP2Endpoint: Sendable {
                 promise.fail(error)
             }
         }
-        return promise.futureResult
     }
 
     /// A request a connection took but never sent (it stopped taking streams first): it goes on

@@ -109,8 +109,16 @@ struct FCMTTLTests {
     @Test("android.ttl is rewritten to the time left, and a data value named ttl is left alone")
     func ttl() {
         let planned = #"{"token":"t","data":{"_mId":"m","ttl":"\"ttl\":\"9s\""},"android":{"priority":"high","ttl":"86400s","collapse_key":"k"}}"#
-        let sent = FCMTransport.withTTL(planned, seconds: 120)
-        #expect(sent == #"{"token":"t","data":{"_mId":"m","ttl":"\"ttl\":\"9s\""},"android":{"priority":"high","ttl":"120s","collapse_key":"k"}}"#)
-        #expect(FCMTransport.withTTL(#"{"token":"t"}"#, seconds: 5) == #"{"token":"t"}"#)
+        func sent(_ message: String, _ seconds: Int) -> String { String(decoding: FCMTransport.withTTL(message, seconds: seconds), as: UTF8.self) }
+        #expect(sent(planned, 120) == #"{"token":"t","data":{"_mId":"m","ttl":"\"ttl\":\"9s\""},"android":{"priority":"high","ttl":"120s","collapse_key":"k"}}"#)
+        #expect(sent(#"{"token":"t"}"#, 5) == #"{"token":"t"}"#)
+        // Multi-byte characters before and after: the rewrite is by bytes, not characters.
+        let accents = #"{"token":"t","notification":{"title":"Olá 👋 ça va"},"android":{"ttl":"86400s","notification":{"body":"é"}}}"#
+        #expect(sent(accents, 7) == #"{"token":"t","notification":{"title":"Olá 👋 ça va"},"android":{"ttl":"7s","notification":{"body":"é"}}}"#)
+        // No ttl in android, or an unterminated one: the message goes as planned.
+        #expect(sent(#"{"token":"t","android":{"priority":"high"}}"#, 7) == #"{"token":"t","android":{"priority":"high"}}"#)
+        #expect(sent(#"{"android":{"ttl":"12"#, 7) == #"{"android":{"ttl":"12"#)
+        // A ttl before "android" (in data) is not android's.
+        #expect(sent(#"{"data":{"a":"\"ttl\":\"1s\""},"android":{"ttl":"5s"}}"#, 3) == #"{"data":{"a":"\"ttl\":\"1s\""},"android":{"ttl":"3s"}}"#)
     }
 }

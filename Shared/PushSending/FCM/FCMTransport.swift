@@ -36,7 +36,7 @@ public struct FCMTransport: MessageTransport {
         let remaining = max(0, Int(message.validUntil.timeIntervalSince(now()).rounded(.down)))
         let body = Self.withTTL(message.message, seconds: remaining)
         do {
-            let response = try await client.send(FCMRequest(projectId: message.projectId, message: Array(body.utf8)), account: account)
+            let response = try await client.send(FCMRequest(projectId: message.projectId, message: body), account: account)
             return Self.outcome(of: response, credential: fingerprint)
         } catch {
             if error.isRetriable { return .retry(reason: "transport-\(error.code)") }
@@ -67,11 +67,38 @@ public struct FCMTransport: MessageTransport {
     /// left at planning, and a message sent later (a retry, a backlog) must not outlive
     /// `validUntil`. The planner writes `"android":{` once (data values are strings, so the
     /// sequence cannot come from them) and `"ttl":"<n>s"` in it.
-    static func withTTL(_ message: String, seconds: Int) -> String {
-        guard let android = message.range(of: #""android":{"#),
-              let start = message.range(of: #""ttl":""#, range: android.upperBound..<message.endIndex)
-        else { return message }
-        guard let end = message[start.upperBound...].firstIndex(of: "\"") else { return message }
-        return message.replacingCharacters(in: start.upperBound..<end, with: "\(seconds)s")
+    ///
+    /// It works on the UTF-8 bytes the request sends: Foundation's `range(of:)` and
+    /// `replacingCharacters(in:with:)` went through NSString and UTF-16 and were 17 % of the
+    /// fcm-sender's CPU.
+    static func withTTL(_ message: String, seconds: Int) -> [UInt8] {
+        var message = message
+        return message.withUTF8 { bytes in
+            guard let android = firstIndex(of: #""android":{"#, in: bytes, from: 0),
+                  let start = firstIndex(of: #""ttl":""#, in: bytes, from: android)
+            else { return Array(bytes) }
+            let valueStart = start + 7
+            guard let end = bytes[valueStart...].firstIndex(of: UInt8(ascii: "\"")) else { return Array(bytes) }
+            var body: [UInt8] = []
+            body.reserveCapacity(bytes.count + 8)
+            body.append(contentsOf: bytes[..<valueStart])
+            body.append(contentsOf: "\(seconds)s".utf8)
+            body.append(contentsOf: bytes[end...])
+            return body
+        }
+    }
+
+    /// Where `pattern` (ASCII) first starts in `bytes` at or after `from`.
+    private static func firstIndex(of pattern: StaticString, in bytes: UnsafeBufferPointer<UInt8>, from: Int) -> Int? {
+        let pattern = UnsafeBufferPointer(start: pattern.utf8Start, count: pattern.utf8CodeUnitCount)
+        guard bytes.count >= pattern.count, from <= bytes.count - pattern.count else { return nil }
+        var index = from
+        while index <= bytes.count - pattern.count {
+            if bytes[index] == pattern[0], UnsafeBufferPointer(rebasing: bytes[index..<(index + pattern.count)]).elementsEqual(pattern) {
+                return index
+            }
+            index += 1
+        }
+        return nil
     }
 }

@@ -13,7 +13,8 @@
 #                  with latency, throughput is bounded by streams / latency on both sides)
 #   --no-build     use the existing .build-bench/release binaries
 #   --perf         also sample the sender with `perf record` while it sends and print its top
-#                  symbols (data kept in the run's directory; perturbs the figures)
+#                  symbols (data kept in the run's directory; perturbs the figures);
+#                  PERF_FREQUENCY sets its sampling rate in Hz (default 199)
 #
 # What runs, per provider:
 #   1. Not timed: a fresh key (.p8 with openssl, or an RSA service account), the simulator
@@ -34,6 +35,11 @@
 #      (APNs: apns-topic, apns-push-type, apns-priority, apns-expiration, authorization of a JWT's
 #      length; FCM: content-type and the bearer access token from the simulator's token endpoint).
 #      Its own "req/s" figure; all 2xx or the script fails.
+#   5. CPU per message (µs): the sender, the simulator and the Tansu broker over the sender's
+#      window; h2load (GNU time) and the simulator over h2load's run. "client" is h2load's CPU per
+#      request over the sender's per message: the cost of the sender against nghttp2's client,
+#      whatever the two shared cores let through. The rates' ratio also carries the broker,
+#      which only the sender's run pays for (docs/benchmarks.md).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "$ROOT"
@@ -54,7 +60,7 @@ while (($#)); do
         --latency-ms) LATENCY="${2:?}"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
         --perf) PERF=1; shift ;;
-        -h|--help) sed -n '2,30p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,42p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option $1" ;;
     esac
 done
@@ -92,7 +98,9 @@ sent_count() {
 }
 control() { curl -fsS --http2 --cacert "$CA" "$@"; }
 
-declare -A RESULT
+declare -A RESULT COST
+BROKER_PID="$(pgrep -f "tansu broker --listener-url tcp://${KAFKA_BROKERS}" | head -n 1)"
+[[ -n $BROKER_PID ]] || die "no Tansu broker listening on $KAFKA_BROKERS"
 echo "sender benchmark: $MESSAGES messages per provider, simulator latency ${LATENCY} ms"
 echo "machine: $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg); h2load $(h2load --version | head -1 | awk '{print $2}')"
 echo "code: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- Shared Services bench || echo ' + uncommitted changes')"
@@ -156,7 +164,7 @@ EOF
         rss="$(rss_mib "$SENDER_PID")"; ((rss > peak)) && peak=$rss
         if [[ -z $start ]] && ((count > 0)); then
             start=$now; start_count=$count
-            cpu_sender0="$(cpu_seconds "$SENDER_PID")"; cpu_sim0="$(cpu_seconds "$SIM_PID")"
+            cpu_sender0="$(cpu_seconds "$SENDER_PID")"; cpu_sim0="$(cpu_seconds "$SIM_PID")"; cpu_broker0="$(cpu_seconds "$BROKER_PID")"
         fi
         if ((count >= MESSAGES)); then end=$now; break; fi
         if [[ -n $start ]] && (( $(echo "$now - $start > 0" | bc) )) && ((count != last)); then
@@ -167,6 +175,7 @@ EOF
     done
     [[ -n ${end:-} ]] || die "the $provider sender did not send $MESSAGES messages within 600 s (sent $last); see $dir/sender.log"
     cpu_sender="$(echo "$(cpu_seconds "$SENDER_PID") - $cpu_sender0" | bc)"; cpu_sim="$(echo "$(cpu_seconds "$SIM_PID") - $cpu_sim0" | bc)"
+    cpu_broker="$(echo "$(cpu_seconds "$BROKER_PID") - $cpu_broker0" | bc)"
     hwm="$(hwm_mib "$SENDER_PID")"
     if ((PERF)); then kill -INT "$PERF_PID"; wait "$PERF_PID" 2>/dev/null || true; fi
     kill -TERM "$SENDER_PID"; wait "$SENDER_PID" 2>/dev/null || true
@@ -206,8 +215,12 @@ EOF
         headers+=(-H "authorization: Bearer $token")
         url="https://127.0.0.1:$PORT/v1/projects/bench-project/messages:send"
     fi
-    h2load -n "$MESSAGES" -c "$connections" -m "$streams" -t 1 "${headers[@]}" -d "$dir/payload.json" "$url" >"$dir/h2load.txt" 2>&1 \
+    cpu_sim_h2load0="$(cpu_seconds "$SIM_PID")"
+    /usr/bin/time -f '%U %S' -o "$dir/h2load.time" \
+        h2load -n "$MESSAGES" -c "$connections" -m "$streams" -t 1 "${headers[@]}" -d "$dir/payload.json" "$url" >"$dir/h2load.txt" 2>&1 \
         || die "h2load failed; see $dir/h2load.txt"
+    cpu_sim_h2load="$(echo "$(cpu_seconds "$SIM_PID") - $cpu_sim_h2load0" | bc)"
+    cpu_h2load="$(awk 'END { print $1 + $2 }' "$dir/h2load.time")"
     h2rate="$(awk '/^finished in/ { for (i = 1; i <= NF; i++) if ($i == "req/s,") print int($(i-1)) }' "$dir/h2load.txt")"
     h2ok="$(awk '/^status codes:/ { gsub(",", "", $3); print $3 }' "$dir/h2load.txt")"
     [[ $h2ok == "$MESSAGES" ]] || die "h2load: $h2ok of $MESSAGES answers were 2xx; see $dir/h2load.txt"
@@ -215,6 +228,14 @@ EOF
     ratio="$(echo "scale=3; $rate / $h2rate" | bc)"
 
     RESULT[$provider]="$(printf '%-5s %9d %9d %7s %10d %8d %10s %12s %8s' "$provider" "$rate" "$h2rate" "$ratio" "$peak" "$hwm" "$cpu_sender" "$cpu_sim" "$payload_bytes")"
+    # CPU per message in microseconds: what each process spent during the sender's window and
+    # during h2load's run. The sender's run also pays the broker (consuming the records,
+    # storing the results); h2load's does not.
+    # (the sender's window covers the messages after the first sample, h2load's all of them).
+    window=$((MESSAGES - start_count))
+    per() { echo "scale=1; $1 * 1000000 / $2" | bc; }
+    COST[$provider]="$(printf '%-5s %12s %14s %12s %12s %20s %10s' "$provider" "$(per "$cpu_sender" $window)" "$(per "$cpu_sim" $window)" "$(per "$cpu_broker" $window)" \
+        "$(per "$cpu_h2load" "$MESSAGES")" "$(per "$cpu_sim_h2load" "$MESSAGES")" "$(echo "scale=3; ($cpu_h2load * $window) / ($cpu_sender * $MESSAGES)" | bc)")"
     printf '%s: sender %d messages/s (%d in %.3f s after the first result), h2load %d req/s, ratio %s; sender peak RSS %d MiB (VmHWM %d); CPU s sender %s, simulator %s; -c %d -m %d\n' \
         "$provider" "$rate" $((MESSAGES - start_count)) "$seconds" "$h2rate" "$ratio" "$peak" "$hwm" "$cpu_sender" "$cpu_sim" "$connections" "$streams"
     kill "$SIM_PID" 2>/dev/null || true; wait "$SIM_PID" 2>/dev/null || true
@@ -225,3 +246,7 @@ echo
 echo "command: $COMMAND_LINE"
 printf '%-5s %9s %9s %7s %10s %8s %10s %12s %8s\n' provider "sender/s" "h2load/s" ratio "peak MiB" "HWM MiB" "CPU sender" "CPU simulator" "payload"
 for provider in $PROVIDERS; do echo "${RESULT[$provider]}"; done
+echo
+echo "CPU µs per message (sender's window | h2load's run); client ratio = h2load's CPU / the sender's"
+printf '%-5s %12s %14s %12s %12s %20s %10s\n' provider sender "simulator" broker h2load "simulator (h2load)" "client"
+for provider in $PROVIDERS; do echo "${COST[$provider]}"; done

@@ -60,14 +60,7 @@ public struct EventJSONWriter {
     public mutating func uuid(_ key: StaticString, _ value: UUID) {
         self.key(key)
         bytes.append(UInt8(ascii: "\""))
-        let digits: StaticString = "0123456789ABCDEF"
-        withUnsafeBytes(of: value.uuid) { uuid in
-            for (index, byte) in uuid.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 { bytes.append(UInt8(ascii: "-")) }
-                bytes.append(digits.utf8Start[Int(byte >> 4)])
-                bytes.append(digits.utf8Start[Int(byte & 0x0F)])
-            }
-        }
+        value.forEachTextByte(digits: "0123456789ABCDEF") { bytes.append($0) }
         bytes.append(UInt8(ascii: "\""))
     }
 

@@ -5,21 +5,26 @@ extension UUID {
     /// id header and causation id the project writes), without Foundation's `snprintf` and the
     /// second string `lowercased()` makes: senders format three or four per notification.
     public var lowercaseText: String {
-        let digits: StaticString = "0123456789abcdef"
-        return withUnsafeBytes(of: uuid) { uuid in
-            String(unsafeUninitializedCapacity: 36) { text in
-                var position = 0
-                for index in 0..<16 {
-                    if index == 4 || index == 6 || index == 8 || index == 10 {
-                        text[position] = UInt8(ascii: "-")
-                        position += 1
-                    }
-                    let byte = uuid[index]
-                    text[position] = digits.utf8Start[Int(byte >> 4)]
-                    text[position + 1] = digits.utf8Start[Int(byte & 0x0F)]
-                    position += 2
-                }
-                return position
+        String(unsafeUninitializedCapacity: 36) { text in
+            var position = 0
+            forEachTextByte(digits: "0123456789abcdef") { byte in
+                text[position] = byte
+                position += 1
+            }
+            return position
+        }
+    }
+
+    /// Gives the 36 bytes of the UUID's text (8-4-4-4-12 hex digits, taken from `digits`) in
+    /// order: `lowercaseText` and `EventJSONWriter.uuid` (upper case, as the encoder writes).
+    @inline(__always)
+    func forEachTextByte(digits: StaticString, _ body: (UInt8) -> Void) {
+        withUnsafeBytes(of: uuid) { uuid in
+            for index in 0..<16 {
+                if index == 4 || index == 6 || index == 8 || index == 10 { body(UInt8(ascii: "-")) }
+                let byte = uuid[index]
+                body(digits.utf8Start[Int(byte >> 4)])
+                body(digits.utf8Start[Int(byte & 0x0F)])
             }
         }
     }

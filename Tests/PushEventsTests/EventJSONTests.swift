@@ -198,6 +198,16 @@ struct EventJSONTests {
 
 @Suite("Event ids")
 struct RandomUUIDTests {
+    @Test("lowercaseText is Foundation's uuidString lower-cased, for 10,000 ids and the extremes")
+    func lowercaseText() {
+        var ids = (0..<10_000).map { _ in UUID() }
+        ids.append(UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)))
+        ids.append(UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255)))
+        for id in ids where id.lowercaseText != id.uuidString.lowercased() {
+            Issue.record("\(id.uuidString): \(id.lowercaseText)")
+        }
+    }
+
     @Test("100,000 ids: all distinct, each a version 4 UUID of the RFC 4122 variant")
     func distinctVersion4() {
         var seen = Set<UUID>()

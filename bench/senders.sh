@@ -68,6 +68,7 @@ done
 command -v h2load >/dev/null || { log "installing nghttp2-client (h2load)"; apt-get install -y -qq nghttp2-client >/dev/null; }
 command -v openssl >/dev/null || die "openssl is missing"
 command -v bc >/dev/null || apt-get install -y -qq bc >/dev/null
+[[ -x /usr/bin/time ]] || { log "installing time (GNU time, h2load's CPU)"; apt-get install -y -qq time >/dev/null; }
 scripts/stack up >&2
 # shellcheck disable=SC1091
 source .local/stack.env

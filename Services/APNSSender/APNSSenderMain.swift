@@ -7,7 +7,7 @@ import PushSending
 @main
 enum APNSSenderMain {
     static func main() async {
-        await ServiceRuntime.main(service: "apns-sender", defaultOpsPort: 9103) { runtime in
+        await ServiceRuntime.main(service: "apns-sender", defaultOpsPort: 9103, defaultLingerMilliseconds: 50) { runtime in
             try APNSSenderApplication.build(
                 configuration: runtime.configuration, environment: EnvironmentSettings(),
                 postgres: runtime.postgres, producer: runtime.producer, logger: runtime.logger

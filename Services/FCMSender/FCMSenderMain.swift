@@ -7,7 +7,7 @@ import PushSending
 @main
 enum FCMSenderMain {
     static func main() async {
-        await ServiceRuntime.main(service: "fcm-sender", defaultOpsPort: 9104) { runtime in
+        await ServiceRuntime.main(service: "fcm-sender", defaultOpsPort: 9104, defaultLingerMilliseconds: 50) { runtime in
             try FCMSenderApplication.build(
                 configuration: runtime.configuration, environment: EnvironmentSettings(),
                 postgres: runtime.postgres, producer: runtime.producer, logger: runtime.logger

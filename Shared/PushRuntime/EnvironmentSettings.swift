@@ -26,4 +26,22 @@ public struct EnvironmentSettings: Sendable {
         guard range.contains(value) else { throw ConfigurationError("\(key) must be between \(range.lowerBound) and \(range.upperBound), got \(value)") }
         return value
     }
+
+    /// librdkafka properties from the variables named `<prefix><NAME>`: the name lower-cased,
+    /// each `_` a `.` (`KAFKA_PROPERTY_SASL_MECHANISMS=PLAIN` is `sasl.mechanisms=PLAIN`).
+    /// The values are not checked here (librdkafka refuses an unknown property or a bad value
+    /// when the client is made) and never echoed: some are secrets (`sasl.password`).
+    public func kafkaProperties(prefix: String) throws(ConfigurationError) -> [String: String] {
+        var properties: [String: String] = [:]
+        for (key, value) in values where key.hasPrefix(prefix) {
+            let name = key.dropFirst(prefix.count)
+            guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber || $0 == "_") }),
+                name.first != "_", name.last != "_"
+            else {
+                throw ConfigurationError("\(key): the part after \(prefix) must be a librdkafka property name in upper case, dots written as _ (for example \(prefix)SECURITY_PROTOCOL)")
+            }
+            properties[name.lowercased().replacingOccurrences(of: "_", with: ".")] = value
+        }
+        return properties
+    }
 }

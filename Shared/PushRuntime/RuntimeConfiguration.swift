@@ -5,8 +5,13 @@ import PushStore
 
 /// The settings every service reads (docs/configuration.md lists them with their defaults).
 public struct RuntimeConfiguration: Sendable {
-    /// `KAFKA_BROKERS`: bootstrap servers. Default `localhost:9092`.
+    /// `KAFKA_BROKERS`: bootstrap servers. Default `localhost:9092`. `KAFKA_PROPERTY_<NAME>`
+    /// passes any librdkafka property to every client (`properties`).
     public var kafka: KafkaClientConfiguration
+    /// `KAFKA_PRODUCER_PROPERTY_<NAME>`: librdkafka properties for producers only.
+    public var producerProperties: [String: String]
+    /// `KAFKA_CONSUMER_PROPERTY_<NAME>`: librdkafka properties for consumer-group members only.
+    public var consumerProperties: [String: String]
     /// `POSTGRES_URL`. Default `postgres://push:push@localhost:5432/push`.
     public var postgres: PostgresSettings
     /// `PUSH_TOPIC_*`: topic names and partition counts.
@@ -20,16 +25,24 @@ public struct RuntimeConfiguration: Sendable {
     public var kafkaSessionTimeoutMilliseconds: Int
     /// `KAFKA_DELIVERY_TIMEOUT_MS`: how long a produced event may wait for the broker. Default 10000.
     public var kafkaDeliveryTimeoutMilliseconds: Int
+    /// `KAFKA_LINGER_MS`: how long the producer waits to fill a batch. Default 5, the senders 50
+    /// (their result events wait for no user, and fuller batches cost the broker less per record).
+    public var kafkaLingerMilliseconds: Int
     /// `PUSH_SHUTDOWN_GRACE_MS`: how long a graceful shutdown (SIGTERM) may take before the
     /// services still running are cancelled; 5 s after that the process exits (status 70).
     /// Default 15000: with those 5 s, inside compose's 30 s `stop_grace_period`.
     public var shutdownGraceMilliseconds: Int
 
-    public init(service: String, defaultOpsPort: Int, environment: EnvironmentSettings = EnvironmentSettings()) throws(ConfigurationError) {
+    public init(
+        service: String, defaultOpsPort: Int, defaultLingerMilliseconds: Int = 5, environment: EnvironmentSettings = EnvironmentSettings()
+    ) throws(ConfigurationError) {
         kafka = KafkaClientConfiguration(
             bootstrapServers: environment.string("KAFKA_BROKERS", default: "localhost:9092"),
-            clientID: environment.string("KAFKA_CLIENT_ID", default: service)
+            clientID: environment.string("KAFKA_CLIENT_ID", default: service),
+            properties: try environment.kafkaProperties(prefix: "KAFKA_PROPERTY_")
         )
+        producerProperties = try environment.kafkaProperties(prefix: "KAFKA_PRODUCER_PROPERTY_")
+        consumerProperties = try environment.kafkaProperties(prefix: "KAFKA_CONSUMER_PROPERTY_")
         postgres = try PostgresSettings(
             url: environment.string("POSTGRES_URL", default: "postgres://push:push@localhost:5432/push"),
             maximumConnections: try environment.int("POSTGRES_MAX_CONNECTIONS", default: 10)
@@ -44,6 +57,7 @@ public struct RuntimeConfiguration: Sendable {
         opsPort = try environment.int("PUSH_OPS_PORT", default: defaultOpsPort)
         kafkaSessionTimeoutMilliseconds = try environment.int("KAFKA_SESSION_TIMEOUT_MS", default: 10_000)
         kafkaDeliveryTimeoutMilliseconds = try environment.int("KAFKA_DELIVERY_TIMEOUT_MS", default: 10_000)
+        kafkaLingerMilliseconds = try environment.int("KAFKA_LINGER_MS", default: defaultLingerMilliseconds, in: 0...900_000)
         shutdownGraceMilliseconds = try environment.int("PUSH_SHUTDOWN_GRACE_MS", default: 15_000)
         guard shutdownGraceMilliseconds >= 1_000 else {
             throw ConfigurationError("PUSH_SHUTDOWN_GRACE_MS must be at least 1000; got \(shutdownGraceMilliseconds)")
@@ -51,13 +65,19 @@ public struct RuntimeConfiguration: Sendable {
     }
 
     public var producer: KafkaProducerConfiguration {
-        KafkaProducerConfiguration(client: kafka, deliveryTimeoutMilliseconds: kafkaDeliveryTimeoutMilliseconds)
+        var client = kafka
+        client.properties.merge(producerProperties) { _, producerOnly in producerOnly }
+        return KafkaProducerConfiguration(
+            client: client, lingerMilliseconds: kafkaLingerMilliseconds, deliveryTimeoutMilliseconds: kafkaDeliveryTimeoutMilliseconds
+        )
     }
 
     /// Consumer settings for `group` and `topics` (a projection runner replaces both with its own).
     public func consumer(group: String, topics: [String] = []) -> KafkaConsumerConfiguration {
-        KafkaConsumerConfiguration(
-            client: kafka, groupID: group, topics: topics,
+        var client = kafka
+        client.properties.merge(consumerProperties) { _, consumerOnly in consumerOnly }
+        return KafkaConsumerConfiguration(
+            client: client, groupID: group, topics: topics,
             sessionTimeoutMilliseconds: kafkaSessionTimeoutMilliseconds,
             heartbeatIntervalMilliseconds: max(1_000, kafkaSessionTimeoutMilliseconds / 5)
         )

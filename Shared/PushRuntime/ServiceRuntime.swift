@@ -22,8 +22,10 @@ public struct ServiceRuntime: Sendable {
     public let producer: KafkaProducer
 
     /// Reads the environment and bootstraps logging and metrics (once per process).
-    public static func bootstrap(service: String, defaultOpsPort: Int) throws -> ServiceRuntime {
-        let configuration = try RuntimeConfiguration(service: service, defaultOpsPort: defaultOpsPort)
+    public static func bootstrap(service: String, defaultOpsPort: Int, defaultLingerMilliseconds: Int = 5) throws -> ServiceRuntime {
+        let configuration = try RuntimeConfiguration(
+            service: service, defaultOpsPort: defaultOpsPort, defaultLingerMilliseconds: defaultLingerMilliseconds
+        )
         let level = configuration.logLevel
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -122,11 +124,13 @@ extension ServiceRuntime {
     /// A configuration error ends the process with status 78 (EX_CONFIG) and one line on
     /// stderr naming the setting, instead of a crash report.
     public static func main(
-        service: String, defaultOpsPort: Int,
+        service: String, defaultOpsPort: Int, defaultLingerMilliseconds: Int = 5,
         _ build: @Sendable (ServiceRuntime) throws -> [any Service] = { _ in [] }
     ) async {
         do {
-            let runtime = try ServiceRuntime.bootstrap(service: service, defaultOpsPort: defaultOpsPort)
+            let runtime = try ServiceRuntime.bootstrap(
+                service: service, defaultOpsPort: defaultOpsPort, defaultLingerMilliseconds: defaultLingerMilliseconds
+            )
             try await runtime.run(try build(runtime))
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("\(service): configuration error: \(error)\n".utf8))

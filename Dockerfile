@@ -3,7 +3,7 @@
 # Ubuntu 24.04 ships librdkafka 2.3, which talks to current Kafka brokers (Debian 12's 2.0.2
 # does not: see docs/operations.md).
 FROM swift:6.1-noble AS build
-RUN apt-get update && apt-get install -y --no-install-recommends librdkafka-dev pkg-config && rm -rf /var/lib/apt/lists/*
+RUN apt-get update && apt-get install -y --no-install-recommends librdkafka-dev libjemalloc-dev pkg-config && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
 COPY Shared Shared
@@ -21,7 +21,7 @@ RUN mkdir /out \
  && for product in $PRODUCTS; do cp "$bin/$product" /out/ || exit 1; done
 
 FROM ubuntu:24.04
-RUN apt-get update && apt-get install -y --no-install-recommends librdkafka1 ca-certificates tzdata && rm -rf /var/lib/apt/lists/* \
+RUN apt-get update && apt-get install -y --no-install-recommends librdkafka1 libjemalloc2 ca-certificates tzdata && rm -rf /var/lib/apt/lists/* \
  && useradd --system --uid 10001 push
 COPY --from=build /out/ /usr/local/bin/
 USER push

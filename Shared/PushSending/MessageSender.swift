@@ -46,7 +46,6 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     let logger: Logger
     let now: @Sendable () -> Date
     let metrics: SenderMetrics
-    private let decoder: EventDecoder<Message>
 
     private let held: AsyncSemaphore
     private let inFlight: AsyncSemaphore
@@ -127,9 +126,6 @@ public final class MessageSender<Transport: MessageTransport>: Service {
         self.logger = logger
         self.now = now
         self.metrics = SenderMetrics(provider: transport.provider)
-        var decoder = EventDecoder<Message>()
-        decoder.register(Message.self) { message, _ in message }
-        self.decoder = decoder
         held = AsyncSemaphore(permits: settings.maxHeld)
         inFlight = AsyncSemaphore(permits: settings.maxInFlight)
     }
@@ -192,7 +188,7 @@ public final class MessageSender<Transport: MessageTransport>: Service {
         updateGauges()
         let work: Work
         do {
-            switch try decoder.decode(record.value) {
+            switch try Message.decodeRecord(record.value) {
             case .known(let message, let metadata):
                 work = Work(record: record, message: message, metadata: metadata)
             case .unknown(let metadata):

@@ -2,7 +2,7 @@ import Foundation
 import PushEvents
 
 /// A planned message as a sender reads it from its message topic or its retry topic.
-public protocol OutgoingMessage: PushEvent {
+public protocol OutgoingMessage: SingleEventDecodable {
     var messageId: UUID { get }
     var deliveryId: String { get }
     var appId: UUID { get }

@@ -181,10 +181,8 @@ struct EventJSONTests {
         }
         #expect(throws: EventJSONReader.Unsupported.self) { try EventEnvelope<APNSMessagePlanned>.read(bytes) }
         // The sender's decoder gives what the Codable decoder alone gives.
-        var decoder = EventDecoder<APNSMessagePlanned>()
-        decoder.register(APNSMessagePlanned.self) { message, _ in message }
         let alone = Result { try Self.decoded(bytes, as: APNSMessagePlanned.self) }
-        switch (Result { () throws(EventDecodingError) in try decoder.decode(bytes) }, alone) {
+        switch (Result { () throws(EventDecodingError) in try APNSMessagePlanned.decodeRecord(bytes) }, alone) {
         case (.success(.known(let message, let metadata)), .success(let (payload, expected))):
             #expect(message == payload)
             #expect(metadata == expected)
@@ -193,6 +191,33 @@ struct EventJSONTests {
         case (let ours, let theirs):
             Issue.record("\(problem): the sender's decoder gave \(ours), the Codable decoder \(theirs)")
         }
+    }
+
+    @Test("the sender's decoder: its own type read, another type or version unknown, a broken record an error naming the problem")
+    func senderDecoder() throws {
+        guard case .known(let message, let metadata) = try APNSMessagePlanned.decodeRecord(Array(Self.sample.utf8)) else {
+            Issue.record("the sample is not read as an APNSMessagePlanned")
+            return
+        }
+        #expect(message.registrationToken == "t")
+        #expect(metadata.type == "APNSMessagePlanned")
+
+        for (original, replacement) in [(#""version":1"#, #""version":2"#), (#""type":"APNSMessagePlanned""#, #""type":"FCMMessagePlanned""#)] {
+            let other = Array(Self.sample.replacingOccurrences(of: original, with: replacement).utf8)
+            guard case .unknown(let metadata) = try APNSMessagePlanned.decodeRecord(other) else {
+                Issue.record("\(replacement): not unknown")
+                continue
+            }
+            #expect(replacement.contains(metadata.type) || replacement.contains("\(metadata.version)"))
+        }
+        // The FCM sender's decoder does not take an APNs message for its own.
+        if case .known = try FCMMessagePlanned.decodeRecord(Array(Self.sample.utf8)) { Issue.record("an APNs message read as FCM") }
+
+        let broken = Array(Self.sample.replacingOccurrences(of: #""topic":"com.example""#, with: #""topic":7"#).utf8)
+        let error = #expect(throws: EventDecodingError.self) { try APNSMessagePlanned.decodeRecord(broken) }
+        #expect(error?.reason == .invalidPayload)
+        #expect(error?.description.contains("topic") == true, "\(String(describing: error))")
+        #expect(throws: EventDecodingError.self) { try APNSMessagePlanned.decodeRecord(Array("not json".utf8)) }
     }
 }
 

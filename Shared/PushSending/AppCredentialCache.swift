@@ -29,6 +29,17 @@ public final class AppCredentialCache: Sendable {
         self.init(lifetime: lifetime) { appId in try await store.activeCredential(appId: appId) }
     }
 
+    /// The app's credentials when they are cached and fresh (`.some(nil)`: it has none), without
+    /// suspending: the senders ask this first for every message, and only a miss pays for an
+    /// async call (its frame on the task allocator was 1.2 % of the APNs sender's CPU).
+    public func cachedCredentials(appId: UUID) -> Entry?? {
+        let now = ContinuousClock.now
+        return slots.withLock { slots in
+            if case .loaded(let entry, let readAt) = slots[appId], now - readAt < lifetime { return .some(entry) }
+            return nil
+        }
+    }
+
     /// The app's credentials (nil when it has none); throws when the database cannot be read.
     public func credentials(appId: UUID) async throws -> Entry? {
         enum Next { case cached(Entry?), wait, load }

@@ -14,6 +14,9 @@ public final class CredentialSuspensions: Sendable {
         until.withLock { $0[credential] = max($0[credential] ?? date, date) }
     }
 
+    /// True when no credential is suspended (checked before making the keys of a lookup).
+    public var isEmpty: Bool { until.withLock { $0.isEmpty } }
+
     /// When the suspension of `credential` ends, if it is suspended at `now`.
     public func suspendedUntil(_ credential: String, now: Date) -> Date? {
         until.withLock { suspensions in

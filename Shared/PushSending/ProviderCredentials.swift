@@ -29,19 +29,23 @@ final class ProviderCredentials<Parsed: Sendable>: Sendable {
     }
 
     func lookup(appId: UUID) async -> Lookup {
-        let appKey = "app:\(appId.lowercaseText)"
-        if let until = suspensions.suspendedUntil(appKey, now: now()) {
+        var appKey: String { "app:\(appId.lowercaseText)" }
+        if !suspensions.isEmpty, let until = suspensions.suspendedUntil(appKey, now: now()) {
             return .stop(.deferred(reason: "credentials-suspended", until: until))
         }
         let entry: AppCredentialCache.Entry?
-        do {
-            entry = try await cache.credentials(appId: appId)
-        } catch {
-            return .stop(.retry(reason: "credential-store-unavailable"))
+        if let cached = cache.cachedCredentials(appId: appId) {
+            entry = cached
+        } else {
+            do {
+                entry = try await cache.credentials(appId: appId)
+            } catch {
+                return .stop(.retry(reason: "credential-store-unavailable"))
+            }
         }
         guard let entry else { return .stop(.credentialRejected(reason: "NoCredentials", credential: appKey)) }
         let fingerprint = entry.reference.fingerprint
-        if let until = suspensions.suspendedUntil(fingerprint, now: now()) {
+        if !suspensions.isEmpty, let until = suspensions.suspendedUntil(fingerprint, now: now()) {
             return .stop(.deferred(reason: "credentials-suspended", until: until))
         }
         if let known = parsed.withLock({ $0[fingerprint] }) { return .ready(known, fingerprint: fingerprint) }

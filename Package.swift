@@ -189,6 +189,7 @@ let package = Package(
             name: "FCMClient",
             dependencies: [
                 "PushHTTP2",
+                "PushEvents",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -15,6 +15,26 @@ struct FCMOutcomeTests {
         FCMResponse(status: status, body: Array(body.utf8), retryAfterHeader: retryAfter, now: Date(timeIntervalSince1970: 1_700_000_000))
     }
 
+    @Test("a success body's name, however it is written, as JSONSerialization reads it", arguments: [
+        #"{"name":"projects/p-1/messages/0:1500415314455276%31bd1c9631bd1c96"}"#,
+        #"  {  "name" : "projects/p-1/messages/1" }  "#,
+        #"{"other":[1,{"a":null},true],"name":"projects/p-1/messages/2","more":"x"}"#,
+        #"{"name":"projects\/p-1\/messages\/3 caf\u00e9"}"#,
+        #"{"name":"projects/p-1/messages/4 café"}"#,
+        #"{"name":"projects/p-1/messages/5","name":"projects/p-1/messages/6"}"#,
+        #"{"name":"projects/p-1/messages/7","score":1.5}"#,
+        #"{"name":7}"#,
+        #"{}"#,
+        #"not json"#,
+        #"{"name":"projects/p-1/messages/8"} trailing"#,
+    ])
+    func successName(_ body: String) {
+        let parsed = Self.response(200, body)
+        let reference = (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["name"] as? String
+        #expect(parsed.name == reference, "\(body)")
+        #expect(parsed.errorCode == nil && parsed.errorStatus == nil)
+    }
+
     @Test("every errorCode maps to its action, with the errorCode as the reason")
     func errorCodes() {
         let cases: [(Int, String, String, String, String?, FCMOutcome)] = [

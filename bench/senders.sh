@@ -87,7 +87,20 @@ mkdir -p "$WORK"
 export PUSH_CREDENTIALS_KEY; PUSH_CREDENTIALS_KEY="$(openssl rand -base64 32)"
 export LOG_LEVEL=warning KAFKA_SESSION_TIMEOUT_MS=6000
 PIDS=()
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+# The run's topics (and their dead-letter topics) are deleted after each provider and on exit:
+# Tansu keeps every record in memory, and its CPU per message grew with what earlier runs left
+# (755 MiB resident after twenty runs; broker µs per APNs message 8.5 fresh, 16 to 19 then).
+delete_run_topics() {
+    "$ROOT/.local/venv/bin/python" - "$KAFKA_BROKERS" "$RUN" <<'EOF' >&2 || log "could not delete the run's topics"
+import sys
+from confluent_kafka.admin import AdminClient
+admin = AdminClient({"bootstrap.servers": sys.argv[1]})
+mine = [t for t in admin.list_topics(timeout=10).topics if t.startswith("bench.") and f".{sys.argv[2]}" in t]
+for topic, future in (admin.delete_topics(mine, operation_timeout=30).items() if mine else []):
+    future.result()
+EOF
+}
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; delete_run_topics; }
 trap cleanup EXIT
 
 cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{ print ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0; }
@@ -240,6 +253,7 @@ EOF
     printf '%s: sender %d messages/s (%d in %.3f s after the first result), h2load %d req/s, ratio %s; sender peak RSS %d MiB (VmHWM %d); CPU s sender %s, simulator %s; -c %d -m %d\n' \
         "$provider" "$rate" $((MESSAGES - start_count)) "$seconds" "$h2rate" "$ratio" "$peak" "$hwm" "$cpu_sender" "$cpu_sim" "$connections" "$streams"
     kill "$SIM_PID" 2>/dev/null || true; wait "$SIM_PID" 2>/dev/null || true
+    delete_run_topics
     unset end
 done
 

@@ -267,13 +267,14 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case TLSUserEvent.handshakeCompleted(let negotiated) = event, negotiated != "h2" {
+        // Stream events come several per request; each cast from `Any` is a runtime lookup, so
+        // the TLS event is looked for only until the connection is ready.
+        if let closed = event as? StreamClosedEvent {
+            self.streamClosed(closed, context: context)
+        } else if self.ready != nil, case TLSUserEvent.handshakeCompleted(let negotiated) = event, negotiated != "h2" {
             let name = negotiated ?? "none"
             self.failReady(HTTP2ClientError(.tlsFailed, "the server did not negotiate HTTP/2 (ALPN: \(name))", mayHaveBeenDelivered: false))
             context.close(promise: nil)
-        }
-        if let closed = event as? StreamClosedEvent {
-            self.streamClosed(closed, context: context)
         }
         context.fireUserInboundEventTriggered(event)
     }

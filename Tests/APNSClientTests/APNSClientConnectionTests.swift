@@ -1,6 +1,8 @@
 import APNSClient
 import Foundation
+import NIOCore
 import NIOPosix
+import NIOSSL
 import ProviderSimulatorCore
 import Testing
 
@@ -151,6 +153,44 @@ extension APNSClientIntegrationTests {
                     #expect(server.state.counters.accepted == 0)
                 }
             }
+        }
+
+        @Test("a TLS server that does not negotiate h2 (ALPN http/1.1 only): tlsFailed naming ALPN, not delivered")
+        func noHTTP2() async throws {
+            let tls = try SimulatorTLS.generated()
+            var serverTLS = TLSConfiguration.makeServerConfiguration(
+                certificateChain: try NIOSSLCertificate.fromPEMBytes(Array(tls.certificateChainPEM.utf8)).map { .certificate($0) },
+                privateKey: .privateKey(try NIOSSLPrivateKey(bytes: Array(tls.privateKeyPEM.utf8), format: .pem))
+            )
+            serverTLS.applicationProtocols = ["http/1.1"]
+            let context = try NIOSSLContext(configuration: serverTLS)
+            let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .childChannelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context)) }
+                }
+                .bind(host: "127.0.0.1", port: 0).get()
+            let port = try #require(server.localAddress?.port)
+            let configuration = APNSClientConfiguration(
+                productionBaseURL: "https://127.0.0.1:\(port)", sandboxBaseURL: "https://127.0.0.1:\(port)",
+                trustedCAPEM: tls.caCertificatePEM, connectionsPerPool: 1, connectTimeout: .seconds(10), requestTimeout: .seconds(10)
+            )
+            do {
+                try await Harness.withClient(configuration) { client in
+                    do {
+                        _ = try await client.send(Harness.request(), credentials: try self.key.credentials(), environment: .production)
+                        Issue.record("a server without h2 was used")
+                    } catch {
+                        let error = try #require(error as? APNSClientError)
+                        #expect(error.code == .tlsFailed, "\(error)")
+                        #expect("\(error)".contains("ALPN"), "\(error)")
+                        #expect(!error.mayHaveBeenDelivered)
+                    }
+                }
+            } catch {
+                try? await server.close()
+                throw error
+            }
+            try await server.close()
         }
 
         @Test("retiring a pool closes its connections; shutdown refuses later sends")

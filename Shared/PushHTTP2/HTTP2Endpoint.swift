@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// One long-lived HTTP/2 connection to one server, reopened when needed: the project's own
 /// small HTTP/2 client, shared by the APNs and FCM clients.
@@ -18,7 +19,8 @@ import NIOSSL
 ///   right after answering cannot lose an answer; a lost answer is reported with whether the
 ///   server may have acted on the request (`HTTP2ClientError`).
 ///
-/// Its state lives on one event loop; `send` hops there once per request.
+/// Its state lives on one event loop; requests reach it in batches: the first `send` that finds
+/// none waiting schedules one hop, and the sends until it runs join that batch.
 public final class HTTP2Endpoint: Sendable {
     public struct Configuration: Sendable {
         public var origin: HTTP2Origin
@@ -60,6 +62,18 @@ public final class HTTP2Endpoint: Sendable {
     private let state: NIOLoopBoundBox<State>
     private let onConnectionOpened: @Sendable (any Channel) -> Void
 
+    /// Requests handed over by `send`, waiting for the event loop (`drainSubmissions`).
+    private struct Submission {
+        var request: HTTP2Request
+        var deadline: NIODeadline
+        var promise: EventLoopPromise<HTTP2Response>
+    }
+    private struct Submissions {
+        var waiting: [Submission] = []
+        var scheduled = false
+    }
+    private let submissions = Mutex(Submissions())
+
     /// - Parameter onConnectionOpened: called on the event loop with each connection's channel
     ///   once it is ready (metrics and health watch its `closeFuture`).
     public init(
@@ -82,10 +96,16 @@ public final class HTTP2Endpoint: Sendable {
         if let malformation = request.malformation() {
             throw HTTP2ClientError(.invalidRequest, malformation, mayHaveBeenDelivered: false)
         }
-        // One promise and one hop to the event loop per request (`flatSubmit` made two more
-        // futures and a callback).
+        // One promise per request, and one hop to the event loop per batch of requests: a hop
+        // per request (a closure, a lock of the loop's queue and often a wake-up) cost more
+        // than the batch's append under a lock.
         let promise = self.eventLoop.makePromise(of: HTTP2Response.self)
-        self.eventLoop.execute { self.sendOnLoop(request, deadline: deadline, promise: promise) }
+        let schedule = self.submissions.withLock { submissions in
+            submissions.waiting.append(Submission(request: request, deadline: deadline, promise: promise))
+            defer { submissions.scheduled = true }
+            return !submissions.scheduled
+        }
+        if schedule { self.eventLoop.execute { self.drainSubmissions() } }
         do {
             return try await promise.futureResult.get()
         } catch let error as HTTP2ClientError {
@@ -113,6 +133,17 @@ public final class HTTP2Endpoint: Sendable {
     }
 
     // MARK: on the event loop
+
+    private func drainSubmissions() {
+        let batch = self.submissions.withLock { submissions in
+            submissions.scheduled = false
+            defer { submissions.waiting = [] }
+            return submissions.waiting
+        }
+        for submission in batch {
+            self.sendOnLoop(submission.request, deadline: submission.deadline, promise: submission.promise)
+        }
+    }
 
     private func sendOnLoop(_ request: HTTP2Request, deadline: NIODeadline, promise: EventLoopPromise<HTTP2Response>) {
         self.withConnection { result in

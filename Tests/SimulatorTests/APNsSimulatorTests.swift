@@ -13,6 +13,7 @@ struct APNsSimulatorTests {
     func start(maxConcurrentStreams: Int = 100) async throws -> SimulatorServer {
         // The key goes in as a .p8 file, the way `--key TEAM:KEYID:PATH` reads it.
         let path = try Fixtures.writeP8(self.key)
+        defer { try? FileManager.default.removeItem(atPath: path) }  // read at once; no private key left in /tmp
         let signingKey = try APNsProviderTokenVerifier.SigningKey(argument: "\(Fixtures.teamID):\(Fixtures.keyID):\(path)")
         return try await Fixtures.startAPNs(keys: [signingKey], maxConcurrentStreams: maxConcurrentStreams)
     }

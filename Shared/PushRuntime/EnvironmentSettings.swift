@@ -36,7 +36,7 @@ public struct EnvironmentSettings: Sendable {
         for (key, value) in values where key.hasPrefix(prefix) {
             let name = key.dropFirst(prefix.count)
             guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber || $0 == "_") }),
-                name.first != "_", name.last != "_"
+                name.first != "_", name.last != "_", !name.contains("__")
             else {
                 throw ConfigurationError("\(key): the part after \(prefix) must be a librdkafka property name in upper case, dots written as _ (for example \(prefix)SECURITY_PROTOCOL)")
             }

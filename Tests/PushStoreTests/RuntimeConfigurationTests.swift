@@ -45,7 +45,7 @@ struct RuntimeConfigurationTests {
 
     @Test("a variable that is not a property name is refused, naming it, without its value")
     func badPropertyName() throws {
-        for key in ["KAFKA_PROPERTY_", "KAFKA_PROPERTY_sasl_password", "KAFKA_PROPERTY_SASL.PASSWORD", "KAFKA_PRODUCER_PROPERTY__LINGER"] {
+        for key in ["KAFKA_PROPERTY_", "KAFKA_PROPERTY_sasl_password", "KAFKA_PROPERTY_SASL.PASSWORD", "KAFKA_PRODUCER_PROPERTY__LINGER", "KAFKA_PROPERTY_SASL__MECHANISMS"] {
             let error = #expect(throws: ConfigurationError.self) { try Self.configuration([key: "hunter2-secret"]) }
             let message = error.map { "\($0)" } ?? ""
             #expect(message.contains(key), "\(message)")

@@ -258,8 +258,12 @@ let package = Package(
         .executableTarget(
             name: "SenderBench",
             dependencies: [
-                "Kafka", "PushEvents", "PushRegistration", "PushRuntime", "PushStore", "FCMClient",
+                "Kafka", "PushEvents", "PushRegistration", "PushRuntime", "PushStore", "FCMClient", "PushHTTP2",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "bench/SenderBench",

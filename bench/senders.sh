@@ -35,8 +35,11 @@
 #      (APNs: apns-topic, apns-push-type, apns-priority, apns-expiration, authorization of a JWT's
 #      length; FCM: content-type and the bearer access token from the simulator's token endpoint).
 #      Its own "req/s" figure; all 2xx or the script fails.
-#   5. CPU per message (µs): the sender, the simulator and the Tansu broker over the sender's
-#      window; h2load (GNU time) and the simulator over h2load's run. "client" is h2load's CPU per
+#   5. The project's HTTP/2 client alone (`sender-bench client`): h2load's request, connections and
+#      streams, through PushHTTP2 (a task per request, as the senders send), after another reset.
+#   6. CPU per message (µs): the sender, the simulator and the Tansu broker over the sender's
+#      window; h2load (GNU time) and the simulator over h2load's run; the HTTP/2 client (its own
+#      getrusage) and the simulator over its run. "client" is h2load's CPU per
 #      request over the sender's per message: the cost of the sender against nghttp2's client,
 #      whatever the two shared cores let through. The rates' ratio also carries the broker,
 #      which only the sender's run pays for (docs/benchmarks.md).
@@ -241,17 +244,31 @@ EOF
     payload_bytes="$(wc -c <"$dir/payload.json")"
     ratio="$(echo "scale=3; $rate / $h2rate" | bc)"
 
-    RESULT[$provider]="$(printf '%-5s %9d %9d %7s %10d %8d %10s %12s %8s' "$provider" "$rate" "$h2rate" "$ratio" "$peak" "$hwm" "$cpu_sender" "$cpu_sim" "$payload_bytes")"
+    # 5. the project's HTTP/2 client alone (sender-bench client): the same requests, connections
+    #    and streams as h2load, through PushHTTP2 with a task per request as the senders send.
+    control -X POST "https://127.0.0.1:$PORT/_control/reset" >/dev/null
+    client_headers=()
+    for ((i = 1; i < ${#headers[@]}; i += 2)); do client_headers+=(--header "${headers[i]}"); done
+    cpu_sim_client0="$(cpu_seconds "$SIM_PID")"
+    "$BIN/sender-bench" client --url "$url" --ca "$CA" "${client_headers[@]}" --payload "$dir/payload.json" \
+        --requests "$MESSAGES" --connections "$connections" --streams "$streams" >"$dir/client.txt" 2>&1 \
+        || die "sender-bench client failed; see $dir/client.txt"
+    cpu_sim_client="$(echo "$(cpu_seconds "$SIM_PID") - $cpu_sim_client0" | bc)"
+    client_rate="$(awk '/^client:/ { print $7 }' "$dir/client.txt")"
+    cpu_client="$(awk '/^client:/ { print $10 }' "$dir/client.txt")"
+    client_ratio="$(echo "scale=3; $client_rate / $h2rate" | bc)"
+
+    RESULT[$provider]="$(printf '%-5s %9d %9d %7s %9d %7s %10d %8d %10s %12s %8s' "$provider" "$rate" "$h2rate" "$ratio" "$client_rate" "$client_ratio" "$peak" "$hwm" "$cpu_sender" "$cpu_sim" "$payload_bytes")"
     # CPU per message in microseconds: what each process spent during the sender's window and
     # during h2load's run. The sender's run also pays the broker (consuming the records,
     # storing the results); h2load's does not.
     # (the sender's window covers the messages after the first sample, h2load's all of them).
     window=$((MESSAGES - start_count))
     per() { echo "scale=1; $1 * 1000000 / $2" | bc; }
-    COST[$provider]="$(printf '%-5s %12s %14s %12s %12s %20s %10s' "$provider" "$(per "$cpu_sender" $window)" "$(per "$cpu_sim" $window)" "$(per "$cpu_broker" $window)" \
-        "$(per "$cpu_h2load" "$MESSAGES")" "$(per "$cpu_sim_h2load" "$MESSAGES")" "$(echo "scale=3; ($cpu_h2load * $window) / ($cpu_sender * $MESSAGES)" | bc)")"
-    printf '%s: sender %d messages/s (%d in %.3f s after the first result), h2load %d req/s, ratio %s; sender peak RSS %d MiB (VmHWM %d); CPU s sender %s, simulator %s; -c %d -m %d\n' \
-        "$provider" "$rate" $((MESSAGES - start_count)) "$seconds" "$h2rate" "$ratio" "$peak" "$hwm" "$cpu_sender" "$cpu_sim" "$connections" "$streams"
+    COST[$provider]="$(printf '%-5s %12s %14s %12s %12s %20s %10s %18s %10s' "$provider" "$(per "$cpu_sender" $window)" "$(per "$cpu_sim" $window)" "$(per "$cpu_broker" $window)" \
+        "$(per "$cpu_h2load" "$MESSAGES")" "$(per "$cpu_sim_h2load" "$MESSAGES")" "$(per "$cpu_client" "$MESSAGES")" "$(per "$cpu_sim_client" "$MESSAGES")" "$(echo "scale=3; ($cpu_h2load * $window) / ($cpu_sender * $MESSAGES)" | bc)")"
+    printf '%s: sender %d messages/s (%d in %.3f s after the first result), h2load %d req/s, ratio %s; PushHTTP2 alone %d req/s (ratio %s); sender peak RSS %d MiB (VmHWM %d); CPU s sender %s, simulator %s; -c %d -m %d\n' \
+        "$provider" "$rate" $((MESSAGES - start_count)) "$seconds" "$h2rate" "$ratio" "$client_rate" "$client_ratio" "$peak" "$hwm" "$cpu_sender" "$cpu_sim" "$connections" "$streams"
     kill "$SIM_PID" 2>/dev/null || true; wait "$SIM_PID" 2>/dev/null || true
     delete_run_topics
     unset end
@@ -259,9 +276,9 @@ done
 
 echo
 echo "command: $COMMAND_LINE"
-printf '%-5s %9s %9s %7s %10s %8s %10s %12s %8s\n' provider "sender/s" "h2load/s" ratio "peak MiB" "HWM MiB" "CPU sender" "CPU simulator" "payload"
+printf '%-5s %9s %9s %7s %9s %7s %10s %8s %10s %12s %8s\n' provider "sender/s" "h2load/s" ratio "http2/s" ratio "peak MiB" "HWM MiB" "CPU sender" "CPU simulator" "payload"
 for provider in $PROVIDERS; do echo "${RESULT[$provider]}"; done
 echo
 echo "CPU µs per message (sender's window | h2load's run); client ratio = h2load's CPU / the sender's"
-printf '%-5s %12s %14s %12s %12s %20s %10s\n' provider sender "simulator" broker h2load "simulator (h2load)" "client"
+printf '%-5s %12s %14s %12s %12s %20s %10s %18s %10s\n' provider sender "simulator" broker h2load "simulator (h2load)" http2 "simulator (http2)" "client"
 for provider in $PROVIDERS; do echo "${COST[$provider]}"; done

@@ -4,11 +4,17 @@ import FCMClient
 import Foundation
 import Kafka
 import Logging
+import NIOCore
+import NIOHPACK
+import NIOPosix
+import NIOSSL
 import PostgresNIO
 import PushEvents
+import PushHTTP2
 import PushRegistration
 import PushRuntime
 import PushStore
+import Synchronization
 
 /// `sender-bench setup`: what bench/senders.sh needs before it times a sender. Creates a service
 /// and one app whose active credential is the given key (sealed as the admin API seals it),
@@ -21,7 +27,7 @@ struct SenderBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sender-bench",
         abstract: "Prepares a sender benchmark run (bench/senders.sh).",
-        subcommands: [Setup.self]
+        subcommands: [Setup.self, Client.self]
     )
 }
 
@@ -147,5 +153,80 @@ struct Setup: AsyncParsableCommand {
             ? ["content-type: application/json; charset=UTF-8"]
             : ["apns-topic: \(bundleId)", "apns-push-type: alert", "apns-priority: 10", "apns-expiration: \(Int(validUntil.timeIntervalSince1970))"]
         try (headers.joined(separator: "\n") + "\n").write(toFile: "\(out)/headers.txt", atomically: true, encoding: .utf8)
+    }
+}
+
+/// `sender-bench client`: the project's HTTP/2 client alone (`HTTP2Endpoint`, as the APNs and FCM
+/// clients use it: one endpoint per connection, one `send` per request awaited by a task) sending
+/// the request h2load sends, with the same connections and streams. No Kafka, no decoding, no
+/// result events: the rate the sender could reach if everything but HTTP/2 cost nothing, which
+/// splits the gap between the sender and h2load in two (docs/benchmarks.md).
+struct Client: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Send N requests with the project's HTTP/2 client; print the rate and CPU.")
+
+    @Option(help: "https://host:port/path") var url: String
+    @Option(help: "PEM file of the CA that signed the server's certificate.") var ca: String
+    @Option(name: .customLong("header"), help: "A request header, \"name: value\" (repeatable).") var headers: [String] = []
+    @Option(help: "File whose content is the request body.") var payload: String
+    @Option(help: "Requests to send.") var requests: Int
+    @Option(help: "Connections.") var connections: Int
+    @Option(help: "Streams in flight per connection.") var streams: Int
+
+    func run() async throws {
+        guard let origin = HTTP2Origin(url: url), let pathStart = url.dropFirst("https://".count).firstIndex(of: "/") else {
+            throw ValidationError("--url must be https://host:port/path")
+        }
+        let path = String(url[pathStart...])
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(ca))
+        let context = try HTTP2Endpoint.makeSSLContext(tls)
+        let group = MultiThreadedEventLoopGroup.singleton
+        let endpoints = (0..<connections).map { _ in
+            HTTP2Endpoint(configuration: .init(origin: origin, sslContext: context), eventLoop: group.next())
+        }
+        var fields = HPACKHeaders()
+        for header in headers {
+            guard let colon = header.firstIndex(of: ":") else { throw ValidationError("--header \(header): expected \"name: value\"") }
+            fields.add(name: header[..<colon].lowercased(), value: header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+        }
+        let request = HTTP2Request(path: path, headers: fields, body: ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: payload))), pathIndexing: .nonIndexable)
+        // One request per connection first: the connections are open before the clock starts.
+        for endpoint in endpoints { _ = try await endpoint.send(request, deadline: .now() + .seconds(10)) }
+
+        let counters = Counters()
+        let cpuBefore = Self.cpuSeconds()
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            for worker in 0..<(connections * streams) {
+                let endpoint = endpoints[worker % connections]
+                tasks.addTask {
+                    while counters.next.wrappingAdd(1, ordering: .relaxed).oldValue < requests {
+                        let response = try await endpoint.send(request, deadline: .now() + .seconds(30))
+                        if (200..<300).contains(response.status) { counters.succeeded.wrappingAdd(1, ordering: .relaxed) }
+                    }
+                }
+            }
+            try await tasks.waitForAll()
+        }
+        let elapsed = ContinuousClock.now - started
+        let cpu = Self.cpuSeconds() - cpuBefore
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        for endpoint in endpoints { try? await endpoint.shutdown().get() }
+        let ok = counters.succeeded.load(ordering: .relaxed)
+        guard ok == requests else { throw ValidationError("\(ok) of \(requests) answers were 2xx") }
+        // Parsed by bench/senders.sh.
+        print(String(format: "client: %d requests in %.3f s, %d req/s, CPU %.2f s", requests, seconds, Int(Double(requests) / seconds), cpu))
+    }
+
+    final class Counters: Sendable {
+        let next = Atomic(0)
+        let succeeded = Atomic(0)
+    }
+
+    /// User and system CPU of this process.
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 }

@@ -267,7 +267,9 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             path: "bench/SenderBench",
-            swiftSettings: swiftSettings
+            swiftSettings: swiftSettings,
+            // Its HTTP/2 client run is compared with the senders, which link jemalloc.
+            linkerSettings: jemalloc
         ),
 
         .executableTarget(

@@ -67,24 +67,89 @@ public final class APNSClient: Sendable {
     static let unsentResends = 3
 
     public func send(_ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment) async throws(APNSClientError) -> APNSResponse {
+        try await self.send(request, credentials: credentials, environment: environment, first: nil)
+    }
+
+    /// `send` without a task when nothing needs waiting for: the pool exists or is created at
+    /// once, its provider token is current, and APNs's answer needs no resend. `completion` is
+    /// called once, usually on the connection's event loop; the rare cases that wait (a first or
+    /// refreshed token, a resend) continue in a task with the async `send`'s rules.
+    public func send(
+        _ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment,
+        completion: @escaping @Sendable (Result<APNSResponse, APNSClientError>) -> Void
+    ) {
+        let slowly: @Sendable (FirstAnswer?) -> Void = { first in
+            Task {
+                do throws(APNSClientError) {
+                    completion(.success(try await self.send(request, credentials: credentials, environment: environment, first: first)))
+                } catch {
+                    completion(.failure(error))
+                }
+            }
+        }
+        let pool: APNSConnectionPool
+        do {
+            pool = try self.pool(for: credentials, environment: environment)
+        } catch {
+            completion(.failure(error))
+            return
+        }
+        var bearer: APNSProviderToken.Minted?
+        if let providerToken = pool.providerToken {
+            guard let current = providerToken.currentToken() else { return slowly(nil) }
+            bearer = current
+        }
+        pool.start(request, authorization: bearer?.authorization) { [bearer] result in
+            switch result {
+            case .success(let answer):
+                switch answer.response.reason {
+                case .expiredProviderToken?, .tooManyProviderTokenUpdates?, .unrelatedKeyIdInToken?, .idleTimeout?:
+                    slowly(FirstAnswer(answer: answer, bearer: bearer))
+                default:
+                    completion(.success(answer.response))
+                }
+            case .failure(let error) where error.code == .connectionClosed && !error.mayHaveBeenDelivered:
+                slowly(nil)
+            case .failure(let error):
+                completion(.failure(error))
+            }
+        }
+    }
+
+    /// An answer the callback `send` got and leaves to the async one (a resend to decide).
+    private struct FirstAnswer: Sendable {
+        var answer: APNSConnectionPool.Answer
+        var bearer: APNSProviderToken.Minted?
+    }
+
+    private func send(
+        _ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment, first: FirstAnswer?
+    ) async throws(APNSClientError) -> APNSResponse {
         let pool = try self.pool(for: credentials, environment: environment)
         var refreshedToken = false
         var adoptedSharedToken = false
         var replacedConnection = false
         var unsentResends = 0
         var chosen: (slot: APNSConnectionSlot, connection: APNSConnection)?
+        var first = first
         while true {
-            let bearer = try await pool.providerToken?.token()
-            let answer: (APNSResponse, APNSConnectionSlot, APNSConnection)
-            do {
-                answer = try await pool.execute(request, bearer: bearer?.jwt, on: chosen)
-            } catch where error.code == .connectionClosed && !error.mayHaveBeenDelivered && unsentResends < Self.unsentResends {
-                // The connection was closing (GOAWAY) before the request went out: sending it
-                // on another connection cannot duplicate it. Bounded, because the other
-                // connection may be closing too (a GOAWAY on every connection at once).
-                unsentResends += 1
-                chosen = nil
-                continue
+            let bearer: APNSProviderToken.Minted?
+            let answer: APNSConnectionPool.Answer
+            if let given = first {
+                first = nil
+                (bearer, answer) = (given.bearer, given.answer)
+            } else {
+                bearer = try await pool.providerToken?.token()
+                do {
+                    answer = try await pool.execute(request, authorization: bearer?.authorization, on: chosen)
+                } catch where error.code == .connectionClosed && !error.mayHaveBeenDelivered && unsentResends < Self.unsentResends {
+                    // The connection was closing (GOAWAY) before the request went out: sending it
+                    // on another connection cannot duplicate it. Bounded, because the other
+                    // connection may be closing too (a GOAWAY on every connection at once).
+                    unsentResends += 1
+                    chosen = nil
+                    continue
+                }
             }
             let (response, slot, connection) = answer
             chosen = nil

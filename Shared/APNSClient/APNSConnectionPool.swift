@@ -78,51 +78,71 @@ final class APNSConnectionPool: Sendable {
         self.slots = slots
     }
 
+    /// What `start` and `execute` give back: the answer, and the connection that carried it.
+    typealias Answer = (response: APNSResponse, slot: APNSConnectionSlot, connection: APNSConnection)
+
     /// Sends once on the least loaded available connection. An answer of any status returns;
     /// no answer throws.
     func execute(
         _ request: APNSRequest,
-        bearer: String?,
+        authorization: String?,
         on chosen: (slot: APNSConnectionSlot, connection: APNSConnection)? = nil
-    ) async throws(APNSClientError) -> (APNSResponse, APNSConnectionSlot, APNSConnection) {
-        let slot: APNSConnectionSlot
-        let connection: APNSConnection
+    ) async throws(APNSClientError) -> Answer {
+        let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<Answer, APNSClientError>, Never>) in
+            self.start(request, authorization: authorization, on: chosen) { continuation.resume(returning: $0) }
+        }
+        return try result.get()
+    }
+
+    /// `execute` without a task: `completion` is called once, on the connection's event loop
+    /// (or at once when no connection can be picked).
+    func start(
+        _ request: APNSRequest,
+        authorization: String?,
+        on chosen: (slot: APNSConnectionSlot, connection: APNSConnection)? = nil,
+        completion: @escaping @Sendable (Result<Answer, APNSClientError>) -> Void
+    ) {
+        var slot: APNSConnectionSlot
+        var connection: APNSConnection
         if let chosen {
             (slot, connection) = (chosen.slot, chosen.connection)
         } else {
-            (slot, connection) = try self.pick()
-        }
-        guard connection.begin() else {
-            // Replaced between the pick and now: take the slot's new connection.
-            return try await self.execute(request, bearer: bearer, on: (slot, slot.connection))
-        }
-        defer { connection.end() }
-        let httpRequest = self.httpRequest(for: request, bearer: bearer)
-        let deadline = NIODeadline.now() + TimeAmount(self.requestTimeout)
-        do {
-            let response = try await connection.endpoint.send(httpRequest, deadline: deadline)
-            slot.answered()
-            let answer = APNSResponse(status: response.status, headers: response.headers, body: response.body)
-            self.logger.debug(
-                "apns answer",
-                metadata: [
-                    "apns.id": "\(answer.apnsId ?? request.apnsId.lowercaseText)",
-                    "apns.status": "\(answer.status)",
-                    "apns.reason": "\(answer.reason?.rawValue ?? "")",
-                    "apns.connection": "\(slot.index).\(connection.generation)",
-                ]
-            )
-            return (answer, slot, connection)
-        } catch {
-            let failure = APNSClientError(transportError: error)
-            if failure.code == .connectFailed || failure.code == .tlsFailed {
-                slot.failedToConnect()
+            do {
+                (slot, connection) = try self.pick()
+            } catch {
+                completion(.failure(error))
+                return
             }
-            self.logger.debug(
-                "apns send failed",
-                metadata: ["apns.id": "\(request.apnsId.lowercaseText)", "error": "\(failure)"]
-            )
-            throw failure
+        }
+        // Replaced between the pick and now: take the slot's new connection.
+        while !connection.begin() { connection = slot.connection }
+        let httpRequest = self.httpRequest(for: request, authorization: authorization)
+        let deadline = NIODeadline.now() + TimeAmount(self.requestTimeout)
+        let logger = self.logger
+        connection.endpoint.send(httpRequest, deadline: deadline) { [slot, connection] result in
+            connection.end()
+            switch result {
+            case .success(let response):
+                slot.answered()
+                let answer = APNSResponse(status: response.status, headers: response.headers, body: response.body)
+                logger.debug(
+                    "apns answer",
+                    metadata: [
+                        "apns.id": "\(answer.apnsId ?? request.apnsId.lowercaseText)",
+                        "apns.status": "\(answer.status)",
+                        "apns.reason": "\(answer.reason?.rawValue ?? "")",
+                        "apns.connection": "\(slot.index).\(connection.generation)",
+                    ]
+                )
+                completion(.success((answer, slot, connection)))
+            case .failure(let error):
+                let failure = APNSClientError(transportError: error)
+                if failure.code == .connectFailed || failure.code == .tlsFailed {
+                    slot.failedToConnect()
+                }
+                logger.debug("apns send failed", metadata: ["apns.id": "\(request.apnsId.lowercaseText)", "error": "\(failure)"])
+                completion(.failure(failure))
+            }
         }
     }
 
@@ -175,10 +195,10 @@ final class APNSConnectionPool: Sendable {
 
     // MARK: building requests and clients
 
-    private func httpRequest(for request: APNSRequest, bearer: String?) -> HTTP2Request {
+    private func httpRequest(for request: APNSRequest, authorization: String?) -> HTTP2Request {
         var headers = HPACKHeaders()
         headers.reserveCapacity(8)
-        if let bearer { headers.add(name: "authorization", value: "bearer \(bearer)") }
+        if let authorization { headers.add(name: "authorization", value: authorization) }
         headers.add(name: "apns-topic", value: request.topic)
         headers.add(name: "apns-push-type", value: request.pushType)
         headers.add(name: "apns-priority", value: String(request.priority))

@@ -13,8 +13,17 @@ import Synchronization
 final class APNSProviderToken: Sendable {
     struct Minted: Sendable, Equatable {
         /// The compact JWT; never logged.
-        var jwt: String
-        var issuedAt: Date
+        let jwt: String
+        let issuedAt: Date
+        /// `bearer <jwt>`, the value of the requests' authorization header, built once per token
+        /// rather than once per request.
+        let authorization: String
+
+        init(jwt: String, issuedAt: Date) {
+            self.jwt = jwt
+            self.issuedAt = issuedAt
+            self.authorization = "bearer \(jwt)"
+        }
     }
 
     private struct State {
@@ -68,6 +77,16 @@ final class APNSProviderToken: Sendable {
 
     static func name(teamId: String, keyId: String, key: P256.Signing.PrivateKey) -> String {
         "\(teamId):\(keyId):\(Self.fingerprint(of: key))"
+    }
+
+    /// The current token when it is younger than `refreshInterval`, without waiting; nil when
+    /// `token()` has work to do (a first token, a refresh).
+    func currentToken() -> Minted? {
+        let now = self.now()
+        return self.state.withLock { state in
+            guard let existing = state.current, now.timeIntervalSince(existing.issuedAt) < self.refreshInterval.seconds else { return nil }
+            return existing
+        }
     }
 
     /// The token to send now: the current one while younger than `refreshInterval`.

@@ -82,6 +82,15 @@ public final class FCMAccessTokenProvider: Sendable {
         }
     }
 
+    /// The account's cached token while it needs no refresh: what `token(for:)` returns at once.
+    public func usableToken(accountID: String) -> FCMAccessToken? {
+        let now = self.now()
+        return self.state.withLock { state in
+            guard let token = state.entries[accountID]?.token, now < token.refreshAt else { return nil }
+            return token
+        }
+    }
+
     /// The cached token of an account, if any (for tests and diagnostics).
     public func cachedToken(accountID: String) -> FCMAccessToken? {
         self.state.withLock { $0.entries[accountID]?.token }

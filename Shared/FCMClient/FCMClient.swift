@@ -86,33 +86,97 @@ public final class FCMClient: Sendable {
     /// accepted) drops the token, fetches a new one and sends once more; a second 401 is returned.
     /// Throws only when no FCM answer arrived.
     public func send(_ request: FCMRequest, account: FCMServiceAccount) async throws(FCMClientError) -> FCMResponse {
+        try await self.send(request, account: account, refreshOn401: true)
+    }
+
+    /// `send` without a task when nothing needs waiting for: the project is not paused or paced,
+    /// the account's access token is cached, a stream is free. `completion` is called once,
+    /// usually on the connection's event loop; the rare cases that wait (a token to fetch, a
+    /// paused project, a 401, a request to send again) continue in a task with the async
+    /// `send`'s rules.
+    public func send(_ request: FCMRequest, account: FCMServiceAccount, completion: @escaping @Sendable (Result<FCMResponse, FCMClientError>) -> Void) {
+        let slowly: @Sendable (_ refreshOn401: Bool) -> Void = { refreshOn401 in
+            Task {
+                do throws(FCMClientError) {
+                    completion(.success(try await self.send(request, account: account, refreshOn401: refreshOn401)))
+                } catch {
+                    completion(.failure(error))
+                }
+            }
+        }
+        guard !self.isShutDown.load(ordering: .relaxed), case .open = self.throttle.status(project: request.projectId),
+            let token = self.accessTokens.usableToken(accountID: account.id)
+        else { return slowly(true) }
+        guard let (index, endpoint) = self.connections.tryAcquire() else { return slowly(true) }
+        let now = self.now
+        let logger = self.logger
+        endpoint.send(self.httpRequest(Self.body(of: request), projectId: request.projectId, token: token), deadline: .now() + Self.timeAmount(self.configuration.requestTimeout)) {
+            [self] result in
+            self.connections.release(index)
+            switch result {
+            case .success(let answer):
+                let response = FCMResponse(status: answer.status, body: answer.body.readableBytesView, retryAfterHeader: answer.headers.first(name: "retry-after"), now: now())
+                if response.status == 401, response.errorCode == nil {
+                    // As `send`: a new token and one more try, no more.
+                    logger.debug("FCM refused the access token; refreshing once", metadata: ["fcm.account": "\(account.id)"])
+                    self.accessTokens.invalidate(accountID: account.id, token: token)
+                    return slowly(false)
+                }
+                self.noteQuota(response, projectId: request.projectId)
+                completion(.success(response))
+            case .failure(let error):
+                let failure = FCMClientError.transport(error, endpoint: "send", requestWritten: true)
+                // Never reached FCM (its connection was closing): `send` tries it again.
+                if failure.code == .connectionClosed, !failure.mayHaveBeenDelivered { return slowly(true) }
+                completion(.failure(failure))
+            }
+        }
+    }
+
+    private func send(_ request: FCMRequest, account: FCMServiceAccount, refreshOn401: Bool) async throws(FCMClientError) -> FCMResponse {
         guard !self.isShutDown.load(ordering: .relaxed) else {
             throw FCMClientError(.shutDown, "the client is shut down", isRetriable: false)
         }
         try await self.throttle.acquire(project: request.projectId)
 
-        var body = ByteBuffer()
-        body.reserveCapacity(request.message.count + 12)
-        body.writeString(#"{"message":"#)
-        body.writeBytes(request.message)
-        body.writeString("}")
-
+        let body = Self.body(of: request)
         var token = try await self.accessTokens.token(for: account)
         var response = try await self.post(body, projectId: request.projectId, token: token)
-        if response.status == 401, response.errorCode == nil {
+        if refreshOn401, response.status == 401, response.errorCode == nil {
             self.logger.debug("FCM refused the access token; refreshing once", metadata: ["fcm.account": "\(account.id)"])
             self.accessTokens.invalidate(accountID: account.id, token: token)
             token = try await self.accessTokens.token(for: account)
             response = try await self.post(body, projectId: request.projectId, token: token)
         }
-        if case .quotaExceeded(let after) = response.outcome {
-            self.logger.info(
-                "FCM quota exceeded; pausing the project",
-                metadata: ["fcm.project": "\(request.projectId)", "fcm.pause_seconds": "\(after.components.seconds)"]
-            )
-            self.throttle.recordQuotaExceeded(project: request.projectId, after: after)
-        }
+        self.noteQuota(response, projectId: request.projectId)
         return response
+    }
+
+    /// A QUOTA_EXCEEDED answer pauses the project in the throttle.
+    private func noteQuota(_ response: FCMResponse, projectId: String) {
+        guard case .quotaExceeded(let after) = response.outcome else { return }
+        self.logger.info(
+            "FCM quota exceeded; pausing the project",
+            metadata: ["fcm.project": "\(projectId)", "fcm.pause_seconds": "\(after.components.seconds)"]
+        )
+        self.throttle.recordQuotaExceeded(project: projectId, after: after)
+    }
+
+    /// The request body: the planned message inside `{"message": ...}`.
+    private static func body(of request: FCMRequest) -> ByteBuffer {
+        var body = ByteBuffer()
+        body.reserveCapacity(request.message.count + 12)
+        body.writeString(#"{"message":"#)
+        body.writeBytes(request.message)
+        body.writeString("}")
+        return body
+    }
+
+    private func httpRequest(_ body: ByteBuffer, projectId: String, token: FCMAccessToken) -> HTTP2Request {
+        var headers = HPACKHeaders()
+        headers.add(name: "content-type", value: "application/json; charset=UTF-8")
+        headers.add(name: "authorization", value: "Bearer \(token.value)")
+        return HTTP2Request(path: "\(self.pathPrefix)/v1/projects/\(projectId)/messages:send", headers: headers, body: body)
     }
 
     /// Closes every connection. Sends after this throw `.shutDown`.
@@ -127,10 +191,7 @@ public final class FCMClient: Sendable {
     // MARK: HTTP
 
     private func post(_ body: ByteBuffer, projectId: String, token: FCMAccessToken) async throws(FCMClientError) -> FCMResponse {
-        var headers = HPACKHeaders()
-        headers.add(name: "content-type", value: "application/json; charset=UTF-8")
-        headers.add(name: "authorization", value: "Bearer \(token.value)")
-        let request = HTTP2Request(path: "\(self.pathPrefix)/v1/projects/\(projectId)/messages:send", headers: headers, body: body)
+        let request = self.httpRequest(body, projectId: projectId, token: token)
         let timeout = Self.timeAmount(self.configuration.requestTimeout)
         let now = self.now
         var attempt = 1

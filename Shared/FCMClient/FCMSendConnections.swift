@@ -50,23 +50,38 @@ final class FCMSendConnections: Sendable {
         return try await body(self.endpoints[index])
     }
 
+    /// A slot with a free stream and its endpoint, without waiting; nil when every slot is full
+    /// (`release(_:)` the index once answered).
+    func tryAcquire() -> (Int, HTTP2Endpoint)? {
+        let index: Int? = self.state.withLock { state in
+            // Waiters go first: a free stream is theirs.
+            guard state.waiters.isEmpty else { return nil }
+            return self.takeFreeStream(&state)
+        }
+        return index.map { ($0, self.endpoints[$0]) }
+    }
+
+    /// Counts a stream in on the least busy slot (ties by round robin); nil when all are full.
+    private func takeFreeStream(_ state: inout State) -> Int? {
+        let count = state.inUse.count
+        var best = state.cursor % count
+        for offset in 0..<count {
+            let candidate = (state.cursor + offset) % count
+            if state.inUse[candidate] < state.inUse[best] { best = candidate }
+        }
+        guard state.inUse[best] < self.streamsPerConnection else { return nil }
+        state.cursor = (best + 1) % count
+        state.inUse[best] += 1
+        return best
+    }
+
     private func acquire() async throws(FCMClientError) -> Int {
         enum Admission {
             case slot(Int)
             case wait(UInt64)
         }
         let admission: Admission = self.state.withLock { state in
-            let count = state.inUse.count
-            var best = state.cursor % count
-            for offset in 0..<count {
-                let candidate = (state.cursor + offset) % count
-                if state.inUse[candidate] < state.inUse[best] { best = candidate }
-            }
-            if state.inUse[best] < self.streamsPerConnection {
-                state.cursor = (best + 1) % count
-                state.inUse[best] += 1
-                return .slot(best)
-            }
+            if let index = self.takeFreeStream(&state) { return .slot(index) }
             state.nextWaiterID += 1
             return .wait(state.nextWaiterID)
         }
@@ -100,7 +115,7 @@ final class FCMSendConnections: Sendable {
         }
     }
 
-    private func release(_ index: Int) {
+    func release(_ index: Int) {
         let waiter: Waiter? = self.state.withLock { state in
             if !state.waiters.isEmpty {
                 return state.waiters.removeFirst().continuation  // the stream passes to the next caller

@@ -96,6 +96,36 @@ public final class HTTP2Endpoint: Sendable {
         if let malformation = request.malformation() {
             throw HTTP2ClientError(.invalidRequest, malformation, mayHaveBeenDelivered: false)
         }
+        do {
+            return try await self.submit(request, deadline: deadline).get()
+        } catch let error as HTTP2ClientError {
+            throw error
+        } catch {
+            throw HTTP2ClientError(.lostAnswer, "\(error)", mayHaveBeenDelivered: true)
+        }
+    }
+
+    /// Sends one request and calls `completion` (on the event loop) with the server's answer,
+    /// whatever its status, or the error saying why no answer came: `send` without a task and a
+    /// continuation per request, for callers that already keep their own state.
+    public func send(
+        _ request: HTTP2Request, deadline: NIODeadline, completion: @escaping @Sendable (Result<HTTP2Response, HTTP2ClientError>) -> Void
+    ) {
+        if let malformation = request.malformation() {
+            completion(.failure(HTTP2ClientError(.invalidRequest, malformation, mayHaveBeenDelivered: false)))
+            return
+        }
+        self.submit(request, deadline: deadline).whenComplete { result in
+            switch result {
+            case .success(let response): completion(.success(response))
+            case .failure(let error as HTTP2ClientError): completion(.failure(error))
+            case .failure(let error): completion(.failure(HTTP2ClientError(.lostAnswer, "\(error)", mayHaveBeenDelivered: true)))
+            }
+        }
+    }
+
+    /// Hands the request to the event loop with the batch being formed (see `drainSubmissions`).
+    private func submit(_ request: HTTP2Request, deadline: NIODeadline) -> EventLoopFuture<HTTP2Response> {
         // One promise per request, and one hop to the event loop per batch of requests: a hop
         // per request (a closure, a lock of the loop's queue and often a wake-up) cost more
         // than the batch's append under a lock.
@@ -106,13 +136,7 @@ public final class HTTP2Endpoint: Sendable {
             return !submissions.scheduled
         }
         if schedule { self.eventLoop.execute { self.drainSubmissions() } }
-        do {
-            return try await promise.futureResult.get()
-        } catch let error as HTTP2ClientError {
-            throw error
-        } catch {
-            throw HTTP2ClientError(.lostAnswer, "\(error)", mayHaveBeenDelivered: true)
-        }
+        return promise.futureResult
     }
 
     /// Takes no new requests; completes once every connection has answered its streams and closed.

@@ -50,12 +50,22 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     private let held: AsyncSemaphore
     private let inFlight: AsyncSemaphore
     private let state = Mutex(State())
+    /// Wakes the publisher task when answers arrive while it is idle (`sent`).
+    private let wakeups: AsyncStream<Void>
+    private let wakeUp: AsyncStream<Void>.Continuation
 
     /// A record read and not yet finished, with what it holds.
     struct Work: Sendable {
         var record: KafkaConsumerRecord
         var message: Message
         var metadata: EventMetadata
+    }
+
+    /// A record waiting for its events to be published: its outcome already turned into events,
+    /// or a provider's answer the publisher turns into events (off the event loop that answered).
+    enum Finished: Sendable {
+        case outcome(Outcome)
+        case sent(Work, SendOutcome)
     }
 
     /// What became of a record: the events to publish, then how it is counted once they are stored.
@@ -79,7 +89,7 @@ public final class MessageSender<Transport: MessageTransport>: Service {
         /// Records finished since the last commit the broker confirmed.
         var finishedSinceCommit = 0
         /// Outcomes whose events wait to be published, and whether a task is publishing them.
-        var outcomes: [Outcome] = []
+        var finished: [Finished] = []
         var publishing = false
 
         /// Changes one partition's progress (created if new) and the totals with it.
@@ -128,6 +138,7 @@ public final class MessageSender<Transport: MessageTransport>: Service {
         self.metrics = SenderMetrics(provider: transport.provider)
         held = AsyncSemaphore(permits: settings.maxHeld)
         inFlight = AsyncSemaphore(permits: settings.maxInFlight)
+        (wakeups, wakeUp) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     // Specialized for the two transports: unspecialized, every lock of `state` and every
@@ -146,6 +157,7 @@ public final class MessageSender<Transport: MessageTransport>: Service {
             try await withThrowingDiscardingTaskGroup { group in
                 group.addTask { try await self.runSchedule() }
                 group.addTask { try await self.runCommits(consumer) }
+                group.addTask { await self.runPublisher() }
                 reading: for try await batch in consumer.batches.cancelOnGracefulShutdown() {
                     for record in batch {
                         // Stopping while waiting for room: this record and the rest of the batch
@@ -153,14 +165,19 @@ public final class MessageSender<Transport: MessageTransport>: Service {
                         guard try await waitForRoom() else { break reading }
                         try await take(record, group: &group)
                     }
+                    updateGauges()
                 }
-                // Stopping: hand back what waits for a retry time; the group then waits for the
-                // sends in flight to finish and publish.
+                // Stopping: hand back what waits for a retry time, wait for the sends in flight
+                // to be answered; the publisher then publishes what is left and ends.
                 let waiting = state.withLock { state in
                     state.scheduleClosed = true
                     return state.schedule.removeAll { _ in true }
                 }
                 await handBack(waiting)
+                while state.withLock({ $0.inFlight > 0 }), !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(5))
+                }
+                wakeUp.finish()
             }
         } catch {
             await consumer.close()
@@ -185,7 +202,6 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     /// Begins a record (its permit is taken): sends it, schedules it, or sets it aside.
     private func take(_ record: KafkaConsumerRecord, group: inout ThrowingDiscardingTaskGroup<any Error>) async throws {
         state.withLock { $0.update(record.topicPartition) { $0.begin(record.offset) } }
-        updateGauges()
         let work: Work
         do {
             switch try Message.decodeRecord(record.value) {
@@ -209,23 +225,21 @@ public final class MessageSender<Transport: MessageTransport>: Service {
             updateGauges()
         } else {
             try await inFlight.acquire()
-            group.addTask { await self.send(work) }
+            send(work)
         }
     }
 
     /// Sends the records whose retry time came, until the sender stops.
     private func runSchedule() async throws {
-        try await withThrowingDiscardingTaskGroup { group in
-            while true {
-                let (due, closed) = state.withLock { state in (state.schedule.popDue(now()), state.scheduleClosed) }
-                if !due.isEmpty { updateGauges() }
-                for work in due {
-                    try await inFlight.acquire()
-                    group.addTask { await self.send(work) }
-                }
-                if closed { return }
-                try await Task.sleep(for: .milliseconds(50))
+        while true {
+            let (due, closed) = state.withLock { state in (state.schedule.popDue(now()), state.scheduleClosed) }
+            if !due.isEmpty { updateGauges() }
+            for work in due {
+                try await inFlight.acquire()
+                send(work)
             }
+            if closed { return }
+            try await Task.sleep(for: .milliseconds(50))
         }
     }
 
@@ -249,21 +263,46 @@ public final class MessageSender<Transport: MessageTransport>: Service {
 
     // MARK: sending
 
-    private func send(_ work: Work) async {
+    /// Sends a record whose in-flight permit is taken. No task per message: the transport calls
+    /// back with the outcome (usually on the connection's event loop), which only queues it for
+    /// the publisher, so encoding the result events stays off the event loop.
+    private func send(_ work: Work) {
         state.withLock { $0.inFlight += 1 }
-        updateGauges()
         let started = ContinuousClock.now
-        let outcome = await transport.send(work.message)
-        metrics.sendLatency.recordNanoseconds(Int64((ContinuousClock.now - started) / .nanoseconds(1)))
-        state.withLock { $0.inFlight -= 1 }
-        inFlight.release()
-        do {
-            let (records, tally) = try consequences(of: outcome, for: work)
-            await publishOutcome(of: work, records: records, count: tally)
-        } catch {
-            // Encoding our own events cannot fail for valid messages; keep the record unfinished.
-            logger.error("Could not encode a result event", metadata: ["error": "\(error)"])
-            abandon(work.record)
+        transport.send(work.message) { [self] outcome in
+            metrics.sendLatency.recordNanoseconds(Int64((ContinuousClock.now - started) / .nanoseconds(1)))
+            let wake = state.withLock { state in
+                state.inFlight -= 1
+                state.finished.append(.sent(work, outcome))
+                guard !state.publishing else { return false }
+                state.publishing = true
+                return true
+            }
+            inFlight.release()
+            if wake { wakeUp.yield() }
+        }
+    }
+
+    /// Publishes the answers `send` queued, woken when they arrive while nobody publishes; ends
+    /// once the sender stops and nothing is left.
+    private func runPublisher() async {
+        for await _ in wakeups {
+            await publishWaiting()
+        }
+        // Stopped; a last look in case the final wake-up was not consumed.
+        if state.withLock({ state in
+            guard !state.publishing, !state.finished.isEmpty else { return false }
+            state.publishing = true
+            return true
+        }) {
+            await publishWaiting()
+        }
+    }
+
+    /// Publishes batches until none waits (the caller is the publisher).
+    private func publishWaiting() async {
+        while let batch = nextOutcomes() {
+            await publish(batch)
         }
     }
 
@@ -363,27 +402,45 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     /// to the rate; each outcome's records are still finished only once stored.
     private func publishOutcome(of work: Work, records: [KafkaProducerRecord], count: Tally) async {
         let publisher = state.withLock { state in
-            state.outcomes.append(Outcome(record: work.record, events: records, tally: count))
+            state.finished.append(.outcome(Outcome(record: work.record, events: records, tally: count)))
             guard !state.publishing else { return false }
             state.publishing = true
             return true
         }
         guard publisher else { return }
-        while let batch = nextOutcomes() {
-            await publish(batch)
-        }
+        await publishWaiting()
     }
 
-    /// The outcomes waiting, or nil (and no longer publishing) when none wait.
+    /// The outcomes waiting, with the events of the answers among them, or nil (and no longer
+    /// publishing) when none wait.
     private func nextOutcomes() -> [Outcome]? {
-        state.withLock { state in
-            guard !state.outcomes.isEmpty else {
+        let finished: [Finished]? = state.withLock { state in
+            guard !state.finished.isEmpty else {
                 state.publishing = false
                 return nil
             }
-            defer { state.outcomes.removeAll(keepingCapacity: true) }
-            return state.outcomes
+            defer { state.finished.removeAll(keepingCapacity: true) }
+            return state.finished
         }
+        guard let finished else { return nil }
+        var outcomes: [Outcome] = []
+        outcomes.reserveCapacity(finished.count)
+        for entry in finished {
+            switch entry {
+            case .outcome(let outcome):
+                outcomes.append(outcome)
+            case .sent(let work, let outcome):
+                do {
+                    let (records, tally) = try consequences(of: outcome, for: work)
+                    outcomes.append(Outcome(record: work.record, events: records, tally: tally))
+                } catch {
+                    // Encoding our own events cannot fail for valid messages; keep the record unfinished.
+                    logger.error("Could not encode a result event", metadata: ["error": "\(error)"])
+                    abandon(work.record)
+                }
+            }
+        }
+        return outcomes
     }
 
     /// Publishes a batch of outcomes: those whose events are all stored are finished together;

@@ -29,21 +29,29 @@ final class ProviderCredentials<Parsed: Sendable>: Sendable {
     }
 
     func lookup(appId: UUID) async -> Lookup {
-        var appKey: String { "app:\(appId.lowercaseText)" }
-        if !suspensions.isEmpty, let until = suspensions.suspendedUntil(appKey, now: now()) {
+        if let known = immediateLookup(appId: appId) { return known }
+        do {
+            return resolve(try await cache.credentials(appId: appId), appId: appId)
+        } catch {
+            return .stop(.retry(reason: "credential-store-unavailable"))
+        }
+    }
+
+    /// `lookup` when the answer is known without waiting (a suspended app, cached credentials);
+    /// nil when the credential store must be read.
+    func immediateLookup(appId: UUID) -> Lookup? {
+        if !suspensions.isEmpty, let until = suspensions.suspendedUntil(Self.appKey(appId), now: now()) {
             return .stop(.deferred(reason: "credentials-suspended", until: until))
         }
-        let entry: AppCredentialCache.Entry?
-        if let cached = cache.cachedCredentials(appId: appId) {
-            entry = cached
-        } else {
-            do {
-                entry = try await cache.credentials(appId: appId)
-            } catch {
-                return .stop(.retry(reason: "credential-store-unavailable"))
-            }
-        }
-        guard let entry else { return .stop(.credentialRejected(reason: "NoCredentials", credential: appKey)) }
+        guard let cached = cache.cachedCredentials(appId: appId) else { return nil }
+        return resolve(cached, appId: appId)
+    }
+
+    private static func appKey(_ appId: UUID) -> String { "app:\(appId.lowercaseText)" }
+
+    /// Checks the app's entry (nil: it has none) against the suspensions and parses it once.
+    private func resolve(_ entry: AppCredentialCache.Entry?, appId: UUID) -> Lookup {
+        guard let entry else { return .stop(.credentialRejected(reason: "NoCredentials", credential: Self.appKey(appId))) }
         let fingerprint = entry.reference.fingerprint
         if !suspensions.isEmpty, let until = suspensions.suspendedUntil(fingerprint, now: now()) {
             return .stop(.deferred(reason: "credentials-suspended", until: until))

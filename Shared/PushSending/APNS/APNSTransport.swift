@@ -17,26 +17,44 @@ public struct APNSTransport: MessageTransport {
     }
 
     public func send(_ message: APNSMessagePlanned) async -> SendOutcome {
+        await withUnsafeContinuation { continuation in
+            self.send(message) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Without a task when the app's credentials are cached (nearly always): the APNs client's
+    /// callback `send` answers on the connection's event loop.
+    public func send(_ message: APNSMessagePlanned, completion: @escaping @Sendable (SendOutcome) -> Void) {
+        guard let lookup = credentials.immediateLookup(appId: message.appId) else {
+            Task { self.send(message, lookup: await credentials.lookup(appId: message.appId), completion: completion) }
+            return
+        }
+        send(message, lookup: lookup, completion: completion)
+    }
+
+    private func send(_ message: APNSMessagePlanned, lookup: ProviderCredentials<APNSCredentials>.Lookup, completion: @escaping @Sendable (SendOutcome) -> Void) {
         let apnsCredentials: APNSCredentials
         let fingerprint: String
-        switch await credentials.lookup(appId: message.appId) {
-        case .stop(let outcome): return outcome
+        switch lookup {
+        case .stop(let outcome): return completion(outcome)
         case .ready(let parsed, let key): (apnsCredentials, fingerprint) = (parsed, key)
         }
         guard let environment = APNSEnvironment(rawValue: message.environment) else {
-            return .failed(reason: "BadEnvironment")
+            return completion(.failed(reason: "BadEnvironment"))
         }
         let request = APNSRequest(
             deviceToken: message.registrationToken, topic: message.topic, pushType: message.pushType, priority: message.priority,
             expiration: message.validUntil, collapseId: message.collapseId, apnsId: message.messageId, payload: Array(message.payload.utf8)
         )
-        do {
-            let response = try await client.send(request, credentials: apnsCredentials, environment: environment)
-            return Self.outcome(of: response, credential: fingerprint)
-        } catch {
-            if error.isRetriable { return .retry(reason: "transport-\(error.code)") }
-            if error.code == .badCredentials { return .credentialRejected(reason: "UnusableCredentials", credential: fingerprint) }
-            return .failed(reason: "transport-\(error.code)")
+        client.send(request, credentials: apnsCredentials, environment: environment) { result in
+            switch result {
+            case .success(let response):
+                completion(Self.outcome(of: response, credential: fingerprint))
+            case .failure(let error):
+                if error.isRetriable { return completion(.retry(reason: "transport-\(error.code)")) }
+                if error.code == .badCredentials { return completion(.credentialRejected(reason: "UnusableCredentials", credential: fingerprint)) }
+                completion(.failed(reason: "transport-\(error.code)"))
+            }
         }
     }
 

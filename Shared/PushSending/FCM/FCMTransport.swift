@@ -21,27 +21,45 @@ public struct FCMTransport: MessageTransport {
     }
 
     public func send(_ message: FCMMessagePlanned) async -> SendOutcome {
+        await withUnsafeContinuation { continuation in
+            self.send(message) { continuation.resume(returning: $0) }
+        }
+    }
+
+    /// Without a task when the app's credentials are cached (nearly always): the FCM client's
+    /// callback `send` answers on the connection's event loop.
+    public func send(_ message: FCMMessagePlanned, completion: @escaping @Sendable (SendOutcome) -> Void) {
+        guard let lookup = credentials.immediateLookup(appId: message.appId) else {
+            Task { self.send(message, lookup: await credentials.lookup(appId: message.appId), completion: completion) }
+            return
+        }
+        send(message, lookup: lookup, completion: completion)
+    }
+
+    private func send(_ message: FCMMessagePlanned, lookup: ProviderCredentials<FCMServiceAccount>.Lookup, completion: @escaping @Sendable (SendOutcome) -> Void) {
         let account: FCMServiceAccount
         let fingerprint: String
-        switch await credentials.lookup(appId: message.appId) {
-        case .stop(let outcome): return outcome
+        switch lookup {
+        case .stop(let outcome): return completion(outcome)
         case .ready(let parsed, let key): (account, fingerprint) = (parsed, key)
         }
         // A project paused after QUOTA_EXCEEDED: the message waits on the retry topic instead of
         // inside the client, so it holds none of the instance's in-flight slots meanwhile and
         // other projects' messages keep going.
         if case .paused(let until) = client.throttle.status(project: message.projectId) {
-            return .deferred(reason: "QUOTA_EXCEEDED", until: until)
+            return completion(.deferred(reason: "QUOTA_EXCEEDED", until: until))
         }
         let remaining = max(0, Int(message.validUntil.timeIntervalSince(now()).rounded(.down)))
         let body = Self.withTTL(message.message, seconds: remaining)
-        do {
-            let response = try await client.send(FCMRequest(projectId: message.projectId, message: body), account: account)
-            return Self.outcome(of: response, credential: fingerprint)
-        } catch {
-            if error.isRetriable { return .retry(reason: "transport-\(error.code)") }
-            if error.code == .tokenEndpointFailed { return .credentialRejected(reason: "TokenEndpointRefused", credential: fingerprint) }
-            return .failed(reason: "transport-\(error.code)")
+        client.send(FCMRequest(projectId: message.projectId, message: body), account: account) { result in
+            switch result {
+            case .success(let response):
+                completion(Self.outcome(of: response, credential: fingerprint))
+            case .failure(let error):
+                if error.isRetriable { return completion(.retry(reason: "transport-\(error.code)")) }
+                if error.code == .tokenEndpointFailed { return completion(.credentialRejected(reason: "TokenEndpointRefused", credential: fingerprint)) }
+                completion(.failed(reason: "transport-\(error.code)"))
+            }
         }
     }
 

@@ -36,7 +36,7 @@
 #      length; FCM: content-type and the bearer access token from the simulator's token endpoint).
 #      Its own "req/s" figure; all 2xx or the script fails.
 #   5. The project's HTTP/2 client alone (`sender-bench client`): h2load's request, connections and
-#      streams, through PushHTTP2 (a task per request, as the senders send), after another reset.
+#      streams, through PushHTTP2 (callbacks, as the senders send), after another reset.
 #   6. CPU per message (µs): the sender, the simulator and the Tansu broker over the sender's
 #      window; h2load (GNU time) and the simulator over h2load's run; the HTTP/2 client (its own
 #      getrusage) and the simulator over its run. "client" is h2load's CPU per
@@ -245,7 +245,7 @@ EOF
     ratio="$(echo "scale=3; $rate / $h2rate" | bc)"
 
     # 5. the project's HTTP/2 client alone (sender-bench client): the same requests, connections
-    #    and streams as h2load, through PushHTTP2 with a task per request as the senders send.
+    #    and streams as h2load, through PushHTTP2 with callbacks as the senders send.
     control -X POST "https://127.0.0.1:$PORT/_control/reset" >/dev/null
     client_headers=()
     for ((i = 1; i < ${#headers[@]}; i += 2)); do client_headers+=(--header "${headers[i]}"); done

@@ -157,7 +157,7 @@ struct Setup: AsyncParsableCommand {
 }
 
 /// `sender-bench client`: the project's HTTP/2 client alone (`HTTP2Endpoint`, as the APNs and FCM
-/// clients use it: one endpoint per connection, one `send` per request awaited by a task) sending
+/// clients use it: one endpoint per connection, each answer's callback sending the next request) sending
 /// the request h2load sends, with the same connections and streams. No Kafka, no decoding, no
 /// result events: the rate the sender could reach if everything but HTTP/2 cost nothing, which
 /// splits the gap between the sender and h2load in two (docs/benchmarks.md).
@@ -196,17 +196,23 @@ struct Client: AsyncParsableCommand {
         let counters = Counters()
         let cpuBefore = Self.cpuSeconds()
         let started = ContinuousClock.now
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            for worker in 0..<(connections * streams) {
-                let endpoint = endpoints[worker % connections]
-                tasks.addTask {
-                    while counters.next.wrappingAdd(1, ordering: .relaxed).oldValue < requests {
-                        let response = try await endpoint.send(request, deadline: .now() + .seconds(30))
-                        if (200..<300).contains(response.status) { counters.succeeded.wrappingAdd(1, ordering: .relaxed) }
+        // As the senders send: no task per request, the answer's callback sends the next one.
+        let deadline = TimeAmount.seconds(30)
+        await withCheckedContinuation { (finished: CheckedContinuation<Void, Never>) in
+            @Sendable func sendNext(on endpoint: HTTP2Endpoint) {
+                guard counters.next.wrappingAdd(1, ordering: .relaxed).oldValue < requests else { return }
+                endpoint.send(request, deadline: .now() + deadline) { result in
+                    if case .success(let response) = result, (200..<300).contains(response.status) {
+                        counters.succeeded.wrappingAdd(1, ordering: .relaxed)
+                    }
+                    if counters.answered.wrappingAdd(1, ordering: .relaxed).newValue == requests {
+                        finished.resume()
+                    } else {
+                        sendNext(on: endpoint)
                     }
                 }
             }
-            try await tasks.waitForAll()
+            for worker in 0..<(connections * streams) { sendNext(on: endpoints[worker % connections]) }
         }
         let elapsed = ContinuousClock.now - started
         let cpu = Self.cpuSeconds() - cpuBefore
@@ -220,6 +226,7 @@ struct Client: AsyncParsableCommand {
 
     final class Counters: Sendable {
         let next = Atomic(0)
+        let answered = Atomic(0)
         let succeeded = Atomic(0)
     }
 

@@ -25,15 +25,45 @@ public struct EventJSONReader {
         self.bytes = bytes
     }
 
-    /// Reads an object, calling `member` with each key; `member` must read the value.
-    public mutating func members(_ member: (inout EventJSONReader, String) throws(Unsupported) -> Void) throws(Unsupported) {
+    /// A member's key as it is in the input, compared with literals without making a `String`
+    /// (`switch key { case "appId": ... }`).
+    public struct Key {
+        fileprivate let bytes: [UInt8]
+        fileprivate let range: Range<Int>
+
+        public static func ~= (pattern: StaticString, key: Key) -> Bool {
+            key == pattern
+        }
+
+        public static func == (key: Key, literal: StaticString) -> Bool {
+            guard literal.utf8CodeUnitCount == key.range.count else { return false }
+            return key.bytes.withUnsafeBufferPointer { bytes in
+                memcmp(bytes.baseAddress! + key.range.lowerBound, literal.utf8Start, key.range.count) == 0
+            }
+        }
+    }
+
+    /// Reads an object, calling `member` with each key; `member` must read the value. A key with
+    /// an escape is left to the general decoder (it could spell a key the fast path also reads
+    /// plainly, which would hide a duplicate).
+    public mutating func members(_ member: (inout EventJSONReader, Key) throws(Unsupported) -> Void) throws(Unsupported) {
         try expect(UInt8(ascii: "{"))
         if try peek() == UInt8(ascii: "}") {
             index += 1
             return
         }
         while true {
-            let key = try string()
+            try expect(UInt8(ascii: "\""))
+            let start = index
+            while true {
+                guard index < bytes.count else { throw Unsupported() }
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\"") { break }
+                guard byte >= 0x20, byte != UInt8(ascii: "\\") else { throw Unsupported() }
+                index += 1
+            }
+            let key = Key(bytes: bytes, range: start..<index)
+            index += 1
             try expect(UInt8(ascii: ":"))
             try member(&self, key)
             switch try next() {
@@ -246,60 +276,93 @@ public struct EventJSONReader {
         return text
     }
 
-    /// The rest of a string that has escapes (the reader is at the first backslash).
+    /// The rest of a string that has escapes (the reader is at the first backslash). Unescapes
+    /// into one buffer of at most the rest of the input, with raw pointers: appending byte by
+    /// byte to an array checked its capacity and uniqueness for each (the APNs payload, a JSON
+    /// text inside the record, is one escaped string of about 250 bytes per message).
     private mutating func escapedString(from start: Int) throws(Unsupported) -> String {
-        var unescaped = [UInt8]()
-        // At most the rest of the input: one allocation instead of a doubling per append.
-        unescaped.reserveCapacity(bytes.count - start)
-        unescaped.append(contentsOf: bytes[start..<index])
-        var ascii = unescaped.allSatisfy { $0 < 0x80 }
-        while index < bytes.count {
-            let byte = bytes[index]
-            index += 1
-            switch byte {
-            case UInt8(ascii: "\""):
-                return try Self.text(unescaped, ascii: ascii)
-            case UInt8(ascii: "\\"):
-                guard index < bytes.count else { throw Unsupported() }
-                let escape = bytes[index]
-                index += 1
-                switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): unescaped.append(escape)
-                case UInt8(ascii: "b"): unescaped.append(0x08)
-                case UInt8(ascii: "f"): unescaped.append(0x0C)
-                case UInt8(ascii: "n"): unescaped.append(0x0A)
-                case UInt8(ascii: "r"): unescaped.append(0x0D)
-                case UInt8(ascii: "t"): unescaped.append(0x09)
-                case UInt8(ascii: "u"):
-                    var scalar = try hex4()
-                    if (0xD800..<0xDC00).contains(scalar) {
-                        // A high surrogate must be followed by an escaped low one.
-                        try literal("\\u")
-                        let low = try hex4()
-                        guard (0xDC00..<0xE000).contains(low) else { throw Unsupported() }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    }
-                    guard let character = Unicode.Scalar(scalar) else { throw Unsupported() }
-                    unescaped.append(contentsOf: String(character).utf8)
-                    ascii = ascii && character.isASCII
-                default: throw Unsupported()
+        var failed = false
+        var ascii = true
+        var end = index
+        let from = index
+        let unescaped = [UInt8](unsafeUninitializedCapacity: bytes.count - start) { output, count in
+            count = 0
+            bytes.withUnsafeBufferPointer { input in
+                for byte in input[start..<from] {
+                    ascii = ascii && byte < 0x80
+                    output[count] = byte
+                    count += 1
                 }
-            default:
-                guard byte >= 0x20 else { throw Unsupported() }
-                ascii = ascii && byte < 0x80
-                unescaped.append(byte)
+                var at = from
+                while at < input.count {
+                    let byte = input[at]
+                    at += 1
+                    switch byte {
+                    case UInt8(ascii: "\""):
+                        end = at
+                        return
+                    case UInt8(ascii: "\\"):
+                        guard at < input.count else { break }
+                        let escape = input[at]
+                        at += 1
+                        var scalar: UInt32
+                        switch escape {
+                        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): scalar = UInt32(escape)
+                        case UInt8(ascii: "b"): scalar = 0x08
+                        case UInt8(ascii: "f"): scalar = 0x0C
+                        case UInt8(ascii: "n"): scalar = 0x0A
+                        case UInt8(ascii: "r"): scalar = 0x0D
+                        case UInt8(ascii: "t"): scalar = 0x09
+                        case UInt8(ascii: "u"):
+                            guard let high = Self.hex4(input, at) else { failed = true; return }
+                            at += 4
+                            scalar = high
+                            if (0xD800..<0xDC00).contains(high) {
+                                // A high surrogate must be followed by an escaped low one.
+                                guard input.count - at >= 6, input[at] == UInt8(ascii: "\\"), input[at + 1] == UInt8(ascii: "u"),
+                                    let low = Self.hex4(input, at + 2), (0xDC00..<0xE000).contains(low)
+                                else { failed = true; return }
+                                at += 6
+                                scalar = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
+                            }
+                            guard let character = Unicode.Scalar(scalar) else { failed = true; return }
+                            if !character.isASCII {
+                                ascii = false
+                                for unit in UTF8.encode(character)! {
+                                    output[count] = unit
+                                    count += 1
+                                }
+                                continue
+                            }
+                        default:
+                            failed = true
+                            return
+                        }
+                        output[count] = UInt8(truncatingIfNeeded: scalar)
+                        count += 1
+                    default:
+                        guard byte >= 0x20 else { failed = true; return }
+                        ascii = ascii && byte < 0x80
+                        output[count] = byte
+                        count += 1
+                    }
+                }
+                failed = true  // no closing quote
             }
         }
-        throw Unsupported()
+        guard !failed else { throw Unsupported() }
+        index = end
+        return try Self.text(unescaped, ascii: ascii)
     }
 
-    private mutating func hex4() throws(Unsupported) -> UInt32 {
-        guard bytes.count - index >= 4 else { throw Unsupported() }
+    /// Four hex digits at `at`, or nil.
+    private static func hex4(_ input: UnsafeBufferPointer<UInt8>, _ at: Int) -> UInt32? {
+        guard input.count - at >= 4 else { return nil }
         var value: UInt32 = 0
-        for byte in bytes[index..<(index + 4)] {
-            value = value << 4 | UInt32(try Self.hexValue(byte))
+        for byte in input[at..<(at + 4)] {
+            guard let digit = try? hexValue(byte) else { return nil }
+            value = value << 4 | UInt32(digit)
         }
-        index += 4
         return value
     }
 

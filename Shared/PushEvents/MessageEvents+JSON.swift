@@ -123,7 +123,7 @@ struct PlannedMessageMembers {
     /// Absent (nil), null or a value.
     private(set) var credential: CredentialReference??, notBefore: Date??
 
-    mutating func read(_ key: String, from reader: inout EventJSONReader) throws(Unsupported) {
+    mutating func read(_ key: EventJSONReader.Key, from reader: inout EventJSONReader) throws(Unsupported) {
         switch key {
         case "messageId": try EventJSONReader.once(&messageIdValue, try reader.uuid())
         case "deliveryId": try EventJSONReader.once(&deliveryIdValue, try reader.string())

@@ -170,6 +170,8 @@ struct EventJSONTests {
         ("a null for a required member", #""topic":"com.example""#, #""topic":null"#),
         ("a UUID without dashes", #""2B6499A8-9D43-4BC5-ACF0-B6AEB96846F6""#, #""2B6499A89D434BC5ACF0B6AEB96846F6""#),
         ("a UUID with a letter that is not hex", #""2B6499A8-9D43-4BC5-ACF0-B6AEB96846F6""#, #""2B6499A8-9D43-4BC5-ACF0-B6AEB96846FG""#),
+        ("a key with an escape", #""topic":"com.example""#, #""t\u006fpic":"com.example""#),
+        ("a key with an escape, next to the plain key", #""topic":"com.example""#, #""topic":"com.example","t\u006fpic":"com.other""#),
     ])
     func leftToDecoder(_ problem: String, _ original: String, _ replacement: String) throws {
         #expect(Self.sample.contains(original))

@@ -50,15 +50,33 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     private let held: AsyncSemaphore
     private let inFlight: AsyncSemaphore
     private let state = Mutex(State())
+    /// Records finished by a provider or otherwise whose events wait to be published, and
+    /// whether a task is publishing them: apart from `state`, so that the event loops handing
+    /// answers over do not contend with the reader and the offsets for one lock.
+    private let waiting = Mutex(Waiting())
+    private struct Waiting {
+        var finished: [Finished] = []
+        var publishing = false
+    }
+    /// Sends in flight (the gauge and the wait for them when stopping).
+    private let sending = Atomic(0)
     /// Wakes the publisher task when answers arrive while it is idle (`sent`).
     private let wakeups: AsyncStream<Void>
     private let wakeUp: AsyncStream<Void>.Continuation
 
-    /// A record read and not yet finished, with what it holds.
-    struct Work: Sendable {
-        var record: KafkaConsumerRecord
-        var message: Message
-        var metadata: EventMetadata
+    /// A record read and not yet finished, with what it holds. A class: it is handed from the
+    /// reader to the transport's callback to the publisher, one reference instead of a copy of
+    /// every string and array in it each time.
+    final class Work: Sendable {
+        let record: KafkaConsumerRecord
+        let message: Message
+        let metadata: EventMetadata
+
+        init(record: KafkaConsumerRecord, message: Message, metadata: EventMetadata) {
+            self.record = record
+            self.message = message
+            self.metadata = metadata
+        }
     }
 
     /// A record waiting for its events to be published: its outcome already turned into events,
@@ -85,12 +103,8 @@ public final class MessageSender<Transport: MessageTransport>: Service {
         private(set) var finishedBehind = 0
         var schedule = RetrySchedule<Work>()
         var scheduleClosed = false
-        var inFlight = 0
         /// Records finished since the last commit the broker confirmed.
         var finishedSinceCommit = 0
-        /// Outcomes whose events wait to be published, and whether a task is publishing them.
-        var finished: [Finished] = []
-        var publishing = false
 
         /// Changes one partition's progress (created if new) and the totals with it.
         mutating func update<Result>(_ partition: KafkaTopicPartition, _ body: (inout PartitionProgress) -> Result) -> Result {
@@ -174,7 +188,7 @@ public final class MessageSender<Transport: MessageTransport>: Service {
                     return state.schedule.removeAll { _ in true }
                 }
                 await handBack(waiting)
-                while state.withLock({ $0.inFlight > 0 }), !Task.isCancelled {
+                while sending.load(ordering: .acquiring) > 0, !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(5))
                 }
                 wakeUp.finish()
@@ -267,19 +281,20 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     /// back with the outcome (usually on the connection's event loop), which only queues it for
     /// the publisher, so encoding the result events stays off the event loop.
     private func send(_ work: Work) {
-        state.withLock { $0.inFlight += 1 }
+        sending.wrappingAdd(1, ordering: .relaxed)
         let started = ContinuousClock.now
         transport.send(work.message) { [self] outcome in
             metrics.sendLatency.recordNanoseconds(Int64((ContinuousClock.now - started) / .nanoseconds(1)))
-            let wake = state.withLock { state in
-                state.inFlight -= 1
-                state.finished.append(.sent(work, outcome))
-                guard !state.publishing else { return false }
-                state.publishing = true
+            let wake = waiting.withLock { waiting in
+                waiting.finished.append(.sent(work, outcome))
+                guard !waiting.publishing else { return false }
+                waiting.publishing = true
                 return true
             }
             inFlight.release()
             if wake { wakeUp.yield() }
+            // Last: stopping waits for this to reach zero, then ends the wake-ups.
+            sending.wrappingSubtract(1, ordering: .releasing)
         }
     }
 
@@ -290,9 +305,9 @@ public final class MessageSender<Transport: MessageTransport>: Service {
             await publishWaiting()
         }
         // Stopped; a last look in case the final wake-up was not consumed.
-        if state.withLock({ state in
-            guard !state.publishing, !state.finished.isEmpty else { return false }
-            state.publishing = true
+        if waiting.withLock({ waiting in
+            guard !waiting.publishing, !waiting.finished.isEmpty else { return false }
+            waiting.publishing = true
             return true
         }) {
             await publishWaiting()
@@ -401,10 +416,10 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     /// arrived during the previous batch's round trip), not per message. The batch size adapts
     /// to the rate; each outcome's records are still finished only once stored.
     private func publishOutcome(of work: Work, records: [KafkaProducerRecord], count: Tally) async {
-        let publisher = state.withLock { state in
-            state.finished.append(.outcome(Outcome(record: work.record, events: records, tally: count)))
-            guard !state.publishing else { return false }
-            state.publishing = true
+        let publisher = waiting.withLock { waiting in
+            waiting.finished.append(.outcome(Outcome(record: work.record, events: records, tally: count)))
+            guard !waiting.publishing else { return false }
+            waiting.publishing = true
             return true
         }
         guard publisher else { return }
@@ -414,13 +429,13 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     /// The outcomes waiting, with the events of the answers among them, or nil (and no longer
     /// publishing) when none wait.
     private func nextOutcomes() -> [Outcome]? {
-        let finished: [Finished]? = state.withLock { state in
-            guard !state.finished.isEmpty else {
-                state.publishing = false
+        let finished: [Finished]? = waiting.withLock { waiting in
+            guard !waiting.finished.isEmpty else {
+                waiting.publishing = false
                 return nil
             }
-            defer { state.finished.removeAll(keepingCapacity: true) }
-            return state.finished
+            defer { waiting.finished.removeAll(keepingCapacity: true) }
+            return waiting.finished
         }
         guard let finished else { return nil }
         var outcomes: [Outcome] = []
@@ -587,10 +602,11 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     }
 
     private func updateGauges() {
-        let (held, waiting, inFlight, window) = state.withLock { state in
+        let (held, waiting, window) = state.withLock { state in
             // An upper bound: records finished behind an unfinished one may be counted twice.
-            (state.held, state.schedule.count, state.inFlight, state.held + state.finishedBehind + state.finishedSinceCommit)
+            (state.held, state.schedule.count, state.held + state.finishedBehind + state.finishedSinceCommit)
         }
+        let inFlight = sending.load(ordering: .relaxed)
         metrics.held.record(held)
         metrics.waitingRetries.record(waiting)
         metrics.inFlight.record(inFlight)

@@ -12,12 +12,12 @@ extension APNSClientIntegrationTests {
         let key = TestKey()
 
         /// Sends `count` pushes at once; returns the statuses and the errors.
-        func burst(_ count: Int, client: APNSClient, credentials: APNSCredentials) async -> (statuses: [Int: Int], errors: [APNSClientError]) {
+        func burst(_ count: Int, client: APNSClient, credentials: APNSCredentials, via api: SendAPI = .async) async -> (statuses: [Int: Int], errors: [APNSClientError]) {
             await withTaskGroup(of: Result<Int, APNSClientError>.self) { group in
                 for index in 0..<count {
                     group.addTask {
                         do throws(APNSClientError) {
-                            return .success(try await client.send(Harness.request(mId: "burst-\(index)"), credentials: credentials, environment: .production).status)
+                            return .success(try await client.send(Harness.request(mId: "burst-\(index)"), credentials: credentials, environment: .production, via: api).status)
                         } catch {
                             return .failure(error)
                         }
@@ -51,12 +51,12 @@ extension APNSClientIntegrationTests {
             }
         }
 
-        @Test("GOAWAY mid-burst: every send answered 200, each notification accepted exactly once, the client reconnects, later sends succeed")
-        func goAwayMidBurst() async throws {
+        @Test("GOAWAY mid-burst: every send answered 200, each notification accepted exactly once, the client reconnects, later sends succeed", arguments: SendAPI.allCases)
+        func goAwayMidBurst(api: SendAPI) async throws {
             try await Harness.withSimulator(keys: [self.key]) { server in
                 try await Harness.withClient(Harness.configuration(for: server, connections: 2)) { client in
                     let credentials = try self.key.credentials()
-                    async let outcome = self.burst(2000, client: client, credentials: credentials)
+                    async let outcome = self.burst(2000, client: client, credentials: credentials, via: api)
                     #expect(try await Harness.eventually(timeout: .seconds(60)) { server.state.counters.accepted >= 300 })
                     // What `POST /_control/goaway` does: GOAWAY on every open connection.
                     server.goAwayAll()
@@ -69,7 +69,7 @@ extension APNSClientIntegrationTests {
                     #expect(server.state.counters.accepted == 2000)
                     #expect(server.state.counters.goAways >= 2)
 
-                    let (after, afterErrors) = await self.burst(100, client: client, credentials: credentials)
+                    let (after, afterErrors) = await self.burst(100, client: client, credentials: credentials, via: api)
                     #expect(after == [200: 100])
                     #expect(afterErrors.isEmpty, "\(afterErrors.prefix(3))")
                     #expect(try await Harness.eventually { client.openConnections == 2 && server.connections.count == 2 })

@@ -14,8 +14,8 @@ extension APNSClientIntegrationTests {
             try metrics.expectCounter("push_apns_token_refreshes_total").totalValue
         }
 
-        @Test("one token for 500 sends over two connections; one new token after 51 minutes; none when asked after 10 more")
-        func reuseAndRefresh() async throws {
+        @Test("one token for 500 sends over two connections; one new token after 51 minutes; none when asked after 10 more", arguments: SendAPI.allCases)
+        func reuseAndRefresh(api: SendAPI) async throws {
             try await Harness.withSimulator(keys: [self.key]) { server in
                 let clock = TestClock()
                 let metrics = TestMetrics()
@@ -24,7 +24,7 @@ extension APNSClientIntegrationTests {
                     let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                         for index in 0..<500 {
                             group.addTask {
-                                try await client.send(Harness.request(mId: "reuse-\(index)"), credentials: credentials, environment: .production).status
+                                try await client.send(Harness.request(mId: "reuse-\(index)"), credentials: credentials, environment: .production, via: api).status
                             }
                         }
                         return try await group.reduce(into: [Int: Int]()) { $0[$1, default: 0] += 1 }
@@ -89,27 +89,27 @@ extension APNSClientIntegrationTests {
             }
         }
 
-        @Test("ExpiredProviderToken is resent once with a new token, not twice")
-        func expiredProviderTokenResentOnce() async throws {
+        @Test("ExpiredProviderToken is resent once with a new token, not twice", arguments: SendAPI.allCases)
+        func expiredProviderTokenResentOnce(api: SendAPI) async throws {
             try await Harness.withSimulator(keys: [self.key]) { server in
                 let clock = TestClock()
                 let metrics = TestMetrics()
                 try await Harness.withClient(Harness.configuration(for: server), clock: clock, metrics: metrics) { client in
                     let credentials = try self.key.credentials()
-                    #expect(try await client.send(Harness.request(), credentials: credentials, environment: .production).status == 200)
+                    #expect(try await client.send(Harness.request(), credentials: credentials, environment: .production, via: api).status == 200)
                     clock.advance(by: .seconds(30 * 60))
                     _ = server.state.updateFaults {
                         $0.failPercent = 100
                         $0.failStatus = 403
                         $0.failReason = "ExpiredProviderToken"
                     }
-                    let response = try await client.send(Harness.request(), credentials: credentials, environment: .production)
+                    let response = try await client.send(Harness.request(), credentials: credentials, environment: .production, via: api)
                     #expect(response.outcome == .credentialRejected(reason: .expiredProviderToken))
                     #expect(server.state.counters.byReason["ExpiredProviderToken"] == 2)
                     #expect(try self.refreshes(metrics) == 1)
 
                     _ = server.state.updateFaults { $0.failPercent = 0 }
-                    #expect(try await client.send(Harness.request(), credentials: credentials, environment: .production).status == 200)
+                    #expect(try await client.send(Harness.request(), credentials: credentials, environment: .production, via: api).status == 200)
                     #expect(server.state.counters.byReason["TooManyProviderTokenUpdates"] == nil)
                 }
             }
@@ -163,12 +163,12 @@ extension APNSClientIntegrationTests {
             }
         }
 
-        @Test("UnrelatedKeyIdInToken and IdleTimeout: the connection is replaced and the push resent once")
-        func connectionReplaced() async throws {
+        @Test("UnrelatedKeyIdInToken and IdleTimeout: the connection is replaced and the push resent once", arguments: SendAPI.allCases)
+        func connectionReplaced(api: SendAPI) async throws {
             try await Harness.withSimulator(keys: [self.key]) { server in
                 try await Harness.withClient(Harness.configuration(for: server, connections: 1)) { client in
                     let credentials = try self.key.credentials()
-                    #expect(try await client.send(Harness.request(), credentials: credentials, environment: .production).status == 200)
+                    #expect(try await client.send(Harness.request(), credentials: credentials, environment: .production, via: api).status == 200)
                     #expect(server.state.counters.connections == 1)
                     for (status, reason) in [(403, APNSReason.unrelatedKeyIdInToken), (400, .idleTimeout)] {
                         _ = server.state.updateFaults {
@@ -177,13 +177,13 @@ extension APNSClientIntegrationTests {
                             $0.failReason = reason.rawValue
                         }
                         let connectionsBefore = server.state.counters.connections
-                        let response = try await client.send(Harness.request(), credentials: credentials, environment: .production)
+                        let response = try await client.send(Harness.request(), credentials: credentials, environment: .production, via: api)
                         #expect(response.outcome == .retry(reason: reason, after: nil))
                         #expect(server.state.counters.byReason[reason.rawValue] == 2)
                         #expect(server.state.counters.connections == connectionsBefore + 1)
                     }
                     _ = server.state.updateFaults { $0.failPercent = 0 }
-                    #expect(try await client.send(Harness.request(), credentials: credentials, environment: .production).status == 200)
+                    #expect(try await client.send(Harness.request(), credentials: credentials, environment: .production, via: api).status == 200)
                     // The replaced connections closed once drained.
                     #expect(try await Harness.eventually { client.openConnections == 1 && server.connections.count == 1 })
                 }

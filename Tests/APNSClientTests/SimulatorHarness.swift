@@ -6,6 +6,7 @@ import MetricsTestKit
 import NIOPosix
 import ProviderSimulatorCore
 import Synchronization
+import Testing
 
 /// A provider-token key as both sides know it: the sender's credentials and the simulator's
 /// registered public key. Made at run time; nothing secret is committed.
@@ -158,5 +159,28 @@ enum Harness {
             try await Task.sleep(for: .milliseconds(20))
         }
         return condition()
+    }
+}
+
+/// The two ways to send: the async `send`, and the callback `send` the senders use (whose rare
+/// paths continue in the async one). Tests of the client's resend rules run through both.
+enum SendAPI: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case async
+    case callback
+
+    var testDescription: String { "through the \(rawValue) send" }
+}
+
+extension APNSClient {
+    func send(_ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment, via api: SendAPI) async throws(APNSClientError) -> APNSResponse {
+        switch api {
+        case .async:
+            return try await self.send(request, credentials: credentials, environment: environment)
+        case .callback:
+            let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<APNSResponse, APNSClientError>, Never>) in
+                self.send(request, credentials: credentials, environment: environment) { continuation.resume(returning: $0) }
+            }
+            return try result.get()
+        }
     }
 }

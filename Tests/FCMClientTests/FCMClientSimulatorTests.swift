@@ -91,15 +91,15 @@ struct FCMClientSimulatorTests {
         }
     }
 
-    @Test("1,000 concurrent sends make exactly one token request")
-    func oneTokenRequest() async throws {
+    @Test("1,000 concurrent sends make exactly one token request", arguments: SendAPI.allCases)
+    func oneTokenRequest(api: SendAPI) async throws {
         try await Fixture.run { simulator in
             let account = try Fixture.projectA.serviceAccount()
             try await simulator.withClient { client in
                 let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                     for index in 0..<1000 {
                         group.addTask {
-                            try await client.send(Fixture.dataMessage(token: "device-\(index)", mId: "c-\(index)").request(project: Self.projectA), account: account).status
+                            try await client.send(Fixture.dataMessage(token: "device-\(index)", mId: "c-\(index)").request(project: Self.projectA), account: account, via: api).status
                         }
                     }
                     return try await group.reduce(into: [Int: Int]()) { $0[$1, default: 0] += 1 }
@@ -135,19 +135,19 @@ struct FCMClientSimulatorTests {
         }
     }
 
-    @Test("a 401 (token expired at the simulator, unknown to the client's clock) refreshes once and the resend succeeds")
-    func unauthorizedRefreshes() async throws {
+    @Test("a 401 (token expired at the simulator, unknown to the client's clock) refreshes once and the resend succeeds", arguments: SendAPI.allCases)
+    func unauthorizedRefreshes(api: SendAPI) async throws {
         try await Fixture.run(tokenLifetime: 2) { simulator in
             let account = try Fixture.projectA.serviceAccount()
             // A frozen clock: the client believes its token valid; the simulator expires it.
             let clock = TestClock()
             try await simulator.withClient(now: clock.now) { client in
-                #expect(try await client.send(Fixture.dataMessage(token: "d", mId: "u-0").request(project: Self.projectA), account: account).status == 200)
+                #expect(try await client.send(Fixture.dataMessage(token: "d", mId: "u-0").request(project: Self.projectA), account: account, via: api).status == 200)
                 try await Task.sleep(for: .milliseconds(2300))
                 let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                     for index in 0..<50 {
                         group.addTask {
-                            try await client.send(Fixture.dataMessage(token: "d", mId: "u-\(index + 1)").request(project: Self.projectA), account: account).status
+                            try await client.send(Fixture.dataMessage(token: "d", mId: "u-\(index + 1)").request(project: Self.projectA), account: account, via: api).status
                         }
                     }
                     return try await group.reduce(into: [Int]()) { $0.append($1) }
@@ -246,8 +246,8 @@ struct FCMClientSimulatorTests {
         }
     }
 
-    @Test("2,000 concurrent sends over 2 connections; a GOAWAY mid-stream: every send answered 200, each message accepted exactly once")
-    func manySendsAndGoAway() async throws {
+    @Test("2,000 concurrent sends over 2 connections; a GOAWAY mid-stream: every send answered 200, each message accepted exactly once", arguments: SendAPI.allCases)
+    func manySendsAndGoAway(api: SendAPI) async throws {
         // 100 streams per connection: most sends queue in the client, so the GOAWAY finds both
         // requests in flight (answered) and requests not yet sent (moved to new connections).
         try await Fixture.run(maxConcurrentStreams: 100) { simulator in
@@ -260,7 +260,7 @@ struct FCMClientSimulatorTests {
                                 do throws(FCMClientError) {
                                     let response = try await client.send(
                                         Fixture.dataMessage(token: "device-\(index)", mId: "\(prefix)-\(index)").request(project: Self.projectA),
-                                        account: account
+                                        account: account, via: api
                                     )
                                     return .success(response.status)
                                 } catch {

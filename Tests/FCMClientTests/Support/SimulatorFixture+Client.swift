@@ -1,6 +1,7 @@
 import FCMClient
 import Foundation
 import NIOPosix
+import Testing
 
 /// The client side of the fixture: service accounts, configurations and clients for the simulator.
 extension SimulatorFixture.Account {
@@ -66,3 +67,26 @@ struct FCMRequestBody {
     }
 }
 
+
+/// The two ways to send: the async `send`, and the callback `send` the senders use (whose rare
+/// paths continue in the async one). Tests of the client's token and resend rules run through both.
+enum SendAPI: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case async
+    case callback
+
+    var testDescription: String { "through the \(rawValue) send" }
+}
+
+extension FCMClient {
+    func send(_ request: FCMRequest, account: FCMServiceAccount, via api: SendAPI) async throws(FCMClientError) -> FCMResponse {
+        switch api {
+        case .async:
+            return try await self.send(request, account: account)
+        case .callback:
+            let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<FCMResponse, FCMClientError>, Never>) in
+                self.send(request, account: account) { continuation.resume(returning: $0) }
+            }
+            return try result.get()
+        }
+    }
+}

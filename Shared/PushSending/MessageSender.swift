@@ -60,7 +60,7 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     }
     /// Sends in flight (the gauge and the wait for them when stopping).
     private let sending = Atomic(0)
-    /// Wakes the publisher task when answers arrive while it is idle (`sent`).
+    /// Wakes the publisher task when an answer arrives while it is idle (`send`).
     private let wakeups: AsyncStream<Void>
     private let wakeUp: AsyncStream<Void>.Continuation
 

@@ -9,18 +9,8 @@ public protocol MessageTransport: Sendable {
     /// `apns` or `fcm`: the `provider` label of the sender's metrics.
     var provider: String { get }
 
-    /// Sends one message and says what became of it. Never throws: a transport failure is a
-    /// `.retry` (or `.failed` when retrying cannot help).
-    func send(_ message: Message) async -> SendOutcome
-
-    /// `send` without a task of the caller's: `completion` is called once with the outcome, on
-    /// whatever thread the answer arrives. The default runs `send` in a task; a transport whose
-    /// client can answer through a callback does without (`APNSTransport`).
+    /// Sends one message and calls `completion` once with what became of it, on whatever thread
+    /// the answer arrives (usually the HTTP/2 connection's event loop): no task per message.
+    /// Never fails: a transport failure is a `.retry` (or `.failed` when retrying cannot help).
     func send(_ message: Message, completion: @escaping @Sendable (SendOutcome) -> Void)
-}
-
-extension MessageTransport {
-    public func send(_ message: Message, completion: @escaping @Sendable (SendOutcome) -> Void) {
-        Task { completion(await self.send(message)) }
-    }
 }

@@ -16,12 +16,6 @@ public struct APNSTransport: MessageTransport {
         self.credentials = ProviderCredentials(cache: credentials, suspensions: suspensions, now: now, parse: Self.credentials(for:))
     }
 
-    public func send(_ message: APNSMessagePlanned) async -> SendOutcome {
-        await withUnsafeContinuation { continuation in
-            self.send(message) { continuation.resume(returning: $0) }
-        }
-    }
-
     /// Without a task when the app's credentials are cached (nearly always): the APNs client's
     /// callback `send` answers on the connection's event loop.
     public func send(_ message: APNSMessagePlanned, completion: @escaping @Sendable (SendOutcome) -> Void) {

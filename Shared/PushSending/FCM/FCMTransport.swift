@@ -20,12 +20,6 @@ public struct FCMTransport: MessageTransport {
         self.now = now
     }
 
-    public func send(_ message: FCMMessagePlanned) async -> SendOutcome {
-        await withUnsafeContinuation { continuation in
-            self.send(message) { continuation.resume(returning: $0) }
-        }
-    }
-
     /// Without a task when the app's credentials are cached (nearly always): the FCM client's
     /// callback `send` answers on the connection's event loop.
     public func send(_ message: FCMMessagePlanned, completion: @escaping @Sendable (SendOutcome) -> Void) {

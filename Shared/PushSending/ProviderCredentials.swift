@@ -37,6 +37,25 @@ final class ProviderCredentials<Parsed: Sendable>: Sendable {
         }
     }
 
+    /// Calls `ready` with the app's parsed credentials and their fingerprint, or `completion` with
+    /// the outcome when the send does not happen: at once when the answer is known (nearly
+    /// always), after reading the credential store in a task otherwise. The transports' start.
+    func withCredentials(
+        appId: UUID, completion: @escaping @Sendable (SendOutcome) -> Void, ready: @escaping @Sendable (Parsed, _ fingerprint: String) -> Void
+    ) {
+        let deliver: @Sendable (Lookup) -> Void = { lookup in
+            switch lookup {
+            case .stop(let outcome): completion(outcome)
+            case .ready(let parsed, let fingerprint): ready(parsed, fingerprint)
+            }
+        }
+        guard let known = immediateLookup(appId: appId) else {
+            Task { deliver(await self.lookup(appId: appId)) }
+            return
+        }
+        deliver(known)
+    }
+
     /// `lookup` when the answer is known without waiting (a suspended app, cached credentials);
     /// nil when the credential store must be read.
     func immediateLookup(appId: UUID) -> Lookup? {

@@ -19,20 +19,15 @@ public struct APNSTransport: MessageTransport {
     /// Without a task when the app's credentials are cached (nearly always): the APNs client's
     /// callback `send` answers on the connection's event loop.
     public func send(_ message: APNSMessagePlanned, completion: @escaping @Sendable (SendOutcome) -> Void) {
-        guard let lookup = credentials.immediateLookup(appId: message.appId) else {
-            Task { self.send(message, lookup: await credentials.lookup(appId: message.appId), completion: completion) }
-            return
+        credentials.withCredentials(appId: message.appId, completion: completion) { apnsCredentials, fingerprint in
+            send(message, credentials: apnsCredentials, fingerprint: fingerprint, completion: completion)
         }
-        send(message, lookup: lookup, completion: completion)
     }
 
-    private func send(_ message: APNSMessagePlanned, lookup: ProviderCredentials<APNSCredentials>.Lookup, completion: @escaping @Sendable (SendOutcome) -> Void) {
-        let apnsCredentials: APNSCredentials
-        let fingerprint: String
-        switch lookup {
-        case .stop(let outcome): return completion(outcome)
-        case .ready(let parsed, let key): (apnsCredentials, fingerprint) = (parsed, key)
-        }
+    private func send(
+        _ message: APNSMessagePlanned, credentials apnsCredentials: APNSCredentials, fingerprint: String,
+        completion: @escaping @Sendable (SendOutcome) -> Void
+    ) {
         guard let environment = APNSEnvironment(rawValue: message.environment) else {
             return completion(.failed(reason: "BadEnvironment"))
         }

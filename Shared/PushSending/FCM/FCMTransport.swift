@@ -23,20 +23,12 @@ public struct FCMTransport: MessageTransport {
     /// Without a task when the app's credentials are cached (nearly always): the FCM client's
     /// callback `send` answers on the connection's event loop.
     public func send(_ message: FCMMessagePlanned, completion: @escaping @Sendable (SendOutcome) -> Void) {
-        guard let lookup = credentials.immediateLookup(appId: message.appId) else {
-            Task { self.send(message, lookup: await credentials.lookup(appId: message.appId), completion: completion) }
-            return
+        credentials.withCredentials(appId: message.appId, completion: completion) { account, fingerprint in
+            send(message, account: account, fingerprint: fingerprint, completion: completion)
         }
-        send(message, lookup: lookup, completion: completion)
     }
 
-    private func send(_ message: FCMMessagePlanned, lookup: ProviderCredentials<FCMServiceAccount>.Lookup, completion: @escaping @Sendable (SendOutcome) -> Void) {
-        let account: FCMServiceAccount
-        let fingerprint: String
-        switch lookup {
-        case .stop(let outcome): return completion(outcome)
-        case .ready(let parsed, let key): (account, fingerprint) = (parsed, key)
-        }
+    private func send(_ message: FCMMessagePlanned, account: FCMServiceAccount, fingerprint: String, completion: @escaping @Sendable (SendOutcome) -> Void) {
         // A project paused after QUOTA_EXCEEDED: the message waits on the retry topic instead of
         // inside the client, so it holds none of the instance's in-flight slots meanwhile and
         // other projects' messages keep going.

@@ -93,16 +93,10 @@ public final class HTTP2Endpoint: Sendable {
     /// Sends one request and returns the server's answer, whatever its status. Throws only when
     /// no answer came, saying whether the server may have acted on the request.
     public func send(_ request: HTTP2Request, deadline: NIODeadline) async throws(HTTP2ClientError) -> HTTP2Response {
-        if let malformation = request.malformation() {
-            throw HTTP2ClientError(.invalidRequest, malformation, mayHaveBeenDelivered: false)
+        let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<HTTP2Response, HTTP2ClientError>, Never>) in
+            self.send(request, deadline: deadline) { continuation.resume(returning: $0) }
         }
-        do {
-            return try await self.submit(request, deadline: deadline).get()
-        } catch let error as HTTP2ClientError {
-            throw error
-        } catch {
-            throw HTTP2ClientError(.lostAnswer, "\(error)", mayHaveBeenDelivered: true)
-        }
+        return try result.get()
     }
 
     /// Sends one request and calls `completion` (on the event loop) with the server's answer,

@@ -132,7 +132,7 @@ for provider in $PROVIDERS; do
         openssl ecparam -name prime256v1 -genkey -noout 2>/dev/null | openssl pkcs8 -topk8 -nocrypt -out "$dir/key.p8"
         credential="$dir/key.p8"
         "$BIN/apns-simulator" --port 0 --port-file "$dir/port" --ca-out "$CA" --log-capacity $((MESSAGES + 1000)) \
-            --log-level warning >"$dir/simulator.log" 2>&1 &
+            --latency-ms "$LATENCY" --log-level warning >"$dir/simulator.log" 2>&1 &
     else
         openssl genrsa 2048 2>/dev/null >"$dir/rsa.pem"
         python3 - "$dir/rsa.pem" "$dir/service-account.json" <<'EOF'
@@ -144,13 +144,12 @@ json.dump({"type": "service_account", "project_id": "bench-project", "private_ke
 EOF
         credential="$dir/service-account.json"
         "$BIN/fcm-simulator" --port 0 --port-file "$dir/port" --ca-out "$CA" --log-capacity $((MESSAGES + 1000)) \
-            --service-account "$credential" --log-level warning >"$dir/simulator.log" 2>&1 &
+            --service-account "$credential" --latency-ms "$LATENCY" --log-level warning >"$dir/simulator.log" 2>&1 &
     fi
     SIM_PID=$!; PIDS+=("$SIM_PID")
     for _ in $(seq 1 100); do [[ -s "$dir/port" ]] && break; sleep 0.1; done
     [[ -s "$dir/port" ]] || die "the $provider simulator did not start; see $dir/simulator.log"
     PORT="$(cat "$dir/port")"
-    control -X POST "https://127.0.0.1:$PORT/_control/faults" -d "{\"latencyMs\": $LATENCY}" >/dev/null
 
     export PUSH_TOPIC_${upper}_MESSAGES="bench.$provider.$RUN" PUSH_TOPIC_${upper}_RETRIES="bench.$provider-retries.$RUN"
     export PUSH_TOPIC_MESSAGE_RESULTS="bench.results.$provider.$RUN" PUSH_TOPIC_SUBSCRIPTIONS="bench.subscriptions.$provider.$RUN"
@@ -216,8 +215,8 @@ sys.exit(0 if len(ids) == n and len(set(ids)) == n else 1)
 EOF
 
     # 4. the ceiling: h2load, same requests, same connections and streams
+    # (a reset returns the faults to the command line's: the latency stays)
     control -X POST "https://127.0.0.1:$PORT/_control/reset" >/dev/null
-    control -X POST "https://127.0.0.1:$PORT/_control/faults" -d "{\"latencyMs\": $LATENCY}" >/dev/null
     streams=$((inflight / connections))
     headers=()
     while IFS= read -r line; do [[ -n $line ]] && headers+=(-H "$line"); done <"$dir/headers.txt"

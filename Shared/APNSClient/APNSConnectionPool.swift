@@ -17,7 +17,8 @@ final class APNSConnectionPool: Sendable {
     let providerToken: APNSProviderToken?
     private let slots: [APNSConnectionSlot]
     /// The base URL's path, before `/3/device/<token>` (empty for APNs itself).
-    private let pathPrefix: String
+    /// `<base path>/3/device/`: each request's path is this and the device token.
+    private let devicePath: String
     private let requestTimeout: Duration
     private let logger: Logger
     /// Completions of connections replaced or retired, awaited by `close()`.
@@ -40,7 +41,7 @@ final class APNSConnectionPool: Sendable {
         guard let origin = HTTP2Origin(url: baseURL) else {
             throw .badCredentials("the APNs base URL \(baseURL) is not https://host[:port]")
         }
-        self.pathPrefix = origin.pathPrefix
+        self.devicePath = origin.pathPrefix + "/3/device/"
         self.requestTimeout = configuration.requestTimeout
         var poolLogger = logger
         poolLogger[metadataKey: "apns.pool"] = "\(environment.rawValue)/\(credentials.id)"
@@ -211,7 +212,7 @@ final class APNSConnectionPool: Sendable {
         headers.add(name: "apns-id", value: request.apnsId.lowercaseText, indexing: .nonIndexable)
         headers.add(name: "content-type", value: "application/json")
         return HTTP2Request(
-            path: "\(self.pathPrefix)/3/device/\(request.deviceToken)", headers: headers, body: ByteBuffer(bytes: request.payload), pathIndexing: .nonIndexable
+            path: self.devicePath + request.deviceToken, headers: headers, body: request.payload, pathIndexing: .nonIndexable
         )
     }
 

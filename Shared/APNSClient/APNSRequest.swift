@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 /// One notification for one device, with the APNs headers it is sent with.
 public struct APNSRequest: Sendable {
@@ -16,9 +17,30 @@ public struct APNSRequest: Sendable {
     public var collapseId: String?
     /// `apns-id`, sent lowercase; APNs echoes it.
     public var apnsId: UUID
-    /// The JSON payload, sent as is.
-    public var payload: [UInt8]
+    /// The JSON payload, sent as is (the request's body, without a further copy).
+    public var payload: ByteBuffer
 
+    public init(
+        deviceToken: String,
+        topic: String,
+        pushType: String = "alert",
+        priority: Int = 10,
+        expiration: Date? = nil,
+        collapseId: String? = nil,
+        apnsId: UUID = UUID(),
+        payload: ByteBuffer
+    ) {
+        self.deviceToken = deviceToken
+        self.topic = topic
+        self.pushType = pushType
+        self.priority = priority
+        self.expiration = expiration
+        self.collapseId = collapseId
+        self.apnsId = apnsId
+        self.payload = payload
+    }
+
+    /// The same with the payload as bytes.
     public init(
         deviceToken: String,
         topic: String,
@@ -29,13 +51,9 @@ public struct APNSRequest: Sendable {
         apnsId: UUID = UUID(),
         payload: [UInt8]
     ) {
-        self.deviceToken = deviceToken
-        self.topic = topic
-        self.pushType = pushType
-        self.priority = priority
-        self.expiration = expiration
-        self.collapseId = collapseId
-        self.apnsId = apnsId
-        self.payload = payload
+        self.init(
+            deviceToken: deviceToken, topic: topic, pushType: pushType, priority: priority, expiration: expiration,
+            collapseId: collapseId, apnsId: apnsId, payload: ByteBuffer(bytes: payload)
+        )
     }
 }

@@ -3,7 +3,10 @@ import Foundation
 /// An OAuth access token for FCM and when to replace it. `description` omits the token itself.
 public struct FCMAccessToken: Sendable, Equatable, CustomStringConvertible {
     /// The bearer token (`ya29....`). Never log it.
-    public var value: String
+    public let value: String
+    /// `Bearer <value>`, the authorization header every send carries: built once per token
+    /// rather than once per request.
+    public let authorization: String
     /// When the token endpoint says it stops working (`expires_in` after the request).
     public var expiresAt: Date
     /// When a new token is fetched: `expiresAt - tokenRefreshMargin`, or half the lifetime when
@@ -12,6 +15,7 @@ public struct FCMAccessToken: Sendable, Equatable, CustomStringConvertible {
 
     public init(value: String, expiresAt: Date, refreshAt: Date) {
         self.value = value
+        self.authorization = "Bearer " + value
         self.expiresAt = expiresAt
         self.refreshAt = refreshAt
     }

@@ -175,7 +175,7 @@ public final class FCMClient: Sendable {
     private func httpRequest(_ body: ByteBuffer, projectId: String, token: FCMAccessToken) -> HTTP2Request {
         var headers = HPACKHeaders()
         headers.add(name: "content-type", value: "application/json; charset=UTF-8")
-        headers.add(name: "authorization", value: "Bearer \(token.value)")
+        headers.add(name: "authorization", value: token.authorization)
         return HTTP2Request(path: "\(self.pathPrefix)/v1/projects/\(projectId)/messages:send", headers: headers, body: body)
     }
 

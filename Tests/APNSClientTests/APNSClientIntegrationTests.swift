@@ -1,6 +1,7 @@
 import APNSClient
 import Foundation
 import MetricsTestKit
+import NIOCore
 import ProviderSimulatorCore
 import Testing
 
@@ -53,7 +54,7 @@ extension APNSClientIntegrationTests {
                     #expect(try await outcome(Harness.request(topic: "com.example.other")) == .rejected(reason: .topicDisallowed))
                     #expect(try await outcome(Harness.request(pushType: "voip")) == .rejected(reason: .badTopic))
                     var tooLarge = Harness.request()
-                    tooLarge.payload = Array(#"{"aps":{"alert":"x"},"pad":""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: 4100) + Array(#""}"#.utf8)
+                    tooLarge.payload = ByteBuffer(bytes: Array(#"{"aps":{"alert":"x"},"pad":""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: 4100) + Array(#""}"#.utf8))
                     #expect(try await outcome(tooLarge) == .rejected(reason: .payloadTooLarge))
                     var expired = Harness.request()
                     expired.expiration = Date(timeIntervalSince1970: 0)

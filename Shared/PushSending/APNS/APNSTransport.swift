@@ -1,6 +1,7 @@
 import APNSClient
 import Foundation
 import Logging
+import NIOCore
 import PushEvents
 import PushRegistration
 
@@ -33,7 +34,7 @@ public struct APNSTransport: MessageTransport {
         }
         let request = APNSRequest(
             deviceToken: message.registrationToken, topic: message.topic, pushType: message.pushType, priority: message.priority,
-            expiration: message.validUntil, collapseId: message.collapseId, apnsId: message.messageId, payload: Array(message.payload.utf8)
+            expiration: message.validUntil, collapseId: message.collapseId, apnsId: message.messageId, payload: ByteBuffer(string: message.payload)
         )
         client.send(request, credentials: apnsCredentials, environment: environment) { result in
             switch result {

@@ -37,7 +37,10 @@
 #      Its own "req/s" figure; all 2xx or the script fails.
 #   5. The project's HTTP/2 client alone (`sender-bench client`): h2load's request, connections and
 #      streams, through PushHTTP2 (callbacks, as the senders send), after another reset.
-#   6. CPU per message (µs): the sender, the simulator and the Tansu broker over the sender's
+#   6. Time per request (ms): the sender's mean send time (push_sender_send_duration_seconds in
+#      its /metrics, kept as metrics.txt) and h2load's mean "time for request". With
+#      --latency-ms, equal times and rates mean the sender keeps its streams as full as h2load.
+#   7. CPU per message (µs): the sender, the simulator and the Tansu broker over the sender's
 #      window; h2load (GNU time) and the simulator over h2load's run; the HTTP/2 client (its own
 #      getrusage) and the simulator over its run. "client" is h2load's CPU per
 #      request over the sender's per message: the cost of the sender against nghttp2's client,
@@ -63,7 +66,7 @@ while (($#)); do
         --latency-ms) LATENCY="${2:?}"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
         --perf) PERF=1; shift ;;
-        -h|--help) sed -n '2,42p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,45p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option $1" ;;
     esac
 done
@@ -115,7 +118,7 @@ sent_count() {
 }
 control() { curl -fsS --http2 --cacert "$CA" "$@"; }
 
-declare -A RESULT COST
+declare -A RESULT COST TIME
 BROKER_PID="$(pgrep -f "tansu broker --listener-url tcp://${KAFKA_BROKERS}" | head -n 1)"
 [[ -n $BROKER_PID ]] || die "no Tansu broker listening on $KAFKA_BROKERS"
 echo "sender benchmark: $MESSAGES messages per provider, simulator latency ${LATENCY} ms"
@@ -194,6 +197,7 @@ EOF
     cpu_broker="$(echo "$(cpu_seconds "$BROKER_PID") - $cpu_broker0" | bc)"
     hwm="$(hwm_mib "$SENDER_PID")"
     if ((PERF)); then kill -INT "$PERF_PID"; wait "$PERF_PID" 2>/dev/null || true; fi
+    curl -fs "http://127.0.0.1:$OPS_PORT/metrics" >"$dir/metrics.txt" 2>/dev/null || true
     kill -TERM "$SENDER_PID"; wait "$SENDER_PID" 2>/dev/null || true
     if ((PERF)); then
         echo "perf: top symbols of the $provider sender (self time; data in $dir/perf.data)"
@@ -257,6 +261,11 @@ EOF
     cpu_client="$(awk '/^client:/ { print $10 }' "$dir/client.txt")"
     client_ratio="$(echo "scale=3; $client_rate / $h2rate" | bc)"
 
+    send_mean="$(awk '/^push_sender_send_duration_seconds_sum/ { s = $NF } /^push_sender_send_duration_seconds_count/ { c = $NF }
+        END { if (c > 0) printf "%.1f", 1000 * s / c; else print "-" }' "$dir/metrics.txt")"
+    h2_mean="$(awk '/^time for request:/ { v = $6; u = v; sub(/[0-9.]+/, "", u); sub(/[a-z]+$/, "", v);
+        printf "%.1f", v * (u == "s" ? 1000 : u == "us" ? 0.001 : 1) }' "$dir/h2load.txt")"
+    TIME[$provider]="$(printf '%-5s %16s %16s' "$provider" "$send_mean" "$h2_mean")"
     RESULT[$provider]="$(printf '%-5s %9d %9d %7s %9d %7s %10d %8d %10s %12s %8s' "$provider" "$rate" "$h2rate" "$ratio" "$client_rate" "$client_ratio" "$peak" "$hwm" "$cpu_sender" "$cpu_sim" "$payload_bytes")"
     # CPU per message in microseconds: what each process spent during the sender's window and
     # during h2load's run. The sender's run also pays the broker (consuming the records,
@@ -277,6 +286,10 @@ echo
 echo "command: $COMMAND_LINE"
 printf '%-5s %9s %9s %7s %9s %7s %10s %8s %10s %12s %8s\n' provider "sender/s" "h2load/s" ratio "http2/s" ratio "peak MiB" "HWM MiB" "CPU sender" "CPU simulator" "payload"
 for provider in $PROVIDERS; do echo "${RESULT[$provider]}"; done
+echo
+echo "time per request, ms (the sender's mean send; h2load's mean time for request)"
+printf '%-5s %16s %16s\n' provider "sender" "h2load"
+for provider in $PROVIDERS; do echo "${TIME[$provider]}"; done
 echo
 echo "CPU µs per message (sender's window | h2load's run); client ratio = h2load's CPU / the sender's"
 printf '%-5s %12s %14s %12s %12s %20s %10s %18s %10s\n' provider sender "simulator" broker h2load "simulator (h2load)" http2 "simulator (http2)" "client"

@@ -39,21 +39,4 @@ public struct APNSRequest: Sendable {
         self.apnsId = apnsId
         self.payload = payload
     }
-
-    /// The same with the payload as bytes.
-    public init(
-        deviceToken: String,
-        topic: String,
-        pushType: String = "alert",
-        priority: Int = 10,
-        expiration: Date? = nil,
-        collapseId: String? = nil,
-        apnsId: UUID = UUID(),
-        payload: [UInt8]
-    ) {
-        self.init(
-            deviceToken: deviceToken, topic: topic, pushType: pushType, priority: priority, expiration: expiration,
-            collapseId: collapseId, apnsId: apnsId, payload: ByteBuffer(bytes: payload)
-        )
-    }
 }

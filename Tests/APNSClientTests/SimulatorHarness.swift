@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Logging
 import MetricsTestKit
+import NIOCore
 import NIOPosix
 import ProviderSimulatorCore
 import Synchronization
@@ -83,7 +84,7 @@ enum Harness {
             priority: priority,
             expiration: Date().addingTimeInterval(3600),
             collapseId: collapseId,
-            payload: Array(#"{"aps":{"alert":{"title":"Hello","body":"World"}},"_mId":"\#(mId)"}"#.utf8)
+            payload: ByteBuffer(string: #"{"aps":{"alert":{"title":"Hello","body":"World"}},"_mId":"\#(mId)"}"#)
         )
     }
 

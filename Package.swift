@@ -1,6 +1,17 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// The package reads in the order of the architecture (docs/architecture.md draws the same graph,
+// and scripts/check-architecture keeps the two equal):
+//
+//   Shared/    what two or more services use: events, the Kafka client, the store, the runtime,
+//              the HTTP/2 client, the provider clients, credentials
+//   Services/  one folder per service: its library and its thin executable (`Main/`)
+//   Tools/, bench/, Simulators/, Tests/
+//
+// Edges run one way: a service's module imports shared modules only, never another service's;
+// shared modules never import a service's.
+
 /// Swift 6 language mode everywhere (complete concurrency checking is its default).
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
@@ -10,6 +21,27 @@ let swiftSettings: [SwiftSetting] = [
 /// per request; glibc's allocator cost the APNs sender a sixth of its CPU (docs/benchmarks.md),
 /// jemalloc a fraction of it. Linked on Linux from Debian's / Ubuntu's libjemalloc-dev.
 let jemalloc: [LinkerSetting] = [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]
+
+// The external products, named once.
+let argumentParser: Target.Dependency = .product(name: "ArgumentParser", package: "swift-argument-parser")
+let asyncHTTPClient: Target.Dependency = .product(name: "AsyncHTTPClient", package: "async-http-client")
+let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto")
+let cryptoExtras: Target.Dependency = .product(name: "_CryptoExtras", package: "swift-crypto")
+let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
+let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
+let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
+let metricsTestKit: Target.Dependency = .product(name: "MetricsTestKit", package: "swift-metrics")
+let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
+let nioHPACK: Target.Dependency = .product(name: "NIOHPACK", package: "swift-nio-http2")
+let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio")
+let nioHTTP2: Target.Dependency = .product(name: "NIOHTTP2", package: "swift-nio-http2")
+let nioPosix: Target.Dependency = .product(name: "NIOPosix", package: "swift-nio")
+let nioSSL: Target.Dependency = .product(name: "NIOSSL", package: "swift-nio-ssl")
+let nioTLS: Target.Dependency = .product(name: "NIOTLS", package: "swift-nio")
+let postgresNIO: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
+let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
+let serviceLifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
+let x509: Target.Dependency = .product(name: "X509", package: "swift-certificates")
 
 let package = Package(
     name: "push-channel",
@@ -43,7 +75,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
-        // MARK: librdkafka
+        // MARK: Shared: events and their codecs (no dependency at all: every service reads them)
+        .target(name: "PushEvents", path: "Shared/PushEvents", swiftSettings: swiftSettings),
+
+        // MARK: Shared: the Kafka client over librdkafka
         .systemLibrary(
             name: "CRdKafka",
             path: "Shared/CRdKafka",
@@ -52,365 +87,216 @@ let package = Package(
         ),
         .target(
             name: "Kafka",
-            dependencies: [
-                "CRdKafka",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
+            dependencies: ["CRdKafka", nioPosix, logging, metrics, serviceLifecycle],
             path: "Shared/Kafka",
             swiftSettings: swiftSettings
         ),
 
-        // MARK: domain, storage, runtime
-        .target(
-            name: "PushEvents",
-            dependencies: [],
-            path: "Shared/PushEvents",
-            swiftSettings: swiftSettings
-        ),
+        // MARK: Shared: PostgreSQL settings, migrations, the exactly-once projection runner, dead letters
         .target(
             name: "PushStore",
-            dependencies: [
-                "Kafka",
-                "PushEvents",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
+            dependencies: ["Kafka", "PushEvents", postgresNIO, nioSSL, logging, metrics, serviceLifecycle],
             path: "Shared/PushStore",
             swiftSettings: swiftSettings
         ),
+
+        // MARK: Shared: the runtime every service runs in (configuration, logs, metrics, health, lifecycle)
         .target(
             name: "PushRuntime",
-            dependencies: [
-                "Kafka",
-                "PushEvents",
-                "PushStore",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
+            dependencies: ["Kafka", "PushEvents", "PushStore", hummingbird, postgresNIO, logging, metrics, prometheus, serviceLifecycle],
             path: "Shared/PushRuntime",
             swiftSettings: swiftSettings
         ),
 
-        .target(
-            name: "PushRegistration",
-            dependencies: [
-                "Kafka",
-                "PushEvents",
-                "PushStore",
-                "PushRuntime",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-            ],
-            path: "Shared/PushRegistration",
-            swiftSettings: swiftSettings
-        ),
-
-        .target(
-            name: "PushPlanning",
-            dependencies: [
-                "Kafka",
-                "PushEvents",
-                "PushStore",
-                "PushRuntime",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            path: "Shared/PushPlanning",
-            swiftSettings: swiftSettings
-        ),
-
-        .target(
-            name: "PushTracking",
-            dependencies: [
-                "Kafka",
-                "PushEvents",
-                "PushStore",
-                "PushRuntime",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            path: "Shared/PushTracking",
-            swiftSettings: swiftSettings
-        ),
-
-        // MARK: provider clients (no project modules: the senders compose them)
+        // MARK: Shared: the HTTP/2 client under both provider clients (no project module)
         .target(
             name: "PushHTTP2",
-            dependencies: [
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "NIOTLS", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            ],
+            dependencies: [nioCore, nioPosix, nioHTTP2, nioHPACK, nioTLS, nioSSL],
             path: "Shared/PushHTTP2",
             swiftSettings: swiftSettings
         ),
+
+        // MARK: Shared: the provider clients (only the HTTP/2 client below them; the senders compose them)
         .target(
-            name: "APNSClient",
-            dependencies: [
-                "PushHTTP2",
-                "PushEvents",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-            ],
-            path: "Shared/APNSClient",
+            name: "APNS",
+            dependencies: ["PushHTTP2", "PushEvents", nioCore, nioHPACK, nioSSL, crypto, logging, metrics],
+            path: "Shared/APNS",
             swiftSettings: swiftSettings
         ),
         .target(
-            name: "FCMClient",
-            dependencies: [
-                "PushHTTP2",
-                "PushEvents",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-            ],
-            path: "Shared/FCMClient",
+            name: "FCM",
+            dependencies: ["PushHTTP2", "PushEvents", asyncHTTPClient, nioCore, nioPosix, nioHTTP2, nioHPACK, nioSSL, cryptoExtras, logging, metrics],
+            path: "Shared/FCM",
             swiftSettings: swiftSettings
         ),
+
+        // MARK: Services: registration (SDK endpoints, admin API, catalog and subscription projections)
+        .target(
+            name: "PushRegistration",
+            dependencies: ["Kafka", "PushEvents", "PushStore", "PushRuntime", hummingbird, postgresNIO, crypto, cryptoExtras, nioCore, nioSSL, logging, metrics, serviceLifecycle],
+            path: "Services/Registration/PushRegistration",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "Registration",
+            dependencies: ["PushRuntime", "PushRegistration"],
+            path: "Services/Registration/Main",
+            swiftSettings: swiftSettings,
+            linkerSettings: jemalloc
+        ),
+
+        // MARK: Services: delivery planning (validation, targeting, personalisation, fan-out, broad log)
+        .target(
+            name: "PushPlanning",
+            dependencies: ["Kafka", "PushEvents", "PushStore", "PushRuntime", postgresNIO, crypto, nioCore, logging, metrics, serviceLifecycle],
+            path: "Services/DeliveryPlanning/PushPlanning",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "DeliveryPlanning",
+            dependencies: ["PushRuntime", "PushPlanning"],
+            path: "Services/DeliveryPlanning/Main",
+            swiftSettings: swiftSettings,
+            linkerSettings: jemalloc
+        ),
+
+        // MARK: Services: the two senders. One module (`PushSending`) holds what only they share
+        // (`Services/SenderCore`: the consumer loop, retries, quarantine, results) and each
+        // sender's transport (`Services/APNSSender/APNSSending`, `Services/FCMSender/FCMSending`):
+        // the consumer loop is specialized for both transports, which needs them in its module
+        // (docs/benchmarks.md). Each sender's executable is its own `Main/`.
         .target(
             name: "PushSending",
-            dependencies: [
-                "Kafka",
-                "PushEvents",
-                "PushStore",
-                "PushRuntime",
-                "PushRegistration",
-                "APNSClient",
-                "FCMClient",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            path: "Shared/PushSending",
+            dependencies: ["Kafka", "PushEvents", "PushStore", "PushRuntime", "PushRegistration", "APNS", "FCM", postgresNIO, nioCore, nioPosix, logging, metrics, serviceLifecycle],
+            path: "Services",
+            exclude: ["Registration", "DeliveryPlanning", "TrackingIngestion", "APNSSender/Main", "FCMSender/Main"],
+            sources: ["SenderCore", "APNSSender/APNSSending", "FCMSender/FCMSending"],
             swiftSettings: swiftSettings
         ),
+        .executableTarget(
+            name: "APNSSender",
+            dependencies: ["PushRuntime", "PushSending"],
+            path: "Services/APNSSender/Main",
+            swiftSettings: swiftSettings,
+            linkerSettings: jemalloc
+        ),
+        .executableTarget(
+            name: "FCMSender",
+            dependencies: ["PushRuntime", "PushSending"],
+            path: "Services/FCMSender/Main",
+            swiftSettings: swiftSettings,
+            linkerSettings: jemalloc
+        ),
 
-        // MARK: services (thin executables)
-        .executableTarget(name: "Registration", dependencies: ["PushRuntime", "PushRegistration"], path: "Services/Registration", swiftSettings: swiftSettings, linkerSettings: jemalloc),
-        .executableTarget(name: "DeliveryPlanning", dependencies: ["PushRuntime", "PushPlanning"], path: "Services/DeliveryPlanning", swiftSettings: swiftSettings, linkerSettings: jemalloc),
-        .executableTarget(name: "APNSSender", dependencies: ["PushRuntime", "PushSending"], path: "Services/APNSSender", swiftSettings: swiftSettings, linkerSettings: jemalloc),
-        .executableTarget(name: "FCMSender", dependencies: ["PushRuntime", "PushSending"], path: "Services/FCMSender", swiftSettings: swiftSettings, linkerSettings: jemalloc),
-        .executableTarget(name: "TrackingIngestion", dependencies: ["PushRuntime", "PushTracking"], path: "Services/TrackingIngestion", swiftSettings: swiftSettings, linkerSettings: jemalloc),
+        // MARK: Services: tracking ingestion (the SDK's tracking URL and the tracking log)
+        .target(
+            name: "PushTracking",
+            dependencies: ["Kafka", "PushEvents", "PushStore", "PushRuntime", hummingbird, postgresNIO, nioCore, logging, metrics, serviceLifecycle],
+            path: "Services/TrackingIngestion/PushTracking",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "TrackingIngestion",
+            dependencies: ["PushRuntime", "PushTracking"],
+            path: "Services/TrackingIngestion/Main",
+            swiftSettings: swiftSettings,
+            linkerSettings: jemalloc
+        ),
 
-        // MARK: tools
+        // MARK: Tools: pushctl (migrations, topics, catalog, projections, reports)
         .executableTarget(
             name: "PushCtl",
-            dependencies: [
-                "PushRuntime",
-                "PushRegistration",
-                "PushPlanning",
-                "PushTracking",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
+            dependencies: ["Kafka", "PushEvents", "PushStore", "PushRuntime", "PushRegistration", "PushPlanning", "PushTracking", postgresNIO, logging, serviceLifecycle, argumentParser],
             path: "Tools/PushCtl",
             swiftSettings: swiftSettings
         ),
+
+        // MARK: bench: the benchmarks' own executables
         .executableTarget(
             name: "KafkaBench",
-            dependencies: [
-                "Kafka",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["Kafka", argumentParser, logging],
             path: "bench/KafkaBench",
             swiftSettings: swiftSettings
         ),
-
         .executableTarget(
             name: "SenderBench",
-            dependencies: [
-                "Kafka", "PushEvents", "PushRegistration", "PushRuntime", "PushStore", "FCMClient", "PushHTTP2",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOHPACK", package: "swift-nio-http2"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-            ],
+            dependencies: ["Kafka", "PushEvents", "PushRegistration", "PushRuntime", "PushStore", "FCM", "PushHTTP2", argumentParser, crypto, logging, nioCore, nioPosix, nioSSL, nioHPACK, postgresNIO],
             path: "bench/SenderBench",
             swiftSettings: swiftSettings,
             // Its HTTP/2 client run is compared with the senders, which link jemalloc.
             linkerSettings: jemalloc
         ),
-
         .executableTarget(
             name: "MinimalRoute",
-            dependencies: [.product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: [hummingbird],
             path: "bench/MinimalRoute",
             swiftSettings: swiftSettings
         ),
 
-        // MARK: provider simulators (APNs and FCM over HTTP/2 + TLS, for tests, demo and benchmarks)
+        // MARK: Simulators: APNs and FCM over HTTP/2 + TLS, for tests, the demo and benchmarks
         .target(
             name: "ProviderSimulatorCore",
-            dependencies: [
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
+            dependencies: [nioCore, nioPosix, nioHTTP1, nioHTTP2, nioSSL, crypto, cryptoExtras, x509, logging, argumentParser],
             path: "Simulators/ProviderSimulatorCore",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "APNsSimulator",
-            dependencies: [
-                "ProviderSimulatorCore",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["ProviderSimulatorCore", argumentParser, logging],
             path: "Simulators/APNsSimulator",
             swiftSettings: swiftSettings,
             linkerSettings: jemalloc
         ),
         .executableTarget(
             name: "FCMSimulator",
-            dependencies: [
-                "ProviderSimulatorCore",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
+            dependencies: ["ProviderSimulatorCore", argumentParser, logging],
             path: "Simulators/FCMSimulator",
             swiftSettings: swiftSettings,
             linkerSettings: jemalloc
         ),
 
-        // MARK: tests
+        // MARK: Tests
         .testTarget(name: "PushEventsTests", dependencies: ["PushEvents"], swiftSettings: swiftSettings),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka"], swiftSettings: swiftSettings),
         .testTarget(name: "PushHTTP2Tests", dependencies: ["PushHTTP2"], swiftSettings: swiftSettings),
         .testTarget(
+            name: "PushStoreTests",
+            dependencies: ["PushStore", "PushRuntime", "Kafka", "PushEvents"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "APNSTests",
+            dependencies: ["APNS", "ProviderSimulatorCore", nioCore, nioPosix, nioSSL, crypto, logging, metrics, metricsTestKit],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "FCMTests",
+            dependencies: ["FCM", "ProviderSimulatorCore", asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioSSL, cryptoExtras, logging],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "PushRegistrationTests",
-            dependencies: [
-                "PushRegistration", "PushRuntime", "PushStore", "PushEvents", "Kafka",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ],
+            dependencies: ["PushRegistration", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle, crypto, cryptoExtras],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PushPlanningTests",
-            dependencies: [
-                "PushPlanning", "PushRegistration", "PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
+            dependencies: ["PushPlanning", "PushRegistration", "PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle],
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "SimulatorTests",
-            dependencies: [
-                "ProviderSimulatorCore",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "X509", package: "swift-certificates"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "FCMClientTests",
-            dependencies: [
-                "FCMClient",
-                "ProviderSimulatorCore",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "APNSClientTests",
-            dependencies: [
-                "APNSClient",
-                "ProviderSimulatorCore",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"),
-            ],
+            name: "SendersTests",
+            dependencies: ["PushSending", "APNS", "ProviderSimulatorCore", "PushRegistration", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle, crypto, nioPosix, postgresNIO],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PushTrackingTests",
-            dependencies: [
-                "PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
+            dependencies: ["PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle],
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "PushSendingTests",
-            dependencies: [
-                "PushSending", "APNSClient", "ProviderSimulatorCore", "PushRegistration", "PushRuntime", "PushStore", "PushEvents", "Kafka",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-            ],
-            swiftSettings: swiftSettings
-        ),
-        .testTarget(
-            name: "PushStoreTests",
-            dependencies: ["PushStore", "PushRuntime", "Kafka", "PushEvents"],
+            name: "SimulatorTests",
+            dependencies: ["ProviderSimulatorCore", asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioHTTP2, nioSSL, crypto, cryptoExtras, logging, x509],
             swiftSettings: swiftSettings
         ),
     ],

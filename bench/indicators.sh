@@ -6,7 +6,7 @@
 #     statement (the CTE of BroadLogProjection);
 #   - reading one delivery's indicators (key lookup on the view) against recounting them from
 #     broad_log (what a view over the logs would do at every query).
-# The statements mirror Shared/PushPlanning/BroadLogProjection.swift, with the batch selected
+# The statements mirror Services/DeliveryPlanning/PushPlanning/BroadLogProjection.swift, with the batch selected
 # from the table instead of bound as arrays.
 #
 #   bench/indicators.sh [--messages 1000000] [--batch 10000] [--batches 5]

@@ -36,7 +36,7 @@ struct APNsSimulatorCommand: AsyncParsableCommand {
             clientCertificateCAs: try self.clientCAs.map { try String(contentsOfFile: $0, encoding: .utf8) }
         )
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, self.server.threads))
-        let running = try await APNsSimulator.start(
+        let running = try await APNsSimulatorServer.start(
             server: try self.server.makeServerConfiguration(defaultPort: 2197),
             apns: apns,
             limits: self.server.limits,

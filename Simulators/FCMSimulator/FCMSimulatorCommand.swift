@@ -28,7 +28,7 @@ struct FCMSimulatorCommand: AsyncParsableCommand {
             accessTokenLifetime: self.tokenLifetime
         )
         let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, self.server.threads))
-        let running = try await FCMSimulator.start(
+        let running = try await FCMSimulatorServer.start(
             server: try self.server.makeServerConfiguration(defaultPort: 8443),
             fcm: fcm,
             limits: self.server.limits,

@@ -54,7 +54,7 @@ enum Fixtures {
         clientCAs: [String] = [],
         maxConcurrentStreams: Int = 100
     ) async throws -> SimulatorServer {
-        try await APNsSimulator.start(
+        try await APNsSimulatorServer.start(
             server: SimulatorServer.Configuration(tls: try SimulatorTLS.generated()),
             apns: APNsBehaviour.Configuration(allowedTopics: topics, signingKeys: keys, clientCertificateCAs: clientCAs),
             limits: SimulatorLimits(maxConcurrentStreams: maxConcurrentStreams, logCapacity: 1000),
@@ -124,7 +124,7 @@ enum Fixtures {
     }
 
     static func startFCM(accounts: [ServiceAccount], tokenLifetime: Int = 3600) async throws -> SimulatorServer {
-        try await FCMSimulator.start(
+        try await FCMSimulatorServer.start(
             server: SimulatorServer.Configuration(tls: try SimulatorTLS.generated()),
             fcm: FCMBehaviour.Configuration(
                 serviceAccounts: try accounts.map { try FCMServiceAccount(json: $0.keyFileJSON) },

@@ -1,0 +1,87 @@
+import APNS
+import Foundation
+import Logging
+import NIOCore
+import PushEvents
+import PushRegistration
+
+/// Sends `APNSMessagePlanned` records to APNs with the app's active credentials and maps each
+/// answer to a `SendOutcome` (docs/senders.md has the table).
+public struct APNSTransport: MessageTransport {
+    public let provider = "apns"
+    let client: APNSClient
+    let credentials: ProviderCredentials<APNSCredentials>
+
+    public init(client: APNSClient, credentials: AppCredentialCache, suspensions: CredentialSuspensions, now: @escaping @Sendable () -> Date = Date.init) {
+        self.client = client
+        self.credentials = ProviderCredentials(cache: credentials, suspensions: suspensions, now: now, parse: Self.credentials(for:))
+    }
+
+    /// Without a task when the app's credentials are cached (nearly always): the APNs client's
+    /// callback `send` answers on the connection's event loop.
+    public func send(_ message: APNSMessagePlanned, completion: @escaping @Sendable (SendOutcome) -> Void) {
+        credentials.withCredentials(appId: message.appId, completion: completion) { apnsCredentials, fingerprint in
+            send(message, credentials: apnsCredentials, fingerprint: fingerprint, completion: completion)
+        }
+    }
+
+    private func send(
+        _ message: APNSMessagePlanned, credentials apnsCredentials: APNSCredentials, fingerprint: String,
+        completion: @escaping @Sendable (SendOutcome) -> Void
+    ) {
+        guard let environment = APNSEnvironment(rawValue: message.environment) else {
+            return completion(.failed(reason: "BadEnvironment"))
+        }
+        let request = APNSRequest(
+            deviceToken: message.registrationToken, topic: message.topic, pushType: message.pushType, priority: message.priority,
+            expiration: message.validUntil, collapseId: message.collapseId, apnsId: message.messageId, payload: ByteBuffer(string: message.payload)
+        )
+        client.send(request, credentials: apnsCredentials, environment: environment) { result in
+            switch result {
+            case .success(let response):
+                completion(Self.outcome(of: response, credential: fingerprint))
+            case .failure(let error):
+                if error.isRetriable { return completion(.retry(reason: "transport-\(error.code)")) }
+                if error.code == .badCredentials { return completion(.credentialRejected(reason: "UnusableCredentials", credential: fingerprint)) }
+                completion(.failed(reason: "transport-\(error.code)"))
+            }
+        }
+    }
+
+    /// The sender's reading of an APNs answer (the reference's table).
+    static func outcome(of response: APNSResponse, credential: String) -> SendOutcome {
+        switch response.outcome {
+        case .sent(let apnsId):
+            return .sent(providerMessageId: apnsId)
+        case .tokenInvalid(let reason, let invalidSince):
+            return .tokenInvalid(reason: reason.rawValue, invalidSince: invalidSince)
+        case .rejected(let reason):
+            return .failed(reason: reason.rawValue)
+        case .credentialRejected(let reason):
+            return .credentialRejected(reason: reason.rawValue, credential: credential)
+        case .retry(let reason, let after):
+            return .retry(reason: reason?.rawValue ?? "http-\(response.status)", after: after)
+        }
+    }
+
+    /// A .p8 key, a .p12 or a PEM pair, as the APNs client takes it (parsed once per fingerprint).
+    @Sendable static func credentials(for entry: AppCredentialCache.Entry) throws -> APNSCredentials {
+        let fingerprint = entry.reference.fingerprint
+        let secret = entry.secret
+        switch secret.kind {
+        case "apns-token":
+            guard let teamId = secret.teamId, let keyId = secret.keyId, let key = secret.privateKey else { throw ProviderCredentials<APNSCredentials>.Unusable() }
+            return try .token(id: fingerprint, teamId: teamId, keyId: keyId, privateKeyPEM: key)
+        case "apns-certificate":
+            if let pkcs12 = secret.pkcs12 {
+                // The admin API opened the bundle with `password ?? ""` when it accepted it.
+                return try .pkcs12(id: fingerprint, base64: pkcs12, password: secret.password ?? "")
+            } else if let certificate = secret.certificatePem, let key = secret.privateKeyPem {
+                return try .certificate(id: fingerprint, certificateChainPEM: certificate, privateKeyPEM: key)
+            }
+            throw ProviderCredentials<APNSCredentials>.Unusable()
+        default:
+            throw ProviderCredentials<APNSCredentials>.Unusable()
+        }
+    }
+}

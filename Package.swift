@@ -40,6 +40,7 @@ let nioSSL: Target.Dependency = .product(name: "NIOSSL", package: "swift-nio-ssl
 let nioTLS: Target.Dependency = .product(name: "NIOTLS", package: "swift-nio")
 let postgresNIO: Target.Dependency = .product(name: "PostgresNIO", package: "postgres-nio")
 let prometheus: Target.Dependency = .product(name: "Prometheus", package: "swift-prometheus")
+let swiftASN1: Target.Dependency = .product(name: "SwiftASN1", package: "swift-asn1")
 let serviceLifecycle: Target.Dependency = .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")
 let x509: Target.Dependency = .product(name: "X509", package: "swift-certificates")
 
@@ -72,6 +73,7 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
@@ -103,7 +105,7 @@ let package = Package(
         // MARK: Shared: the runtime every service runs in (configuration, logs, metrics, health, lifecycle)
         .target(
             name: "PushRuntime",
-            dependencies: ["Kafka", "PushEvents", "PushStore", hummingbird, postgresNIO, logging, metrics, prometheus, serviceLifecycle],
+            dependencies: ["Kafka", "PushEvents", "PushStore", hummingbird, postgresNIO, nioSSL, logging, metrics, prometheus, serviceLifecycle],
             path: "Shared/PushRuntime",
             swiftSettings: swiftSettings
         ),
@@ -130,16 +132,24 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Shared: provider credentials (the typed secret, sealing, storage in push.app_credentials)
+        .target(
+            name: "PushCredentials",
+            dependencies: ["PushEvents", "PushRuntime", postgresNIO, crypto, logging],
+            path: "Shared/PushCredentials",
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Services: registration (SDK endpoints, admin API, catalog and subscription projections)
         .target(
             name: "PushRegistration",
-            dependencies: ["Kafka", "PushEvents", "PushStore", "PushRuntime", hummingbird, postgresNIO, crypto, cryptoExtras, nioCore, nioSSL, logging, metrics, serviceLifecycle],
+            dependencies: ["Kafka", "PushCredentials", "PushEvents", "PushStore", "PushRuntime", hummingbird, postgresNIO, crypto, cryptoExtras, nioCore, nioSSL, logging, metrics, serviceLifecycle],
             path: "Services/Registration/PushRegistration",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "Registration",
-            dependencies: ["PushRuntime", "PushRegistration"],
+            dependencies: ["PushCredentials", "PushRuntime", "PushRegistration"],
             path: "Services/Registration/Main",
             swiftSettings: swiftSettings,
             linkerSettings: jemalloc
@@ -167,7 +177,7 @@ let package = Package(
         // (docs/benchmarks.md). Each sender's executable is its own `Main/`.
         .target(
             name: "PushSending",
-            dependencies: ["Kafka", "PushEvents", "PushStore", "PushRuntime", "PushRegistration", "APNS", "FCM", postgresNIO, nioCore, nioPosix, logging, metrics, serviceLifecycle],
+            dependencies: ["Kafka", "PushCredentials", "PushEvents", "PushStore", "PushRuntime", "APNS", "FCM", postgresNIO, nioCore, nioPosix, logging, metrics, serviceLifecycle],
             path: "Services",
             exclude: ["Registration", "DeliveryPlanning", "TrackingIngestion", "APNSSender/Main", "FCMSender/Main"],
             sources: ["SenderCore", "APNSSender/APNSSending", "FCMSender/FCMSending"],
@@ -220,7 +230,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "SenderBench",
-            dependencies: ["Kafka", "PushEvents", "PushRegistration", "PushRuntime", "PushStore", "FCM", "PushHTTP2", argumentParser, crypto, logging, nioCore, nioPosix, nioSSL, nioHPACK, postgresNIO],
+            dependencies: ["Kafka", "PushCredentials", "PushEvents", "PushRuntime", "PushStore", "FCM", "PushHTTP2", argumentParser, crypto, logging, nioCore, nioPosix, nioSSL, nioHPACK, postgresNIO],
             path: "bench/SenderBench",
             swiftSettings: swiftSettings,
             // Its HTTP/2 client run is compared with the senders, which link jemalloc.
@@ -228,7 +238,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "MinimalRoute",
-            dependencies: [hummingbird],
+            dependencies: [hummingbird, logging],
             path: "bench/MinimalRoute",
             swiftSettings: swiftSettings
         ),
@@ -236,20 +246,20 @@ let package = Package(
         // MARK: Simulators: APNs and FCM over HTTP/2 + TLS, for tests, the demo and benchmarks
         .target(
             name: "ProviderSimulatorCore",
-            dependencies: [nioCore, nioPosix, nioHTTP1, nioHTTP2, nioSSL, crypto, cryptoExtras, x509, logging, argumentParser],
+            dependencies: [nioCore, nioPosix, nioHTTP1, nioHTTP2, nioHPACK, nioSSL, crypto, cryptoExtras, x509, swiftASN1, logging, argumentParser],
             path: "Simulators/ProviderSimulatorCore",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "APNsSimulator",
-            dependencies: ["ProviderSimulatorCore", argumentParser, logging],
+            dependencies: ["ProviderSimulatorCore", argumentParser, logging, nioPosix],
             path: "Simulators/APNsSimulator",
             swiftSettings: swiftSettings,
             linkerSettings: jemalloc
         ),
         .executableTarget(
             name: "FCMSimulator",
-            dependencies: ["ProviderSimulatorCore", argumentParser, logging],
+            dependencies: ["ProviderSimulatorCore", argumentParser, logging, nioPosix],
             path: "Simulators/FCMSimulator",
             swiftSettings: swiftSettings,
             linkerSettings: jemalloc
@@ -257,11 +267,11 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(name: "PushEventsTests", dependencies: ["PushEvents"], swiftSettings: swiftSettings),
-        .testTarget(name: "KafkaTests", dependencies: ["Kafka"], swiftSettings: swiftSettings),
+        .testTarget(name: "KafkaTests", dependencies: ["Kafka", logging], swiftSettings: swiftSettings),
         .testTarget(name: "PushHTTP2Tests", dependencies: ["PushHTTP2"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PushStoreTests",
-            dependencies: ["PushStore", "PushRuntime", "Kafka", "PushEvents"],
+            dependencies: ["PushStore", "PushRuntime", "Kafka", "PushEvents", logging, postgresNIO, serviceLifecycle],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -276,27 +286,27 @@ let package = Package(
         ),
         .testTarget(
             name: "PushRegistrationTests",
-            dependencies: ["PushRegistration", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle, crypto, cryptoExtras],
+            dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle, crypto, cryptoExtras, logging, postgresNIO],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PushPlanningTests",
-            dependencies: ["PushPlanning", "PushRegistration", "PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle],
+            dependencies: ["PushPlanning", "PushRegistration", "PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle, logging, postgresNIO],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "SendersTests",
-            dependencies: ["PushSending", "APNS", "ProviderSimulatorCore", "PushRegistration", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle, crypto, nioPosix, postgresNIO],
+            dependencies: ["PushSending", "APNS", "ProviderSimulatorCore", "PushCredentials", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle, crypto, cryptoExtras, nioPosix, postgresNIO, logging],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PushTrackingTests",
-            dependencies: ["PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle],
+            dependencies: ["PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle, logging, postgresNIO],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "SimulatorTests",
-            dependencies: ["ProviderSimulatorCore", asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioHTTP2, nioSSL, crypto, cryptoExtras, logging, x509],
+            dependencies: ["ProviderSimulatorCore", asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioHTTP2, nioHPACK, nioSSL, crypto, cryptoExtras, logging, x509],
             swiftSettings: swiftSettings
         ),
     ],

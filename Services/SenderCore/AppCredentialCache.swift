@@ -1,15 +1,15 @@
 import Foundation
 import Logging
 import PushEvents
-import PushRegistration
+import PushCredentials
 import Synchronization
 
 /// The apps' active provider credentials, read from `push.app_credentials` (decrypted with
 /// `PUSH_CREDENTIALS_KEY`) and kept for `<PREFIX>_CREDENTIAL_CACHE_MS`: a rotation reaches the
 /// senders within that time. Concurrent misses for one app make one database read.
-public final class AppCredentialCache: Sendable {
-    public typealias Entry = (reference: CredentialReference, secret: CredentialInput)
-    public typealias Lookup = @Sendable (UUID) async throws -> Entry?
+package final class AppCredentialCache: Sendable {
+    package typealias Entry = (reference: CredentialReference, secret: ProviderSecret)
+    package typealias Lookup = @Sendable (UUID) async throws -> Entry?
 
     private enum Slot {
         case loaded(Entry?, readAt: ContinuousClock.Instant)
@@ -20,19 +20,19 @@ public final class AppCredentialCache: Sendable {
     private let lifetime: Duration
     private let slots = Mutex<[UUID: Slot]>([:])
 
-    public init(lifetime: Duration, lookup: @escaping Lookup) {
+    package init(lifetime: Duration, lookup: @escaping Lookup) {
         self.lifetime = lifetime
         self.lookup = lookup
     }
 
-    public convenience init(store: CredentialStore, lifetime: Duration) {
+    package convenience init(store: CredentialStore, lifetime: Duration) {
         self.init(lifetime: lifetime) { appId in try await store.activeCredential(appId: appId) }
     }
 
     /// The app's credentials when they are cached and fresh (`.some(nil)`: it has none), without
     /// suspending: the senders ask this first for every message, and only a miss pays for an
     /// async call (its frame on the task allocator was 1.2 % of the APNs sender's CPU).
-    public func cachedCredentials(appId: UUID) -> Entry?? {
+    package func cachedCredentials(appId: UUID) -> Entry?? {
         let now = ContinuousClock.now
         return slots.withLock { slots in
             if case .loaded(let entry, let readAt) = slots[appId], now - readAt < lifetime { return .some(entry) }
@@ -41,7 +41,7 @@ public final class AppCredentialCache: Sendable {
     }
 
     /// The app's credentials (nil when it has none); throws when the database cannot be read.
-    public func credentials(appId: UUID) async throws -> Entry? {
+    package func credentials(appId: UUID) async throws -> Entry? {
         enum Next { case cached(Entry?), wait, load }
         let now = ContinuousClock.now
         let next: Next = slots.withLock { slots in

@@ -19,16 +19,16 @@ import Synchronization
 /// - SIGKILL: the records past the committed offset are read again by the next owner and those
 ///   already sent are sent again; `push_sender_resend_window` shows how many that is at any time.
 /// - A record that is not a message goes to `<topic>.dlq` with the reason; reading goes on.
-public final class MessageSender<Transport: MessageTransport>: Service {
-    public typealias Message = Transport.Message
+package final class MessageSender<Transport: MessageTransport>: Service {
+    package typealias Message = Transport.Message
 
-    public struct Topics: Sendable {
-        public var messages: String
-        public var retries: String
-        public var results: String
-        public var subscriptions: String
+    package struct Topics: Sendable {
+        package var messages: String
+        package var retries: String
+        package var results: String
+        package var subscriptions: String
 
-        public init(messages: String, retries: String, results: String, subscriptions: String) {
+        package init(messages: String, retries: String, results: String, subscriptions: String) {
             self.messages = messages
             self.retries = retries
             self.results = results
@@ -128,7 +128,7 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     }
 
     /// - Parameter consumer: brokers and timeouts; group and topics come from `settings` and `topics`.
-    public init(
+    package init(
         transport: Transport, settings: SenderSettings, topics: Topics, producer: KafkaProducer,
         deadLetters: DeadLetterPublisher, suspensions: CredentialSuspensions, consumer: KafkaConsumerConfiguration,
         logger: Logger, now: @escaping @Sendable () -> Date = Date.init
@@ -160,7 +160,7 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     // samples; 1.3 % after, docs/benchmarks.md).
     @_specialize(exported: false, kind: full, where Transport == APNSTransport)
     @_specialize(exported: false, kind: full, where Transport == FCMTransport)
-    public func run() async throws {
+    package func run() async throws {
         let consumer = try KafkaConsumer(
             configuration: consumerConfiguration,
             revocationHandler: { [self] partitions in await handBack(partitions) },

@@ -3,7 +3,7 @@ import Foundation
 /// One provider's way of sending a planned message (APNs, FCM). It resolves the app's
 /// credentials, talks HTTP/2 to the provider and classifies the answer; everything else (reading
 /// the topics, retries, results, quarantine, offsets) is `MessageSender`'s.
-public protocol MessageTransport: Sendable {
+package protocol MessageTransport: Sendable {
     associatedtype Message: OutgoingMessage
 
     /// `apns` or `fcm`: the `provider` label of the sender's metrics.

@@ -2,11 +2,11 @@ import Foundation
 
 /// When a message that failed transiently is tried again: exponential backoff with jitter,
 /// never sooner than the provider asked (Retry-After) or a floor (FCM quota: 60 s).
-public struct RetryPolicy: Sendable, Hashable {
-    public var base: Duration
-    public var maximum: Duration
+package struct RetryPolicy: Sendable, Hashable {
+    package var base: Duration
+    package var maximum: Duration
 
-    public init(base: Duration, maximum: Duration) {
+    package init(base: Duration, maximum: Duration) {
         self.base = base
         self.maximum = maximum
     }
@@ -14,7 +14,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// The delay after attempt `attempt` (1 = the first send) failed: base × 2^(attempt−1), capped
     /// at `maximum`, of which the upper half is random ("equal jitter": spreads a burst of
     /// failures without ever retrying almost at once); then at least `after` and `atLeast`.
-    public func delay(
+    package func delay(
         afterAttempt attempt: Int, after: Duration? = nil, atLeast: Duration? = nil,
         random: (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
     ) -> Duration {

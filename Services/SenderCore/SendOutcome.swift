@@ -3,7 +3,7 @@ import Foundation
 /// What a provider transport made of one send, in the sender's terms. Each provider maps its own
 /// statuses and reasons here (the APNs and FCM tables are in docs/senders.md); the sender turns
 /// the outcome into result events, retries and quarantines the same way for both.
-public enum SendOutcome: Sendable, Equatable {
+package enum SendOutcome: Sendable, Equatable {
     /// Accepted by the provider: `MessageSent` with the provider's id.
     case sent(providerMessageId: String)
     /// The token is dead for good: `MessageFailed` hard and `SubscriptionDisabled` (quarantine).

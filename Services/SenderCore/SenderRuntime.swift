@@ -3,7 +3,7 @@ import Kafka
 import Logging
 import PostgresNIO
 import PushEvents
-import PushRegistration
+import PushCredentials
 import PushRuntime
 import PushStore
 import ServiceLifecycle

@@ -2,31 +2,31 @@ import PushRuntime
 
 /// One sender's settings, read from `<PREFIX>_*` variables (`APNS_SENDER_*`, `FCM_SENDER_*`;
 /// docs/configuration.md). The two senders share the shape and differ in defaults.
-public struct SenderSettings: Sendable, Hashable {
+package struct SenderSettings: Sendable, Hashable {
     /// Consumer group of the sender instances (`<PREFIX>_GROUP`): instances with the same group
     /// share the partitions of the message and retry topics.
-    public var group: String
+    package var group: String
     /// Sends in flight per instance (`<PREFIX>_MAX_IN_FLIGHT`), over all connections.
-    public var maxInFlight: Int
+    package var maxInFlight: Int
     /// Records read but not finished per instance (`<PREFIX>_MAX_HELD`): in flight, waiting for a
     /// retry time, or done but behind an unfinished one in their partition. Bounds memory and the
     /// records a SIGKILL may re-send.
-    public var maxHeld: Int
+    package var maxHeld: Int
     /// First retry delay (`<PREFIX>_RETRY_BASE_MS`); doubles per attempt, with jitter.
-    public var retryBaseMilliseconds: Int
+    package var retryBaseMilliseconds: Int
     /// Longest computed retry delay (`<PREFIX>_RETRY_MAX_MS`); a provider's Retry-After may ask for more.
-    public var retryMaxMilliseconds: Int
+    package var retryMaxMilliseconds: Int
     /// How long a credential the provider refused is left alone (`<PREFIX>_CREDENTIAL_COOLDOWN_MS`):
     /// its messages wait (until their `validUntil`) instead of all failing.
-    public var credentialCooldownMilliseconds: Int
+    package var credentialCooldownMilliseconds: Int
     /// How long an app's active credential is cached (`<PREFIX>_CREDENTIAL_CACHE_MS`): a rotation
     /// reaches the senders within this time.
-    public var credentialCacheMilliseconds: Int
+    package var credentialCacheMilliseconds: Int
     /// How often finished records' offsets are committed (`<PREFIX>_COMMIT_INTERVAL_MS`): after a
     /// SIGKILL, the records finished within the last interval are sent again.
-    public var commitIntervalMilliseconds: Int = 100
+    package var commitIntervalMilliseconds: Int = 100
 
-    public init(
+    package init(
         group: String, maxInFlight: Int, maxHeld: Int = 20_000, retryBaseMilliseconds: Int = 1_000,
         retryMaxMilliseconds: Int = 300_000, credentialCooldownMilliseconds: Int = 60_000, credentialCacheMilliseconds: Int = 30_000
     ) {
@@ -39,7 +39,7 @@ public struct SenderSettings: Sendable, Hashable {
         self.credentialCacheMilliseconds = credentialCacheMilliseconds
     }
 
-    public init(prefix: String, defaults: SenderSettings, environment: EnvironmentSettings) throws {
+    package init(prefix: String, defaults: SenderSettings, environment: EnvironmentSettings) throws {
         self = defaults
         group = environment.string("\(prefix)_GROUP", default: defaults.group)
         maxInFlight = try environment.int("\(prefix)_MAX_IN_FLIGHT", default: defaults.maxInFlight, in: 1...100_000)
@@ -51,7 +51,7 @@ public struct SenderSettings: Sendable, Hashable {
         commitIntervalMilliseconds = try environment.int("\(prefix)_COMMIT_INTERVAL_MS", default: defaults.commitIntervalMilliseconds, in: 10...60_000)
     }
 
-    public var retryPolicy: RetryPolicy {
+    package var retryPolicy: RetryPolicy {
         RetryPolicy(base: .milliseconds(retryBaseMilliseconds), maximum: .milliseconds(retryMaxMilliseconds))
     }
 }

@@ -4,14 +4,14 @@ import NIOPosix
 
 /// A topic to create: name, partition count, replication factor and topic configuration
 /// (for example `retention.ms` or `cleanup.policy`).
-public struct KafkaTopicSpecification: Sendable, Hashable {
-    public var name: String
-    public var partitions: Int
+package struct KafkaTopicSpecification: Sendable, Hashable {
+    package var name: String
+    package var partitions: Int
     /// -1 takes the broker's `default.replication.factor`.
-    public var replicationFactor: Int
-    public var config: [String: String]
+    package var replicationFactor: Int
+    package var config: [String: String]
 
-    public init(name: String, partitions: Int, replicationFactor: Int = -1, config: [String: String] = [:]) {
+    package init(name: String, partitions: Int, replicationFactor: Int = -1, config: [String: String] = [:]) {
         self.name = name
         self.partitions = partitions
         self.replicationFactor = replicationFactor
@@ -20,23 +20,23 @@ public struct KafkaTopicSpecification: Sendable, Hashable {
 }
 
 /// What creating one topic did.
-public enum KafkaTopicCreation: Sendable, Hashable {
+package enum KafkaTopicCreation: Sendable, Hashable {
     case created
     case alreadyExisted
 }
 
 /// Topic administration over librdkafka's admin API.
-public final class KafkaAdmin: Sendable {
+package final class KafkaAdmin: Sendable {
     private let client: RdKafkaClient
 
-    public init(configuration: KafkaClientConfiguration, logger: Logger) throws(KafkaError) {
+    package init(configuration: KafkaClientConfiguration, logger: Logger) throws(KafkaError) {
         client = try RdKafkaClient(type: RD_KAFKA_PRODUCER, properties: configuration.baseProperties.merging(configuration.properties) { $1 }, events: 0, sink: RdKafkaEventSink(logger: logger))
         KafkaRuntime.warnIfTooOld(logger: logger)
     }
 
     /// Creates the topics that do not exist yet; an existing topic is left as it is (its
     /// partition count is not changed: adding partitions would move keys).
-    public func createTopics(_ topics: [KafkaTopicSpecification], timeout: Duration = .seconds(30)) async throws(KafkaError) -> [String: KafkaTopicCreation] {
+    package func createTopics(_ topics: [KafkaTopicSpecification], timeout: Duration = .seconds(30)) async throws(KafkaError) -> [String: KafkaTopicCreation] {
         guard !topics.isEmpty else { return [:] }
         let milliseconds = Int32(clamping: timeout.components.seconds * 1000)
         let client = self.client
@@ -104,7 +104,7 @@ public final class KafkaAdmin: Sendable {
     }
 
     /// Partition count per topic, for the named topics that exist.
-    public func partitionCounts(timeout: Duration = .seconds(10)) async throws(KafkaError) -> [String: Int] {
+    package func partitionCounts(timeout: Duration = .seconds(10)) async throws(KafkaError) -> [String: Int] {
         let milliseconds = Int32(clamping: timeout.components.seconds * 1000)
         let client = self.client
         do {
@@ -132,12 +132,12 @@ public final class KafkaAdmin: Sendable {
     }
 
     /// Asks a broker for cluster metadata: succeeds when the cluster answers within the timeout.
-    public func checkBroker(timeout: Duration = .seconds(2)) async throws(KafkaError) {
+    package func checkBroker(timeout: Duration = .seconds(2)) async throws(KafkaError) {
         try await client.checkBroker(timeout: timeout)
     }
 
     /// Releases the client (blocking work runs off the cooperative pool).
-    public func close() async {
+    package func close() async {
         let client = self.client
         _ = try? await NIOThreadPool.singleton.runIfActive { client.destroy() }
     }

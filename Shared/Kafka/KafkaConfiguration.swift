@@ -2,15 +2,15 @@
 ///
 /// Every field maps onto a librdkafka property; `properties` passes anything else through
 /// unchanged (for example `security.protocol`, `sasl.*`, `ssl.*`), and wins over the fields.
-public struct KafkaClientConfiguration: Sendable, Hashable {
+package struct KafkaClientConfiguration: Sendable, Hashable {
     /// Comma-separated `host:port` list (librdkafka `bootstrap.servers`).
-    public var bootstrapServers: String
+    package var bootstrapServers: String
     /// Shown in broker logs and quotas (`client.id`).
-    public var clientID: String
+    package var clientID: String
     /// Extra librdkafka properties, applied last.
-    public var properties: [String: String]
+    package var properties: [String: String]
 
-    public init(bootstrapServers: String, clientID: String = "push-channel", properties: [String: String] = [:]) {
+    package init(bootstrapServers: String, clientID: String = "push-channel", properties: [String: String] = [:]) {
         self.bootstrapServers = bootstrapServers
         self.clientID = clientID
         self.properties = properties
@@ -32,22 +32,22 @@ public struct KafkaClientConfiguration: Sendable, Hashable {
 /// Producer settings. Defaults follow `reference/event-sourcing.md`: idempotent, lz4, a small
 /// linger so that many concurrent `send` calls share one request, and a bounded delivery timeout
 /// so an awaited send always ends.
-public struct KafkaProducerConfiguration: Sendable, Hashable {
-    public var client: KafkaClientConfiguration
+package struct KafkaProducerConfiguration: Sendable, Hashable {
+    package var client: KafkaClientConfiguration
     /// `enable.idempotence` (implies `acks=all`, at most 5 requests in flight). Default `true`.
-    public var idempotent: Bool
+    package var idempotent: Bool
     /// `compression.type`. Default `lz4`.
-    public var compression: String
+    package var compression: String
     /// `linger.ms`: how long librdkafka waits to fill a batch. Default 5 ms.
-    public var lingerMilliseconds: Int
+    package var lingerMilliseconds: Int
     /// `message.timeout.ms`: a record not acknowledged by then fails with a retriable
     /// `deliveryTimedOut` error. Default 30 s.
-    public var deliveryTimeoutMilliseconds: Int
+    package var deliveryTimeoutMilliseconds: Int
     /// `partitioner`. Default `murmur2_random`, the Java client's, so upstream producers and ours
     /// put the same key in the same partition.
-    public var partitioner: String
+    package var partitioner: String
 
-    public init(
+    package init(
         client: KafkaClientConfiguration,
         idempotent: Bool = true,
         compression: String = "lz4",
@@ -79,33 +79,33 @@ public struct KafkaProducerConfiguration: Sendable, Hashable {
 ///
 /// Offsets are stored only when the application says a record is processed
 /// (`enable.auto.offset.store=false`); stored offsets are committed in the background and on close.
-public struct KafkaConsumerConfiguration: Sendable, Hashable {
-    public var client: KafkaClientConfiguration
+package struct KafkaConsumerConfiguration: Sendable, Hashable {
+    package var client: KafkaClientConfiguration
     /// `group.id`.
-    public var groupID: String
+    package var groupID: String
     /// Topics to subscribe to.
-    public var topics: [String]
+    package var topics: [String]
     /// `partition.assignment.strategy`. Default `cooperative-sticky` (incremental rebalancing:
     /// a member joining or leaving moves only the partitions that must move).
-    public var assignmentStrategy: String
+    package var assignmentStrategy: String
     /// `auto.offset.reset` when neither the start-position provider nor the group has an offset.
     /// Default `earliest`: topics are the source of truth and a new projection replays them.
-    public var offsetReset: String
+    package var offsetReset: String
     /// `session.timeout.ms`. Default 45 s (librdkafka's); tests use 6 s.
-    public var sessionTimeoutMilliseconds: Int
+    package var sessionTimeoutMilliseconds: Int
     /// `heartbeat.interval.ms`. Default 3 s.
-    public var heartbeatIntervalMilliseconds: Int
+    package var heartbeatIntervalMilliseconds: Int
     /// `max.poll.interval.ms`: a member that does not ask for records for this long leaves the group.
-    public var maxPollIntervalMilliseconds: Int
+    package var maxPollIntervalMilliseconds: Int
     /// `auto.commit.interval.ms`: how often stored offsets are committed. Default 1 s.
-    public var commitIntervalMilliseconds: Int
+    package var commitIntervalMilliseconds: Int
     /// Records fetched per `batches` element at most. Default 500.
-    public var maxBatchSize: Int
+    package var maxBatchSize: Int
     /// How long `close()` lets a first join still in progress finish before leaving the group
     /// (see `KafkaConsumer.close()`). Default 10 s.
-    public var joinGraceOnCloseMilliseconds: Int = 10_000
+    package var joinGraceOnCloseMilliseconds: Int = 10_000
 
-    public init(
+    package init(
         client: KafkaClientConfiguration,
         groupID: String,
         topics: [String],

@@ -6,11 +6,11 @@ import ServiceLifecycle
 import Synchronization
 
 /// Special offsets a start-position provider may return.
-public enum KafkaOffset {
+package enum KafkaOffset {
     /// The partition's first retained record.
-    public static let beginning: Int64 = -2
+    package static let beginning: Int64 = -2
     /// Only records produced after assignment.
-    public static let end: Int64 = -1
+    package static let end: Int64 = -1
 }
 
 /// A consumer-group member, read as an `AsyncSequence` of record batches (`batches`) or of single
@@ -26,15 +26,15 @@ public enum KafkaOffset {
 ///   together); partitions it does not name start from the group's committed offset.
 /// - Every librdkafka call that may block runs on the consumer's own thread, never on Swift's
 ///   cooperative pool.
-public final class KafkaConsumer: Service, Sendable {
+package final class KafkaConsumer: Service, Sendable {
     /// Given newly assigned partitions, returns the next offset to read for those it knows.
-    public typealias StartPositionProvider = @Sendable ([KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64]
+    package typealias StartPositionProvider = @Sendable ([KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64]
     /// Given partitions about to be taken away (a rebalance, not a loss), finishes or hands back
     /// the work in progress on them and stores their offsets; the consumer then commits before
     /// letting them go, so that their next owner starts exactly after what was done here.
-    public typealias RevocationHandler = @Sendable ([KafkaTopicPartition]) async -> Void
+    package typealias RevocationHandler = @Sendable ([KafkaTopicPartition]) async -> Void
 
-    public let configuration: KafkaConsumerConfiguration
+    package let configuration: KafkaConsumerConfiguration
     private let client: RdKafkaClient
     private let queue: QueueHandle
     private let thread: NIOThreadPool
@@ -49,7 +49,7 @@ public final class KafkaConsumer: Service, Sendable {
         var closed = false
     }
 
-    public init(
+    package init(
         configuration: KafkaConsumerConfiguration,
         startPositions: StartPositionProvider? = nil,
         revocationHandler: RevocationHandler? = nil,
@@ -91,34 +91,34 @@ public final class KafkaConsumer: Service, Sendable {
     // MARK: reading
 
     /// Batches of records as they arrive, each at most `maxBatchSize` long and never empty.
-    public var batches: Batches { Batches(consumer: self) }
+    package var batches: Batches { Batches(consumer: self) }
 
     /// Records one by one.
-    public var records: Records { Records(consumer: self) }
+    package var records: Records { Records(consumer: self) }
 
-    public struct Batches: AsyncSequence, Sendable {
-        public typealias Element = [KafkaConsumerRecord]
+    package struct Batches: AsyncSequence, Sendable {
+        package typealias Element = [KafkaConsumerRecord]
         let consumer: KafkaConsumer
-        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(consumer: consumer) }
+        package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(consumer: consumer) }
 
-        public struct AsyncIterator: AsyncIteratorProtocol {
+        package struct AsyncIterator: AsyncIteratorProtocol {
             let consumer: KafkaConsumer
-            public mutating func next() async throws -> [KafkaConsumerRecord]? {
+            package mutating func next() async throws -> [KafkaConsumerRecord]? {
                 try await consumer.nextBatch()
             }
         }
     }
 
-    public struct Records: AsyncSequence, Sendable {
-        public typealias Element = KafkaConsumerRecord
+    package struct Records: AsyncSequence, Sendable {
+        package typealias Element = KafkaConsumerRecord
         let consumer: KafkaConsumer
-        public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(consumer: consumer) }
+        package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(consumer: consumer) }
 
-        public struct AsyncIterator: AsyncIteratorProtocol {
+        package struct AsyncIterator: AsyncIteratorProtocol {
             let consumer: KafkaConsumer
             var buffer: [KafkaConsumerRecord] = []
             var position = 0
-            public mutating func next() async throws -> KafkaConsumerRecord? {
+            package mutating func next() async throws -> KafkaConsumerRecord? {
                 if position == buffer.count {
                     guard let batch = try await consumer.nextBatch() else { return nil }
                     buffer = batch
@@ -326,14 +326,14 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     /// The partitions this member currently owns.
-    public var assignment: Set<KafkaTopicPartition> { state.withLock { $0.assignment } }
+    package var assignment: Set<KafkaTopicPartition> { state.withLock { $0.assignment } }
 
     // MARK: offsets and flow control
 
     /// Marks records as processed: for each partition, the offset after the highest record is
     /// stored and committed with the next commit. Records of partitions this member no longer
     /// owns are ignored (their new owner resumes from its own position).
-    public func storeOffsets(for records: some Sequence<KafkaConsumerRecord>) throws(KafkaError) {
+    package func storeOffsets(for records: some Sequence<KafkaConsumerRecord>) throws(KafkaError) {
         var next: [KafkaTopicPartition: Int64] = [:]
         for record in records {
             next[record.topicPartition] = max(next[record.topicPartition] ?? 0, record.offset + 1)
@@ -342,7 +342,7 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     /// Stores explicit next offsets (the offset of the next record to read) per partition.
-    public func storeOffsets(_ offsets: [KafkaTopicPartition: Int64]) throws(KafkaError) {
+    package func storeOffsets(_ offsets: [KafkaTopicPartition: Int64]) throws(KafkaError) {
         guard !offsets.isEmpty else { return }
         let list = rd_kafka_topic_partition_list_new(Int32(offsets.count))
         defer { rd_kafka_topic_partition_list_destroy(list) }
@@ -357,7 +357,7 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     /// Commits the stored offsets now and waits for the broker's answer.
-    public func commit() async throws(KafkaError) {
+    package func commit() async throws(KafkaError) {
         let err: rd_kafka_resp_err_t
         do {
             err = try await thread.runIfActive { [client] in rd_kafka_commit(client.handle, nil, 0) }
@@ -370,12 +370,12 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     /// Stops fetching from these partitions (their position is kept) until `resume`.
-    public func pause(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
+    package func pause(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
         try changeFlow(partitions, pause: true)
     }
 
     /// Fetches again from paused partitions.
-    public func resume(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
+    package func resume(_ partitions: [KafkaTopicPartition]) throws(KafkaError) {
         try changeFlow(partitions, pause: false)
     }
 
@@ -391,7 +391,7 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     /// Asks a broker for cluster metadata: succeeds when the cluster answers within the timeout.
-    public func checkBroker(timeout: Duration = .seconds(2)) async throws(KafkaError) {
+    package func checkBroker(timeout: Duration = .seconds(2)) async throws(KafkaError) {
         try await client.checkBroker(timeout: timeout)
     }
 
@@ -419,14 +419,14 @@ public final class KafkaConsumer: Service, Sendable {
     }
 
     /// Waits for graceful shutdown, then commits and leaves the group.
-    public func run() async throws {
+    package func run() async throws {
         try? await gracefulShutdown()
         await close()
     }
 
     /// Commits stored offsets, leaves the group (its partitions move to the other members at
     /// once) and releases the client. Iteration ends. Idempotent.
-    public func close() async {
+    package func close() async {
         let first = state.withLock { state in
             defer { state.closed = true }
             return !state.closed

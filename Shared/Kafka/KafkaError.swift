@@ -5,47 +5,47 @@ import CRdKafka
 ///
 /// `description` never contains record keys or payloads, so it is safe to log and to return to
 /// an HTTP caller.
-public struct KafkaError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct KafkaError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What kind of failure this is. An open set: new codes may be added.
-    public struct Code: Sendable, Hashable, CustomStringConvertible {
+    package struct Code: Sendable, Hashable, CustomStringConvertible {
         /// A short label, safe as a metric dimension.
-        public let label: String
+        package let label: String
         private init(_ label: String) { self.label = label }
-        public var description: String { label }
+        package var description: String { label }
 
         /// A configuration property was rejected by librdkafka.
-        public static let configuration = Code("configuration")
+        package static let configuration = Code("configuration")
         /// The client could not be created.
-        public static let clientCreation = Code("client_creation")
+        package static let clientCreation = Code("client_creation")
         /// The broker did not acknowledge the record before `message.timeout.ms`.
-        public static let deliveryTimedOut = Code("delivery_timed_out")
+        package static let deliveryTimedOut = Code("delivery_timed_out")
         /// The broker rejected or failed to store a record.
-        public static let deliveryFailed = Code("delivery_failed")
+        package static let deliveryFailed = Code("delivery_failed")
         /// The local send queue stayed full for longer than the send timeout.
-        public static let queueFull = Code("queue_full")
+        package static let queueFull = Code("queue_full")
         /// No broker could be reached.
-        public static let transport = Code("transport")
+        package static let transport = Code("transport")
         /// An administrative request (topic creation, metadata) failed.
-        public static let admin = Code("admin")
+        package static let admin = Code("admin")
         /// A consumer-group operation (subscribe, assign, commit, store) failed.
-        public static let consumer = Code("consumer")
+        package static let consumer = Code("consumer")
         /// The client was shut down.
-        public static let shutDown = Code("shut_down")
+        package static let shutDown = Code("shut_down")
         /// The task waiting to enqueue the record was cancelled.
-        public static let cancelled = Code("cancelled")
+        package static let cancelled = Code("cancelled")
         /// librdkafka raised a fatal error: this client instance can no longer be used.
-        public static let fatal = Code("fatal")
+        package static let fatal = Code("fatal")
     }
 
-    public let code: Code
+    package let code: Code
     /// librdkafka's error code (`rd_kafka_resp_err_t`), or 0 when the error is the wrapper's own.
-    public let rdKafkaCode: Int32
+    package let rdKafkaCode: Int32
     /// librdkafka's or the broker's error name, such as `_MSG_TIMED_OUT` or `TOPIC_AUTHORIZATION_FAILED`.
-    public let reason: String
+    package let reason: String
     /// Retrying the same operation later may succeed (broker down, timeout, leader change).
-    public let isRetriable: Bool
+    package let isRetriable: Bool
     /// The client instance is unusable and must be recreated (for example a fenced idempotent producer).
-    public let isFatal: Bool
+    package let isFatal: Bool
 
     package init(code: Code, rdKafkaCode: Int32 = 0, reason: String, isRetriable: Bool, isFatal: Bool = false) {
         self.code = code
@@ -98,7 +98,7 @@ public struct KafkaError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
-    public var description: String {
+    package var description: String {
         "KafkaError(\(code.label)\(isRetriable ? ", retriable" : "")\(isFatal ? ", fatal" : ""): \(reason))"
     }
 }

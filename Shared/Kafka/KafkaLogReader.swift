@@ -8,23 +8,23 @@ import NIOPosix
 /// For reconciliation, not for streaming: a writer that recorded the end offsets before
 /// producing can, after a crash, read back what reached the log since then.
 /// No offsets are committed and no group is joined.
-public final class KafkaLogReader: Sendable {
+package final class KafkaLogReader: Sendable {
     private let configuration: KafkaClientConfiguration
     private let logger: Logger
 
-    public init(configuration: KafkaClientConfiguration, logger: Logger) {
+    package init(configuration: KafkaClientConfiguration, logger: Logger) {
         self.configuration = configuration
         self.logger = logger
     }
 
     /// The next offset to be written (the high watermark) of every partition of `topic`.
-    public func endOffsets(topic: String, timeout: Duration = .seconds(10)) async throws(KafkaError) -> [Int32: Int64] {
+    package func endOffsets(topic: String, timeout: Duration = .seconds(10)) async throws(KafkaError) -> [Int32: Int64] {
         try await watermarks(topic: topic, timeout: timeout).mapValues(\.high)
     }
 
     /// The first offset still held (`low`) and the next offset to be written (`high`) of every
     /// partition of `topic`: a partition holds `high - low` records.
-    public func watermarks(topic: String, timeout: Duration = .seconds(10)) async throws(KafkaError) -> [Int32: (low: Int64, high: Int64)] {
+    package func watermarks(topic: String, timeout: Duration = .seconds(10)) async throws(KafkaError) -> [Int32: (low: Int64, high: Int64)] {
         let milliseconds = Int32(clamping: timeout.components.seconds * 1000)
         let properties = configuration.baseProperties.merging(configuration.properties) { $1 }
         let logger = self.logger
@@ -61,7 +61,7 @@ public final class KafkaLogReader: Sendable {
     /// offset of the last batch + 1, which is short of the end when that batch holds several
     /// records. (`endOffsets` may therefore be low on Tansu, which is safe for a mark taken
     /// before writing: reading back from it reads a little more, never less.)
-    public func read(
+    package func read(
         topic: String, from start: [Int32: Int64] = [:],
         timeout: Duration = .seconds(60),
         _ body: @escaping @Sendable ([KafkaConsumerRecord]) throws -> Void

@@ -17,14 +17,14 @@ import Synchronization
 /// its producer id (seen after delivery timeouts, when the epoch bump is refused). The records
 /// concerned fail; the next `send` replaces the librdkafka instance with a new one and logs it,
 /// so the service recovers without a restart.
-public final class KafkaProducer: Service, Sendable {
-    public let configuration: KafkaProducerConfiguration
+package final class KafkaProducer: Service, Sendable {
+    package let configuration: KafkaProducerConfiguration
     private let current: Mutex<RdKafkaClient>
     private let health: ProducerHealth
     private let logger: Logger
     private let isClosed = Atomic<Bool>(false)
 
-    public init(configuration: KafkaProducerConfiguration, logger: Logger) throws(KafkaError) {
+    package init(configuration: KafkaProducerConfiguration, logger: Logger) throws(KafkaError) {
         self.configuration = configuration
         self.logger = logger
         let health = ProducerHealth()
@@ -94,7 +94,7 @@ public final class KafkaProducer: Service, Sendable {
 
     /// Sends one record and waits for the broker's acknowledgement.
     @discardableResult
-    public func send(_ record: KafkaProducerRecord) async throws(KafkaError) -> KafkaDeliveryReport {
+    package func send(_ record: KafkaProducerRecord) async throws(KafkaError) -> KafkaDeliveryReport {
         try await send([record])[0].get()
     }
 
@@ -104,7 +104,7 @@ public final class KafkaProducer: Service, Sendable {
     /// If the producer closes or the task is cancelled while records wait for room in the local
     /// queue, those not yet enqueued fail at once (`shut_down`, `cancelled`); the enqueued ones
     /// still get their delivery report.
-    public func send(_ records: [KafkaProducerRecord]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
+    package func send(_ records: [KafkaProducerRecord]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
         guard !records.isEmpty else { return [] }
         let batch = DeliveryBatch(count: records.count)
         await replaceClientIfNeeded()
@@ -197,7 +197,7 @@ public final class KafkaProducer: Service, Sendable {
     }
 
     /// Waits until every enqueued record has its delivery report, or the timeout passes.
-    public func flush(timeout: Duration) async throws(KafkaError) {
+    package func flush(timeout: Duration) async throws(KafkaError) {
         guard !isClosed.load(ordering: .acquiring) else { throw .shutDownError }
         let client = acquireClient()
         defer { client.activeSenders.subtract(1, ordering: .acquiringAndReleasing) }
@@ -212,7 +212,7 @@ public final class KafkaProducer: Service, Sendable {
     }
 
     /// Asks a broker for cluster metadata: succeeds when the cluster answers within the timeout.
-    public func checkBroker(timeout: Duration = .seconds(2)) async throws(KafkaError) {
+    package func checkBroker(timeout: Duration = .seconds(2)) async throws(KafkaError) {
         guard !isClosed.load(ordering: .acquiring) else { throw .shutDownError }
         let client = acquireClient()
         defer { client.activeSenders.subtract(1, ordering: .acquiringAndReleasing) }
@@ -220,14 +220,14 @@ public final class KafkaProducer: Service, Sendable {
     }
 
     /// Waits for graceful shutdown, then flushes and closes.
-    public func run() async throws {
+    package func run() async throws {
         try? await gracefulShutdown()
         await close()
     }
 
     /// Stops accepting records, waits for outstanding deliveries (up to the delivery timeout),
     /// fails whatever is left and releases the client. Idempotent.
-    public func close() async {
+    package func close() async {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         await retire(client, flushMilliseconds: Int32(clamping: configuration.deliveryTimeoutMilliseconds))
     }

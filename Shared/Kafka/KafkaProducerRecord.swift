@@ -1,12 +1,12 @@
 /// A record to send. `partition` nil lets the partitioner choose from the key.
-public struct KafkaProducerRecord: Sendable, Hashable {
-    public var topic: String
-    public var key: [UInt8]?
-    public var value: [UInt8]
-    public var headers: [KafkaHeader]
-    public var partition: Int32?
+package struct KafkaProducerRecord: Sendable, Hashable {
+    package var topic: String
+    package var key: [UInt8]?
+    package var value: [UInt8]
+    package var headers: [KafkaHeader]
+    package var partition: Int32?
 
-    public init(topic: String, key: [UInt8]?, value: [UInt8], headers: [KafkaHeader] = [], partition: Int32? = nil) {
+    package init(topic: String, key: [UInt8]?, value: [UInt8], headers: [KafkaHeader] = [], partition: Int32? = nil) {
         self.topic = topic
         self.key = key
         self.value = value
@@ -14,30 +14,30 @@ public struct KafkaProducerRecord: Sendable, Hashable {
         self.partition = partition
     }
 
-    public init(topic: String, key: String, value: [UInt8], headers: [KafkaHeader] = []) {
+    package init(topic: String, key: String, value: [UInt8], headers: [KafkaHeader] = []) {
         self.init(topic: topic, key: Array(key.utf8), value: value, headers: headers)
     }
 }
 
 /// The broker's acknowledgement of one record: where it was stored.
-public struct KafkaDeliveryReport: Sendable, Hashable {
-    public var topic: String
-    public var partition: Int32
-    public var offset: Int64
+package struct KafkaDeliveryReport: Sendable, Hashable {
+    package var topic: String
+    package var partition: Int32
+    package var offset: Int64
 }
 
 /// A record read by a consumer.
-public struct KafkaConsumerRecord: Sendable, Hashable {
-    public var topic: String
-    public var partition: Int32
-    public var offset: Int64
-    public var key: [UInt8]?
-    public var value: [UInt8]
-    public var headers: [KafkaHeader]
+package struct KafkaConsumerRecord: Sendable, Hashable {
+    package var topic: String
+    package var partition: Int32
+    package var offset: Int64
+    package var key: [UInt8]?
+    package var value: [UInt8]
+    package var headers: [KafkaHeader]
     /// Milliseconds since the epoch (create or log-append time), when the broker sent one.
-    public var timestampMilliseconds: Int64?
+    package var timestampMilliseconds: Int64?
 
-    public init(
+    package init(
         topic: String, partition: Int32, offset: Int64, key: [UInt8]?, value: [UInt8],
         headers: [KafkaHeader] = [], timestampMilliseconds: Int64? = nil
     ) {
@@ -50,6 +50,6 @@ public struct KafkaConsumerRecord: Sendable, Hashable {
         self.timestampMilliseconds = timestampMilliseconds
     }
 
-    public var topicPartition: KafkaTopicPartition { KafkaTopicPartition(topic: topic, partition: partition) }
-    public var keyString: String? { key.map { String(decoding: $0, as: UTF8.self) } }
+    package var topicPartition: KafkaTopicPartition { KafkaTopicPartition(topic: topic, partition: partition) }
+    package var keyString: String? { key.map { String(decoding: $0, as: UTF8.self) } }
 }

@@ -4,13 +4,13 @@ import NIOPosix
 import Synchronization
 
 /// Facts about the librdkafka library loaded at run time.
-public enum KafkaRuntime {
+package enum KafkaRuntime {
     /// The loaded librdkafka version, such as `2.16.0`.
-    public static var version: String { String(cString: rd_kafka_version_str()) }
+    package static var version: String { String(cString: rd_kafka_version_str()) }
 
     /// librdkafka before 2.1 mis-reads the ApiVersions v3 response of current brokers (Tansu,
     /// KRaft Kafka) and cannot connect: see docs/operations.md.
-    public static var isTooOld: Bool { crdkafka_runtime_version() < 0x0201_0000 }
+    package static var isTooOld: Bool { crdkafka_runtime_version() < 0x0201_0000 }
 
     private static let warned = Atomic<Bool>(false)
 

@@ -3,21 +3,21 @@ import Foundation
 /// New provider credentials became the app's active ones (set or rotated): `push.catalog`,
 /// key `app:<appId>`. Carries what identifies them, never the secret: the sealed secret is in
 /// `push.app_credentials` under `credentialId`.
-public struct AppCredentialsSet: PushEvent, Hashable {
-    public static let eventType = "AppCredentialsSet"
-    public static let eventVersion = 1
+package struct AppCredentialsSet: PushEvent, Hashable {
+    package static let eventType = "AppCredentialsSet"
+    package static let eventVersion = 1
 
-    public var appId: UUID
-    public var credentialId: UUID
+    package var appId: UUID
+    package var credentialId: UUID
     /// `apns-token`, `apns-certificate` or `fcm-service-account`.
-    public var kind: String
+    package var kind: String
     /// `sha256:<hex>` of the secret material.
-    public var fingerprint: String
+    package var fingerprint: String
     /// APNs token auth: key id and team id. FCM: project id and client e-mail. Certificate:
     /// subject and expiry.
-    public var details: [String: String]
+    package var details: [String: String]
 
-    public init(appId: UUID, credentialId: UUID, kind: String, fingerprint: String, details: [String: String]) {
+    package init(appId: UUID, credentialId: UUID, kind: String, fingerprint: String, details: [String: String]) {
         self.appId = appId
         self.credentialId = credentialId
         self.kind = kind

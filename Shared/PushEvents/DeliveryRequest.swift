@@ -6,20 +6,20 @@ import Foundation
 /// may add their own bookkeeping; every field below is checked by the planner.
 ///
 /// This is not an `EventEnvelope`: upstream systems write the flat JSON object of the contract.
-public struct DeliveryRequest: Codable, Sendable, Hashable {
-    public var type: String
-    public var version: Int
-    public var requestId: String
-    public var service: String
+package struct DeliveryRequest: Codable, Sendable, Hashable {
+    package var type: String
+    package var version: Int
+    package var requestId: String
+    package var service: String
     /// Integration keys of a subset of the service's apps; nil = every app of the service.
-    public var apps: [String]?
-    public var audience: Audience
-    public var content: Content
-    public var validUntil: Date?
-    public var sendAt: Date?
-    public var throttle: Throttle?
+    package var apps: [String]?
+    package var audience: Audience
+    package var content: Content
+    package var validUntil: Date?
+    package var sendAt: Date?
+    package var throttle: Throttle?
 
-    public init(
+    package init(
         requestId: String, service: String, apps: [String]? = nil, audience: Audience, content: Content,
         validUntil: Date? = nil, sendAt: Date? = nil, throttle: Throttle? = nil
     ) {
@@ -36,30 +36,30 @@ public struct DeliveryRequest: Codable, Sendable, Hashable {
     }
 
     /// Exactly one of the three forms is set in a valid request.
-    public struct Audience: Codable, Sendable, Hashable {
-        public var all: Bool?
-        public var userKeys: [String]?
+    package struct Audience: Codable, Sendable, Hashable {
+        package var all: Bool?
+        package var userKeys: [String]?
         /// Equality on subscription parameters (values compared as strings).
-        public var `where`: [String: ScalarValue]?
+        package var `where`: [String: ScalarValue]?
 
-        public init(all: Bool? = nil, userKeys: [String]? = nil, where conditions: [String: ScalarValue]? = nil) {
+        package init(all: Bool? = nil, userKeys: [String]? = nil, where conditions: [String: ScalarValue]? = nil) {
             self.all = all
             self.userKeys = userKeys
             self.where = conditions
         }
 
-        public static let everyone = Audience(all: true)
+        package static let everyone = Audience(all: true)
     }
 
-    public struct Content: Codable, Sendable, Hashable {
-        public var title: String?
-        public var subtitle: String?
-        public var body: String?
-        public var variables: [String: String]?
-        public var ios: IOS?
-        public var android: Android?
+    package struct Content: Codable, Sendable, Hashable {
+        package var title: String?
+        package var subtitle: String?
+        package var body: String?
+        package var variables: [String: String]?
+        package var ios: IOS?
+        package var android: Android?
 
-        public init(title: String? = nil, subtitle: String? = nil, body: String? = nil, variables: [String: String]? = nil, ios: IOS? = nil, android: Android? = nil) {
+        package init(title: String? = nil, subtitle: String? = nil, body: String? = nil, variables: [String: String]? = nil, ios: IOS? = nil, android: Android? = nil) {
             self.title = title
             self.subtitle = subtitle
             self.body = body
@@ -69,18 +69,18 @@ public struct DeliveryRequest: Codable, Sendable, Hashable {
         }
     }
 
-    public struct IOS: Codable, Sendable, Hashable {
-        public var badge: Int?
-        public var sound: String?
-        public var category: String?
-        public var threadId: String?
-        public var mutableContent: Bool?
-        public var contentAvailable: Bool?
-        public var interruptionLevel: String?
-        public var relevanceScore: Double?
-        public var collapseId: String?
+    package struct IOS: Codable, Sendable, Hashable {
+        package var badge: Int?
+        package var sound: String?
+        package var category: String?
+        package var threadId: String?
+        package var mutableContent: Bool?
+        package var contentAvailable: Bool?
+        package var interruptionLevel: String?
+        package var relevanceScore: Double?
+        package var collapseId: String?
 
-        public init(
+        package init(
             badge: Int? = nil, sound: String? = nil, category: String? = nil, threadId: String? = nil,
             mutableContent: Bool? = nil, contentAvailable: Bool? = nil, interruptionLevel: String? = nil,
             relevanceScore: Double? = nil, collapseId: String? = nil
@@ -97,16 +97,16 @@ public struct DeliveryRequest: Codable, Sendable, Hashable {
         }
     }
 
-    public struct Android: Codable, Sendable, Hashable {
+    package struct Android: Codable, Sendable, Hashable {
         /// `data` (default: the SDK builds the notification from `_msg` and `title`) or
         /// `notification` (FCM displays it).
-        public var mode: String?
+        package var mode: String?
         /// `high` (default) or `normal`.
-        public var priority: String?
-        public var channelId: String?
-        public var collapseKey: String?
+        package var priority: String?
+        package var channelId: String?
+        package var collapseKey: String?
 
-        public init(mode: String? = nil, priority: String? = nil, channelId: String? = nil, collapseKey: String? = nil) {
+        package init(mode: String? = nil, priority: String? = nil, channelId: String? = nil, collapseKey: String? = nil) {
             self.mode = mode
             self.priority = priority
             self.channelId = channelId
@@ -114,23 +114,23 @@ public struct DeliveryRequest: Codable, Sendable, Hashable {
         }
     }
 
-    public struct Throttle: Codable, Sendable, Hashable {
-        public var perSecond: Int
+    package struct Throttle: Codable, Sendable, Hashable {
+        package var perSecond: Int
 
-        public init(perSecond: Int) {
+        package init(perSecond: Int) {
             self.perSecond = perSecond
         }
     }
 }
 
 /// A JSON string, number or boolean, compared as its text (`3233`, `true`, `"gold"`).
-public struct ScalarValue: Codable, Sendable, Hashable, ExpressibleByStringLiteral {
-    public var text: String
+package struct ScalarValue: Codable, Sendable, Hashable, ExpressibleByStringLiteral {
+    package var text: String
 
-    public init(_ text: String) { self.text = text }
-    public init(stringLiteral value: String) { self.text = value }
+    package init(_ text: String) { self.text = text }
+    package init(stringLiteral value: String) { self.text = value }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if let string = try? container.decode(String.self) {
             text = string
@@ -145,7 +145,7 @@ public struct ScalarValue: Codable, Sendable, Hashable, ExpressibleByStringLiter
         }
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(text)
     }

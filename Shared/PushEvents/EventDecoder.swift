@@ -2,11 +2,11 @@ import Foundation
 
 /// What an event record decoded to: an event this consumer understands, or one it does not
 /// know (a newer type or version), which it should skip rather than fail on.
-public enum DecodedEvent<Event: Sendable>: Sendable {
+package enum DecodedEvent<Event: Sendable>: Sendable {
     case known(Event, EventMetadata)
     case unknown(EventMetadata)
 
-    public var metadata: EventMetadata {
+    package var metadata: EventMetadata {
         switch self {
         case .known(_, let metadata), .unknown(let metadata): metadata
         }
@@ -15,28 +15,28 @@ public enum DecodedEvent<Event: Sendable>: Sendable {
 
 /// Why a record could not be read as an event. The description names the problem without
 /// echoing the record's content, so it is safe for logs and dead-letter headers.
-public struct EventDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Reason: String, Sendable, Hashable {
+package struct EventDecodingError: Error, Sendable, Hashable, CustomStringConvertible {
+    package enum Reason: String, Sendable, Hashable {
         /// Not JSON, or JSON without the envelope fields.
         case malformedEnvelope = "malformed_envelope"
         /// A known type and version whose `data` does not match its schema.
         case invalidPayload = "invalid_payload"
     }
 
-    public var reason: Reason
-    public var detail: String
+    package var reason: Reason
+    package var detail: String
 
-    public init(reason: Reason, detail: String) {
+    package init(reason: Reason, detail: String) {
         self.reason = reason
         self.detail = detail
     }
 
-    public var description: String { "\(reason.rawValue): \(detail)" }
+    package var description: String { "\(reason.rawValue): \(detail)" }
 }
 
 extension EventMetadata {
     /// Reads only the envelope fields of a record, whatever its type.
-    public static func decode(_ bytes: [UInt8]) throws(EventDecodingError) -> EventMetadata {
+    package static func decode(_ bytes: [UInt8]) throws(EventDecodingError) -> EventMetadata {
         do {
             return try EventJSON.decoder.decode(EventMetadata.self, from: Data(bytes))
         } catch {
@@ -51,7 +51,7 @@ extension EventMetadata {
 /// `Event`; registering an older version with its own payload type and a mapping to the current
 /// event is the upcaster. Added fields are ignored; unknown types or versions decode to
 /// `.unknown`.
-public struct EventDecoder<Event: Sendable>: Sendable {
+package struct EventDecoder<Event: Sendable>: Sendable {
     private var decoders: [Key: @Sendable ([UInt8]) throws -> (Event, EventMetadata)] = [:]
 
     private struct Key: Hashable {
@@ -59,10 +59,10 @@ public struct EventDecoder<Event: Sendable>: Sendable {
         var version: Int
     }
 
-    public init() {}
+    package init() {}
 
     /// Reads `Payload.eventType` at `version` (default `Payload.eventVersion`) and maps it.
-    public mutating func register<Payload: PushEvent>(
+    package mutating func register<Payload: PushEvent>(
         _ payload: Payload.Type, version: Int = Payload.eventVersion,
         _ transform: @escaping @Sendable (Payload, EventMetadata) -> Event
     ) {
@@ -85,7 +85,7 @@ public struct EventDecoder<Event: Sendable>: Sendable {
         }
     }
 
-    public func decode(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Event> {
+    package func decode(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Event> {
         // A consumer of one event type (the senders) parses each record once: the whole envelope
         // as that type, kept only when its type and version are the registered ones. Anything
         // else (another type, a malformed record) takes the two-step path below, which names
@@ -108,7 +108,7 @@ public struct EventDecoder<Event: Sendable>: Sendable {
 
     /// A decoding error as a path and a problem, never the offending value.
     /// A description of a JSON decoding failure that names the field but never echoes the input.
-    public static func describe(_ error: any Error) -> String {
+    package static func describe(_ error: any Error) -> String {
         guard let error = error as? DecodingError else { return "not valid JSON" }
         func path(_ context: DecodingError.Context) -> String {
             let components = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }
@@ -135,7 +135,7 @@ public struct EventDecoder<Event: Sendable>: Sendable {
 /// conformance's implementation is compiled for its concrete type: through `EventDecoder`'s
 /// stored generic closures every record looked up the generic metadata of the envelope and its
 /// optionals at run time, about a fifth of the decoding's cost (docs/benchmarks.md).
-public protocol SingleEventDecodable: PushEvent, EventJSONReadable {
+package protocol SingleEventDecodable: PushEvent, EventJSONReadable {
     static func decodeRecord(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Self>
 }
 
@@ -154,9 +154,9 @@ extension SingleEventDecodable {
 }
 
 extension APNSMessagePlanned: SingleEventDecodable {
-    public static func decodeRecord(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Self> { try decodeSingle(bytes) }
+    package static func decodeRecord(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Self> { try decodeSingle(bytes) }
 }
 
 extension FCMMessagePlanned: SingleEventDecodable {
-    public static func decodeRecord(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Self> { try decodeSingle(bytes) }
+    package static func decodeRecord(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Self> { try decodeSingle(bytes) }
 }

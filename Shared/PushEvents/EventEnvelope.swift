@@ -4,7 +4,7 @@ import Foundation
 ///
 /// The type string is part of the Kafka contract (see docs/events.md); it is never derived from
 /// the Swift type name, so renaming a Swift type cannot break consumers.
-public protocol PushEvent: Codable, Sendable {
+package protocol PushEvent: Codable, Sendable {
     /// The `type` field on the wire, such as `SubscriptionRegistered`.
     static var eventType: String { get }
     /// The schema version this Swift type encodes. Older versions are read through upcasters.
@@ -12,21 +12,21 @@ public protocol PushEvent: Codable, Sendable {
 }
 
 /// The envelope fields every event carries, whatever its payload.
-public struct EventMetadata: Codable, Sendable, Hashable {
+package struct EventMetadata: Codable, Sendable, Hashable {
     /// Unique per event; consumers may use it to recognise a re-delivered event.
-    public var id: UUID
-    public var type: String
-    public var version: Int
-    public var occurredAt: Date
+    package var id: UUID
+    package var type: String
+    package var version: Int
+    package var occurredAt: Date
     /// The aggregate the event belongs to; also the Kafka record key (events of one aggregate
     /// stay ordered in one partition).
-    public var key: String
+    package var key: String
     /// The request or delivery this event belongs to, carried along the whole flow.
-    public var correlationId: String?
+    package var correlationId: String?
     /// The id of the event or command that caused this one.
-    public var causationId: String?
+    package var causationId: String?
 
-    public init(
+    package init(
         id: UUID = RandomUUID.make(), type: String, version: Int, occurredAt: Date = Date(), key: String,
         correlationId: String? = nil, causationId: String? = nil
     ) {
@@ -46,11 +46,11 @@ public struct EventMetadata: Codable, Sendable, Hashable {
 /// {"id": "…", "type": "SubscriptionRegistered", "version": 1, "occurredAt": "2026-11-22T10:00:00.000Z",
 ///  "key": "…", "correlationId": null, "causationId": null, "data": {…}}
 /// ```
-public struct EventEnvelope<Payload: PushEvent>: Sendable {
-    public var metadata: EventMetadata
-    public var payload: Payload
+package struct EventEnvelope<Payload: PushEvent>: Sendable {
+    package var metadata: EventMetadata
+    package var payload: Payload
 
-    public init(
+    package init(
         key: String, payload: Payload, id: UUID = RandomUUID.make(), occurredAt: Date = Date(),
         correlationId: String? = nil, causationId: String? = nil
     ) {
@@ -61,13 +61,13 @@ public struct EventEnvelope<Payload: PushEvent>: Sendable {
         self.payload = payload
     }
 
-    public init(metadata: EventMetadata, payload: Payload) {
+    package init(metadata: EventMetadata, payload: Payload) {
         self.metadata = metadata
         self.payload = payload
     }
 
     /// The JSON bytes of the envelope.
-    public func encoded() throws -> [UInt8] {
+    package func encoded() throws -> [UInt8] {
         if let payload = payload as? any EventJSONWritable { return encoded(writing: payload) }
         return Array(try EventJSON.encoder.encode(Wire(metadata: metadata, data: payload)))
     }
@@ -143,11 +143,11 @@ public struct EventEnvelope<Payload: PushEvent>: Sendable {
 
 /// The JSON conventions of every event: ISO 8601 UTC timestamps with milliseconds on output,
 /// with or without fractional seconds on input; sorted keys so equal events are equal bytes.
-public enum EventJSON {
+package enum EventJSON {
     /// One encoder and one decoder for the process: their configuration never changes after this,
     /// and encoding or decoding with them from several threads at once is safe. (Making one per
     /// event cost the senders measurable CPU per message.)
-    public static let encoder: JSONEncoder = {
+    package static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
@@ -157,7 +157,7 @@ public enum EventJSON {
         return encoder
     }()
 
-    public static let decoder: JSONDecoder = {
+    package static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .custom { decoder in
             let container = try decoder.singleValueContainer()

@@ -8,34 +8,34 @@ import Foundation
 /// throws on anything else, and the caller then decodes with `EventJSON.decoder`, which either
 /// accepts the record the same way or names the problem. `EventJSONTests` checks that both paths
 /// give equal values.
-public protocol EventJSONReadable {
+package protocol EventJSONReadable {
     /// Reads the payload object (the reader is at its opening brace).
     init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported)
 }
 
 /// A forward-only reader of one JSON text, for `EventJSONReadable` types.
-public struct EventJSONReader {
+package struct EventJSONReader {
     /// The input is not one the fast path reads; decode it with `JSONDecoder` instead.
-    public struct Unsupported: Error {}
+    package struct Unsupported: Error {}
 
     private let bytes: [UInt8]
     private var index = 0
 
-    public init(_ bytes: [UInt8]) {
+    package init(_ bytes: [UInt8]) {
         self.bytes = bytes
     }
 
     /// A member's key as it is in the input, compared with literals without making a `String`
     /// (`switch key { case "appId": ... }`).
-    public struct Key {
+    package struct Key {
         fileprivate let bytes: [UInt8]
         fileprivate let range: Range<Int>
 
-        public static func ~= (pattern: StaticString, key: Key) -> Bool {
+        package static func ~= (pattern: StaticString, key: Key) -> Bool {
             key == pattern
         }
 
-        public static func == (key: Key, literal: StaticString) -> Bool {
+        package static func == (key: Key, literal: StaticString) -> Bool {
             guard literal.utf8CodeUnitCount == key.range.count else { return false }
             return key.bytes.withUnsafeBufferPointer { bytes in
                 memcmp(bytes.baseAddress! + key.range.lowerBound, literal.utf8Start, key.range.count) == 0
@@ -46,7 +46,7 @@ public struct EventJSONReader {
     /// Reads an object, calling `member` with each key; `member` must read the value. A key with
     /// an escape is left to the general decoder (it could spell a key the fast path also reads
     /// plainly, which would hide a duplicate).
-    public mutating func members(_ member: (inout EventJSONReader, Key) throws(Unsupported) -> Void) throws(Unsupported) {
+    package mutating func members(_ member: (inout EventJSONReader, Key) throws(Unsupported) -> Void) throws(Unsupported) {
         try expect(UInt8(ascii: "{"))
         if try peek() == UInt8(ascii: "}") {
             index += 1
@@ -75,19 +75,19 @@ public struct EventJSONReader {
     }
 
     /// Only whitespace may follow the value just read.
-    public mutating func end() throws(Unsupported) {
+    package mutating func end() throws(Unsupported) {
         skipWhitespace()
         guard index == bytes.count else { throw Unsupported() }
     }
 
     /// True (and consumed) if the next value is `null`.
-    public mutating func null() throws(Unsupported) -> Bool {
+    package mutating func null() throws(Unsupported) -> Bool {
         guard try peek() == UInt8(ascii: "n") else { return false }
         try literal("null")
         return true
     }
 
-    public mutating func string() throws(Unsupported) -> String {
+    package mutating func string() throws(Unsupported) -> String {
         try expect(UInt8(ascii: "\""))
         let start = index
         var ascii = true
@@ -105,12 +105,12 @@ public struct EventJSONReader {
         throw Unsupported()
     }
 
-    public mutating func optionalString() throws(Unsupported) -> String? {
+    package mutating func optionalString() throws(Unsupported) -> String? {
         try null() ? nil : try string()
     }
 
     /// An integer written as digits (optionally negative) that fits an `Int`.
-    public mutating func int() throws(Unsupported) -> Int {
+    package mutating func int() throws(Unsupported) -> Int {
         _ = try peek()
         var negative = false
         if bytes[index] == UInt8(ascii: "-") {
@@ -134,7 +134,7 @@ public struct EventJSONReader {
     }
 
     /// A UUID in its 36-character form, either case (what `UUID(uuidString:)` reads).
-    public mutating func uuid() throws(Unsupported) -> UUID {
+    package mutating func uuid() throws(Unsupported) -> UUID {
         try expect(UInt8(ascii: "\""))
         guard bytes.count - index >= 37, bytes[index + 36] == UInt8(ascii: "\"") else { throw Unsupported() }
         var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -154,7 +154,7 @@ public struct EventJSONReader {
     }
 
     /// `yyyy-MM-ddTHH:mm:ssZ` or `yyyy-MM-ddTHH:mm:ss.SSSZ`, as the events write dates.
-    public mutating func date() throws(Unsupported) -> Date {
+    package mutating func date() throws(Unsupported) -> Date {
         try expect(UInt8(ascii: "\""))
         let start = index
         guard let end = bytes[start...].firstIndex(of: UInt8(ascii: "\"")) else { throw Unsupported() }
@@ -192,12 +192,12 @@ public struct EventJSONReader {
         return Date(timeIntervalSinceReferenceDate: Double(seconds - EventJSONDate.referenceDateSince1970) + Double(milliseconds) / 1000)
     }
 
-    public mutating func optionalDate() throws(Unsupported) -> Date? {
+    package mutating func optionalDate() throws(Unsupported) -> Date? {
         try null() ? nil : try date()
     }
 
     /// Skips a value of a member this reader does not use (the decoder ignores them too).
-    public mutating func skipValue() throws(Unsupported) {
+    package mutating func skipValue() throws(Unsupported) {
         switch try peek() {
         case UInt8(ascii: "\""): _ = try string()
         case UInt8(ascii: "{"): try members { reader, _ throws(Unsupported) in try reader.skipValue() }
@@ -223,13 +223,13 @@ public struct EventJSONReader {
     }
 
     /// Stores a member's value; a key seen twice is left to the decoder.
-    public static func once<Value>(_ slot: inout Value?, _ value: Value) throws(Unsupported) {
+    package static func once<Value>(_ slot: inout Value?, _ value: Value) throws(Unsupported) {
         guard slot == nil else { throw Unsupported() }
         slot = value
     }
 
     /// A member that must be present.
-    public static func required<Value>(_ value: Value?) throws(Unsupported) -> Value {
+    package static func required<Value>(_ value: Value?) throws(Unsupported) -> Value {
         guard let value else { throw Unsupported() }
         return value
     }

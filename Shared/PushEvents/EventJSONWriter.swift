@@ -7,7 +7,7 @@ import Foundation
 /// The bytes must be exactly those `EventJSON.encoder` writes for the same value (keys sorted, nil
 /// optionals omitted); `EventJSONTests` compares the two for every conforming type, so the wire
 /// contract does not depend on which path wrote a record.
-public protocol EventJSONWritable {
+package protocol EventJSONWritable {
     /// Writes the payload's members, in sorted key order, into the object the writer has open.
     func writeMembers(to writer: inout EventJSONWriter)
 }
@@ -17,17 +17,17 @@ public protocol EventJSONWritable {
 /// as ISO 8601 UTC with milliseconds (truncated, as `Date.ISO8601FormatStyle` does).
 ///
 /// Members are written in the order they are called; callers write them in sorted key order.
-public struct EventJSONWriter {
-    public private(set) var bytes: [UInt8] = []
+package struct EventJSONWriter {
+    package private(set) var bytes: [UInt8] = []
     /// Whether the object being written has no member yet.
     private var empty = true
 
-    public init(capacity: Int = 512) {
+    package init(capacity: Int = 512) {
         bytes.reserveCapacity(capacity)
     }
 
     /// A whole object; `body` writes its members.
-    public mutating func object(_ body: (inout EventJSONWriter) -> Void) {
+    package mutating func object(_ body: (inout EventJSONWriter) -> Void) {
         bytes.append(UInt8(ascii: "{"))
         let outer = empty
         empty = true
@@ -37,40 +37,40 @@ public struct EventJSONWriter {
     }
 
     /// A member whose value is an object.
-    public mutating func object(_ key: StaticString, _ body: (inout EventJSONWriter) -> Void) {
+    package mutating func object(_ key: StaticString, _ body: (inout EventJSONWriter) -> Void) {
         self.key(key)
         object(body)
     }
 
-    public mutating func string(_ key: StaticString, _ value: String) {
+    package mutating func string(_ key: StaticString, _ value: String) {
         self.key(key)
         appendQuoted(value)
     }
 
     /// Omitted when nil, like a synthesized `encodeIfPresent`.
-    public mutating func string(_ key: StaticString, _ value: String?) {
+    package mutating func string(_ key: StaticString, _ value: String?) {
         if let value { string(key, value) }
     }
 
-    public mutating func int(_ key: StaticString, _ value: Int) {
+    package mutating func int(_ key: StaticString, _ value: Int) {
         self.key(key)
         appendDecimal(value)
     }
 
-    public mutating func uuid(_ key: StaticString, _ value: UUID) {
+    package mutating func uuid(_ key: StaticString, _ value: UUID) {
         self.key(key)
         bytes.append(UInt8(ascii: "\""))
         value.forEachTextByte(digits: "0123456789ABCDEF") { bytes.append($0) }
         bytes.append(UInt8(ascii: "\""))
     }
 
-    public mutating func date(_ key: StaticString, _ value: Date) {
+    package mutating func date(_ key: StaticString, _ value: Date) {
         self.key(key)
         appendDate(value)
     }
 
     /// Omitted when nil.
-    public mutating func date(_ key: StaticString, _ value: Date?) {
+    package mutating func date(_ key: StaticString, _ value: Date?) {
         if let value { date(key, value) }
     }
 

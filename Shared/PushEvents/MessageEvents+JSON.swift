@@ -5,13 +5,13 @@ import Foundation
 // them; `EventJSONTests` holds each type's bytes equal to its Codable encoding.
 
 extension CredentialReference: EventJSONWritable, EventJSONReadable {
-    public func writeMembers(to writer: inout EventJSONWriter) {
+    package func writeMembers(to writer: inout EventJSONWriter) {
         writer.uuid("credentialId", credentialId)
         writer.string("fingerprint", fingerprint)
         writer.string("kind", kind)
     }
 
-    public init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
+    package init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
         var credentialId: UUID?, kind: String?, fingerprint: String?
         try reader.members { reader, key throws(EventJSONReader.Unsupported) in
             switch key {
@@ -36,7 +36,7 @@ extension EventJSONReader {
 }
 
 extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
-    public func writeMembers(to writer: inout EventJSONWriter) {
+    package func writeMembers(to writer: inout EventJSONWriter) {
         writer.uuid("appId", appId)
         writer.int("attempt", attempt)
         writer.string("collapseId", collapseId)
@@ -54,7 +54,7 @@ extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
         writer.date("validUntil", validUntil)
     }
 
-    public init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
+    package init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
         var common = PlannedMessageMembers()
         var environment: String?, topic: String?, pushType: String?, priority: Int?, collapseId: String??, payload: String?
         try reader.members { reader, key throws(EventJSONReader.Unsupported) in
@@ -80,7 +80,7 @@ extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
 }
 
 extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
-    public func writeMembers(to writer: inout EventJSONWriter) {
+    package func writeMembers(to writer: inout EventJSONWriter) {
         writer.uuid("appId", appId)
         writer.int("attempt", attempt)
         if let credential { writer.object("credential", credential.writeMembers) }
@@ -94,7 +94,7 @@ extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
         writer.date("validUntil", validUntil)
     }
 
-    public init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
+    package init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
         var common = PlannedMessageMembers()
         var projectId: String?, message: String?
         try reader.members { reader, key throws(EventJSONReader.Unsupported) in
@@ -148,17 +148,17 @@ struct PlannedMessageMembers {
 }
 
 extension MessageReference: EventJSONWritable {
-    public func writeMembers(to writer: inout EventJSONWriter) {
+    package func writeMembers(to writer: inout EventJSONWriter) {
         writer.uuid("appId", appId)
         writer.string("deliveryId", deliveryId)
         writer.uuid("messageId", messageId)
-        writer.string("platform", platform)
+        writer.string("platform", platform.rawValue)
         writer.string("registrationToken", registrationToken)
     }
 }
 
 extension MessageSent: EventJSONWritable {
-    public func writeMembers(to writer: inout EventJSONWriter) {
+    package func writeMembers(to writer: inout EventJSONWriter) {
         writer.int("attempts", attempts)
         writer.object("message", message.writeMembers)
         writer.string("providerMessageId", providerMessageId)
@@ -167,7 +167,7 @@ extension MessageSent: EventJSONWritable {
 }
 
 extension MessageFailed: EventJSONWritable {
-    public func writeMembers(to writer: inout EventJSONWriter) {
+    package func writeMembers(to writer: inout EventJSONWriter) {
         writer.int("attempts", attempts)
         writer.date("failedAt", failedAt)
         writer.string("failureType", failureType)
@@ -177,7 +177,7 @@ extension MessageFailed: EventJSONWritable {
 }
 
 extension MessageExpired: EventJSONWritable {
-    public func writeMembers(to writer: inout EventJSONWriter) {
+    package func writeMembers(to writer: inout EventJSONWriter) {
         writer.int("attempts", attempts)
         writer.date("expiredAt", expiredAt)
         writer.object("message", message.writeMembers)
@@ -185,7 +185,7 @@ extension MessageExpired: EventJSONWritable {
 }
 
 extension SubscriptionDisabled: EventJSONWritable {
-    public func writeMembers(to writer: inout EventJSONWriter) {
+    package func writeMembers(to writer: inout EventJSONWriter) {
         writer.uuid("appId", appId)
         writer.date("invalidSince", invalidSince)
         writer.string("reason", reason)

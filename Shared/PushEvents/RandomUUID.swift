@@ -10,7 +10,7 @@ import Glibc
 /// Foundation's `UUID()` asks the system for each one; one event per notification made that
 /// about 3 % of a sender's CPU. The bytes still come from the kernel's generator
 /// (`/dev/urandom`), 256 ids per read.
-public enum RandomUUID {
+package enum RandomUUID {
     private struct Pool {
         var bytes = [UInt8](repeating: 0, count: 4096)
         var next = 4096
@@ -18,7 +18,7 @@ public enum RandomUUID {
 
     private static let pool = Mutex(Pool())
 
-    public static func make() -> UUID {
+    package static func make() -> UUID {
         var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         pool.withLock { pool in
             if pool.next == pool.bytes.count {

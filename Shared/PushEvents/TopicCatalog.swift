@@ -1,16 +1,16 @@
 /// One Kafka topic of the system: its name and how it is created.
-public struct TopicDefinition: Sendable, Hashable {
+package struct TopicDefinition: Sendable, Hashable {
     /// A stable identifier used in configuration keys, such as `DELIVERY_REQUESTS`.
-    public var id: String
-    public var name: String
-    public var partitions: Int
+    package var id: String
+    package var name: String
+    package var partitions: Int
     /// `retention.ms`; -1 keeps every record (the topic is a source of truth and projections are
     /// rebuilt from it).
-    public var retentionMilliseconds: Int64
-    public var purpose: String
+    package var retentionMilliseconds: Int64
+    package var purpose: String
 
     /// Topic-level settings passed to the broker at creation.
-    public var config: [String: String] {
+    package var config: [String: String] {
         ["retention.ms": String(retentionMilliseconds), "cleanup.policy": "delete"]
     }
 }
@@ -20,22 +20,22 @@ public struct TopicDefinition: Sendable, Hashable {
 /// Names and partition counts have defaults (docs/topics.md) and can be changed per deployment
 /// with `PUSH_TOPIC_<ID>` (name) and `PUSH_TOPIC_<ID>_PARTITIONS`. Partition counts are sized up
 /// front: adding partitions later moves keys to other partitions and breaks per-key order.
-public struct TopicCatalog: Sendable, Hashable {
-    public var subscriptions: TopicDefinition
-    public var catalog: TopicDefinition
-    public var deliveryRequests: TopicDefinition
-    public var deliveryRequestsDLQ: TopicDefinition
-    public var deliveryEvents: TopicDefinition
-    public var apnsMessages: TopicDefinition
-    public var fcmMessages: TopicDefinition
+package struct TopicCatalog: Sendable, Hashable {
+    package var subscriptions: TopicDefinition
+    package var catalog: TopicDefinition
+    package var deliveryRequests: TopicDefinition
+    package var deliveryRequestsDLQ: TopicDefinition
+    package var deliveryEvents: TopicDefinition
+    package var apnsMessages: TopicDefinition
+    package var fcmMessages: TopicDefinition
     /// Messages a sender will try again later (same record with `attempt` + 1 and `notBefore`).
-    public var apnsRetries: TopicDefinition
-    public var fcmRetries: TopicDefinition
-    public var messageResults: TopicDefinition
-    public var tracking: TopicDefinition
+    package var apnsRetries: TopicDefinition
+    package var fcmRetries: TopicDefinition
+    package var messageResults: TopicDefinition
+    package var tracking: TopicDefinition
     /// Where any consumer sends a record it cannot read (one dead-letter topic per source topic
     /// is the convention `<topic>.dlq`; `dlq(for:)` names it).
-    public var deadLetters: [TopicDefinition]
+    package var deadLetters: [TopicDefinition]
 
     static let forever: Int64 = -1
     static let thirtyDays: Int64 = 30 * 24 * 3600 * 1000
@@ -43,7 +43,7 @@ public struct TopicCatalog: Sendable, Hashable {
     /// group stopped that long (its messages would mostly have expired: `validUntil` defaults to 24 h).
     static let sevenDays: Int64 = 7 * 24 * 3600 * 1000
 
-    public init(environment: [String: String] = [:]) {
+    package init(environment: [String: String] = [:]) {
         func topic(_ id: String, _ name: String, partitions: Int, retention: Int64 = Self.forever, _ purpose: String) -> TopicDefinition {
             TopicDefinition(
                 id: id,
@@ -71,12 +71,12 @@ public struct TopicCatalog: Sendable, Hashable {
     }
 
     /// Every topic, for creation and documentation.
-    public var all: [TopicDefinition] {
+    package var all: [TopicDefinition] {
         [subscriptions, catalog, deliveryRequests, deliveryRequestsDLQ, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries, messageResults, tracking] + deadLetters
     }
 
     /// The dead-letter topic for records of `topic`.
-    public func dlq(for topic: String) -> String {
+    package func dlq(for topic: String) -> String {
         if topic == deliveryRequests.name { return deliveryRequestsDLQ.name }
         return all.first { $0.name == "\(topic).dlq" }?.name ?? "\(topic).dlq"
     }

@@ -5,26 +5,26 @@ import Foundation
 /// One event per hit: a device that calls twice makes two events (distinct counts are the
 /// indicators' business). `trackingId` is also the envelope's `id`, so a consumer can recognise
 /// a re-delivered record by either. Nothing about the caller (address, user agent) is kept.
-public struct TrackingHitRecorded: PushEvent, Hashable {
-    public static let eventType = "TrackingHitRecorded"
-    public static let eventVersion = 1
+package struct TrackingHitRecorded: PushEvent, Hashable {
+    package static let eventType = "TrackingHitRecorded"
+    package static let eventVersion = 1
 
     /// Unique per hit, generated when the hit is accepted.
-    public var trackingId: UUID
+    package var trackingId: UUID
     /// A UUID in lowercase, or a decimal broadLog id such as `-673096100`.
-    public var messageId: String
+    package var messageId: String
     /// `uuid` or `decimal`: how the SDK wrote `messageId`.
-    public var messageIdForm: String
+    package var messageIdForm: String
     /// The payload's `_dId`, verbatim.
-    public var deliveryId: String
+    package var deliveryId: String
     /// As sent: 1 = received, 2 = opened, anything else is `other`.
-    public var tagId: Int32
+    package var tagId: Int32
     /// `received`, `opened` or `other`.
-    public var kind: String
+    package var kind: String
     /// When the service accepted the hit.
-    public var occurredAt: Date
+    package var occurredAt: Date
 
-    public init(trackingId: UUID, messageId: String, messageIdForm: String, deliveryId: String, tagId: Int32, kind: String, occurredAt: Date) {
+    package init(trackingId: UUID, messageId: String, messageIdForm: String, deliveryId: String, tagId: Int32, kind: String, occurredAt: Date) {
         self.trackingId = trackingId
         self.messageId = messageId
         self.messageIdForm = messageIdForm

@@ -4,7 +4,7 @@ extension UUID {
     /// The UUID as 36 lower-case characters (`uuidString.lowercased()`, the form of every key,
     /// id header and causation id the project writes), without Foundation's `snprintf` and the
     /// second string `lowercased()` makes: senders format three or four per notification.
-    public var lowercaseText: String {
+    package var lowercaseText: String {
         String(unsafeUninitializedCapacity: 36) { text in
             var position = 0
             forEachTextByte(digits: "0123456789abcdef") { byte in

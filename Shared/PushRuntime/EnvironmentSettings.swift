@@ -3,25 +3,25 @@ import PushStore
 
 /// Typed access to environment variables (12-factor configuration). A malformed value fails
 /// with a message naming the variable; secrets are never echoed.
-public struct EnvironmentSettings: Sendable {
-    public var values: [String: String]
+package struct EnvironmentSettings: Sendable {
+    package var values: [String: String]
 
-    public init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
         self.values = values
     }
 
-    public func string(_ key: String, default defaultValue: String) -> String {
+    package func string(_ key: String, default defaultValue: String) -> String {
         values[key].flatMap { $0.isEmpty ? nil : $0 } ?? defaultValue
     }
 
-    public func int(_ key: String, default defaultValue: Int) throws(ConfigurationError) -> Int {
+    package func int(_ key: String, default defaultValue: Int) throws(ConfigurationError) -> Int {
         guard let text = values[key], !text.isEmpty else { return defaultValue }
         guard let value = Int(text) else { throw ConfigurationError("\(key) must be an integer, got \"\(text)\"") }
         return value
     }
 
     /// An integer that must lie in `range`.
-    public func int(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+    package func int(_ key: String, default defaultValue: Int, in range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
         let value = try int(key, default: defaultValue)
         guard range.contains(value) else { throw ConfigurationError("\(key) must be between \(range.lowerBound) and \(range.upperBound), got \(value)") }
         return value
@@ -31,7 +31,7 @@ public struct EnvironmentSettings: Sendable {
     /// each `_` a `.` (`KAFKA_PROPERTY_SASL_MECHANISMS=PLAIN` is `sasl.mechanisms=PLAIN`).
     /// The values are not checked here (librdkafka refuses an unknown property or a bad value
     /// when the client is made) and never echoed: some are secrets (`sasl.password`).
-    public func kafkaProperties(prefix: String) throws(ConfigurationError) -> [String: String] {
+    package func kafkaProperties(prefix: String) throws(ConfigurationError) -> [String: String] {
         var properties: [String: String] = [:]
         for (key, value) in values where key.hasPrefix(prefix) {
             let name = key.dropFirst(prefix.count)

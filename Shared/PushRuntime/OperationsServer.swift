@@ -3,11 +3,11 @@ import Logging
 import Prometheus
 
 /// A dependency the service needs to do its work; readiness fails while any check fails.
-public struct ReadinessCheck: Sendable {
-    public var name: String
-    public var check: @Sendable () async throws -> Void
+package struct ReadinessCheck: Sendable {
+    package var name: String
+    package var check: @Sendable () async throws -> Void
 
-    public init(name: String, check: @escaping @Sendable () async throws -> Void) {
+    package init(name: String, check: @escaping @Sendable () async throws -> Void) {
         self.name = name
         self.check = check
     }
@@ -18,8 +18,8 @@ public struct ReadinessCheck: Sendable {
 /// - `GET /health/ready`: 200 when every readiness check passes within 2 s, else 503; the JSON
 ///   body names each check and its error;
 /// - `GET /metrics`: Prometheus text format.
-public enum OperationsServer {
-    public static func build(
+package enum OperationsServer {
+    package static func build(
         host: String, port: Int, registry: PrometheusCollectorRegistry, checks: [ReadinessCheck], logger: Logger
     ) -> some ApplicationProtocol {
         let router = Router()

@@ -4,36 +4,36 @@ import PushEvents
 import PushStore
 
 /// The settings every service reads (docs/configuration.md lists them with their defaults).
-public struct RuntimeConfiguration: Sendable {
+package struct RuntimeConfiguration: Sendable {
     /// `KAFKA_BROKERS`: bootstrap servers. Default `localhost:9092`. `KAFKA_PROPERTY_<NAME>`
     /// passes any librdkafka property to every client (`properties`).
-    public var kafka: KafkaClientConfiguration
+    package var kafka: KafkaClientConfiguration
     /// `KAFKA_PRODUCER_PROPERTY_<NAME>`: librdkafka properties for producers only.
-    public var producerProperties: [String: String]
+    package var producerProperties: [String: String]
     /// `KAFKA_CONSUMER_PROPERTY_<NAME>`: librdkafka properties for consumer-group members only.
-    public var consumerProperties: [String: String]
+    package var consumerProperties: [String: String]
     /// `POSTGRES_URL`. Default `postgres://push:push@localhost:5432/push`.
-    public var postgres: PostgresSettings
+    package var postgres: PostgresSettings
     /// `PUSH_TOPIC_*`: topic names and partition counts.
-    public var topics: TopicCatalog
+    package var topics: TopicCatalog
     /// `LOG_LEVEL`: trace, debug, info (default), notice, warning, error, critical.
-    public var logLevel: Logger.Level
+    package var logLevel: Logger.Level
     /// `PUSH_OPS_HOST` / `PUSH_OPS_PORT`: where `/metrics` and `/health/*` listen.
-    public var opsHost: String
-    public var opsPort: Int
+    package var opsHost: String
+    package var opsPort: Int
     /// `KAFKA_SESSION_TIMEOUT_MS`: consumer-group session timeout. Default 10000.
-    public var kafkaSessionTimeoutMilliseconds: Int
+    package var kafkaSessionTimeoutMilliseconds: Int
     /// `KAFKA_DELIVERY_TIMEOUT_MS`: how long a produced event may wait for the broker. Default 10000.
-    public var kafkaDeliveryTimeoutMilliseconds: Int
+    package var kafkaDeliveryTimeoutMilliseconds: Int
     /// `KAFKA_LINGER_MS`: how long the producer waits to fill a batch. Default 5, the senders 50
     /// (their result events wait for no user, and fuller batches cost the broker less per record).
-    public var kafkaLingerMilliseconds: Int
+    package var kafkaLingerMilliseconds: Int
     /// `PUSH_SHUTDOWN_GRACE_MS`: how long a graceful shutdown (SIGTERM) may take before the
     /// services still running are cancelled; 5 s after that the process exits (status 70).
     /// Default 15000: with those 5 s, inside compose's 30 s `stop_grace_period`.
-    public var shutdownGraceMilliseconds: Int
+    package var shutdownGraceMilliseconds: Int
 
-    public init(
+    package init(
         service: String, defaultOpsPort: Int, defaultLingerMilliseconds: Int = 5, environment: EnvironmentSettings = EnvironmentSettings()
     ) throws(ConfigurationError) {
         kafka = KafkaClientConfiguration(
@@ -64,7 +64,7 @@ public struct RuntimeConfiguration: Sendable {
         }
     }
 
-    public var producer: KafkaProducerConfiguration {
+    package var producer: KafkaProducerConfiguration {
         var client = kafka
         client.properties.merge(producerProperties) { _, producerOnly in producerOnly }
         return KafkaProducerConfiguration(
@@ -73,7 +73,7 @@ public struct RuntimeConfiguration: Sendable {
     }
 
     /// Consumer settings for `group` and `topics` (a projection runner replaces both with its own).
-    public func consumer(group: String, topics: [String] = []) -> KafkaConsumerConfiguration {
+    package func consumer(group: String, topics: [String] = []) -> KafkaConsumerConfiguration {
         var client = kafka
         client.properties.merge(consumerProperties) { _, consumerOnly in consumerOnly }
         return KafkaConsumerConfiguration(

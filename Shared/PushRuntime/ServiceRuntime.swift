@@ -13,16 +13,16 @@ import ServiceLifecycle
 ///
 /// A service's `@main` builds its own parts with `postgres`, `producer` and `configuration`
 /// and hands them to `run(_:)`; they start after the shared parts and stop before them.
-public struct ServiceRuntime: Sendable {
-    public let name: String
-    public let configuration: RuntimeConfiguration
-    public let logger: Logger
-    public let registry: PrometheusCollectorRegistry
-    public let postgres: PostgresClient
-    public let producer: KafkaProducer
+package struct ServiceRuntime: Sendable {
+    package let name: String
+    package let configuration: RuntimeConfiguration
+    package let logger: Logger
+    package let registry: PrometheusCollectorRegistry
+    package let postgres: PostgresClient
+    package let producer: KafkaProducer
 
     /// Reads the environment and bootstraps logging and metrics (once per process).
-    public static func bootstrap(service: String, defaultOpsPort: Int, defaultLingerMilliseconds: Int = 5) throws -> ServiceRuntime {
+    package static func bootstrap(service: String, defaultOpsPort: Int, defaultLingerMilliseconds: Int = 5) throws -> ServiceRuntime {
         let configuration = try RuntimeConfiguration(
             service: service, defaultOpsPort: defaultOpsPort, defaultLingerMilliseconds: defaultLingerMilliseconds
         )
@@ -37,7 +37,7 @@ public struct ServiceRuntime: Sendable {
         return try ServiceRuntime(name: service, configuration: configuration, registry: registry)
     }
 
-    public init(name: String, configuration: RuntimeConfiguration, registry: PrometheusCollectorRegistry) throws {
+    package init(name: String, configuration: RuntimeConfiguration, registry: PrometheusCollectorRegistry) throws {
         self.name = name
         self.configuration = configuration
         self.registry = registry
@@ -50,7 +50,7 @@ public struct ServiceRuntime: Sendable {
 
     /// The checks behind `/health/ready`: PostgreSQL answers `SELECT 1` and a Kafka broker
     /// answers a metadata request.
-    public var standardChecks: [ReadinessCheck] {
+    package var standardChecks: [ReadinessCheck] {
         let postgres = self.postgres
         let producer = self.producer
         return [
@@ -61,7 +61,7 @@ public struct ServiceRuntime: Sendable {
 
     /// Runs the shared parts, then `services`, until SIGTERM/SIGINT; shuts down in reverse order
     /// (services first, then the producer flushes, then PostgreSQL closes).
-    public func run(_ services: [any Service], extraChecks: [ReadinessCheck] = []) async throws {
+    package func run(_ services: [any Service], extraChecks: [ReadinessCheck] = []) async throws {
         logger.info("Starting", metadata: [
             "kafka.brokers": "\(configuration.kafka.bootstrapServers)", "postgres": "\(configuration.postgres)",
             "librdkafka": "\(KafkaRuntime.version)", "ops.port": "\(configuration.opsPort)",
@@ -123,7 +123,7 @@ extension ServiceRuntime {
     /// The whole life of a service executable: bootstrap, build its parts, run until SIGTERM.
     /// A configuration error ends the process with status 78 (EX_CONFIG) and one line on
     /// stderr naming the setting, instead of a crash report.
-    public static func main(
+    package static func main(
         service: String, defaultOpsPort: Int, defaultLingerMilliseconds: Int = 5,
         _ build: @Sendable (ServiceRuntime) throws -> [any Service] = { _ in [] }
     ) async {
@@ -133,6 +133,9 @@ extension ServiceRuntime {
             )
             try await runtime.run(try build(runtime))
         } catch let error as ConfigurationError {
+            FileHandle.standardError.write(Data("\(service): configuration error: \(error)\n".utf8))
+            exit(78)
+        } catch let error as SchemaVersionError {
             FileHandle.standardError.write(Data("\(service): configuration error: \(error)\n".utf8))
             exit(78)
         } catch {

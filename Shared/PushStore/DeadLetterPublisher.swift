@@ -6,12 +6,12 @@ import PushEvents
 /// with headers that say where it came from and why it was set aside:
 /// `dlq.source.topic`, `dlq.source.partition`, `dlq.source.offset`, `dlq.consumer.group`,
 /// `dlq.reason`, `dlq.failed.at` (ISO 8601).
-public struct DeadLetterPublisher: Sendable {
-    public let producer: KafkaProducer
-    public let catalog: TopicCatalog
-    public let group: String
+package struct DeadLetterPublisher: Sendable {
+    package let producer: KafkaProducer
+    package let catalog: TopicCatalog
+    package let group: String
 
-    public init(producer: KafkaProducer, catalog: TopicCatalog, group: String) {
+    package init(producer: KafkaProducer, catalog: TopicCatalog, group: String) {
         self.producer = producer
         self.catalog = catalog
         self.group = group
@@ -19,7 +19,7 @@ public struct DeadLetterPublisher: Sendable {
 
     /// Publishes all of them and returns once the broker stored every one (throws otherwise, so
     /// the caller does not advance past records that were not set aside).
-    public func publish(_ letters: [(record: KafkaConsumerRecord, reason: String)]) async throws {
+    package func publish(_ letters: [(record: KafkaConsumerRecord, reason: String)]) async throws {
         guard !letters.isEmpty else { return }
         let now = Date().formatted(.iso8601)
         let records = letters.map { letter in

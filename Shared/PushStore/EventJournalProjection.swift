@@ -9,20 +9,20 @@ import PushEvents
 ///
 /// It inserts without any uniqueness guard on purpose: exactly-once rows come from the
 /// `ProjectionRunner`, and the crash tests count rows to prove it.
-public struct EventJournalProjection: Projection {
-    public let name: String
-    public let topics: [String]
+package struct EventJournalProjection: Projection {
+    package let name: String
+    package let topics: [String]
 
-    public init(name: String = "push-event-journal", topics: [String]) {
+    package init(name: String = "push-event-journal", topics: [String]) {
         self.name = name
         self.topics = topics
     }
 
-    public func decode(_ record: KafkaConsumerRecord) throws -> EventMetadata? {
+    package func decode(_ record: KafkaConsumerRecord) throws -> EventMetadata? {
         try EventMetadata.decode(record.value)
     }
 
-    public func apply(_ events: [ProjectedEvent<EventMetadata>], on connection: PostgresConnection, logger: Logger) async throws {
+    package func apply(_ events: [ProjectedEvent<EventMetadata>], on connection: PostgresConnection, logger: Logger) async throws {
         try await connection.query(
             """
             INSERT INTO push.event_journal (topic, partition, "offset", event_id, type, version, aggregate_key, occurred_at, correlation_id)

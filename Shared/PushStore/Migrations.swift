@@ -1,15 +1,15 @@
 /// One schema change. Applied once, in a transaction, in version order; never edited after it
 /// shipped: a correction is a new migration.
-public struct Migration: Sendable {
-    public var version: Int
-    public var name: String
+package struct Migration: Sendable {
+    package var version: Int
+    package var name: String
     /// Statements run in order (one statement each: the extended protocol takes one at a time).
-    public var statements: [String]
+    package var statements: [String]
 }
 
 /// Every migration of schema `push`, oldest first. docs/database.md documents the tables.
-public enum Migrations {
-    public static let all: [Migration] = [
+package enum Migrations {
+    package static let all: [Migration] = [
         Migration(version: 1, name: "consumer offsets and event journal", statements: [
             """
             CREATE TABLE push.consumer_offsets (

@@ -4,20 +4,20 @@ import PostgresNIO
 /// Applies `Migrations.all` to schema `push`. Idempotent and safe to run from several processes
 /// at once (an advisory lock serialises them). Run it as an explicit step (`pushctl migrate`)
 /// before the services start; services check the schema version and refuse to run on an older one.
-public struct Migrator: Sendable {
+package struct Migrator: Sendable {
     static let lockKey: Int64 = 0x7075_7368  // "push"
 
-    public let client: PostgresClient
-    public let logger: Logger
+    package let client: PostgresClient
+    package let logger: Logger
 
-    public init(client: PostgresClient, logger: Logger) {
+    package init(client: PostgresClient, logger: Logger) {
         self.client = client
         self.logger = logger
     }
 
     /// The versions applied by this call (empty when the schema was already current).
     @discardableResult
-    public func migrate(_ migrations: [Migration] = Migrations.all) async throws -> [Int] {
+    package func migrate(_ migrations: [Migration] = Migrations.all) async throws -> [Int] {
         try await client.withConnection { connection in
             try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
             do {
@@ -71,7 +71,7 @@ public struct Migrator: Sendable {
     }
 
     /// The applied schema version, or 0 when migrations never ran.
-    public func schemaVersion() async throws -> Int {
+    package func schemaVersion() async throws -> Int {
         try await client.withConnection { connection in
             let rows = try await connection.query("SELECT to_regclass('push.schema_migrations') IS NOT NULL", logger: logger)
             var exists = false
@@ -81,11 +81,20 @@ public struct Migrator: Sendable {
     }
 
     /// Fails with a clear message when the schema is older than this build needs.
-    public func requireCurrentSchema() async throws {
+    package func requireCurrentSchema() async throws {
         let needed = Migrations.all.last?.version ?? 0
         let version = try await schemaVersion()
         guard version >= needed else {
-            throw ConfigurationError("database schema is at version \(version) but this build needs \(needed): run `pushctl migrate` first")
+            throw SchemaVersionError(found: version, needed: needed)
         }
+    }
+}
+
+/// The database schema is older than this build: the deployment must run `pushctl migrate` first.
+package struct SchemaVersionError: Error, Sendable, CustomStringConvertible {
+    package var found: Int
+    package var needed: Int
+    package var description: String {
+        "database schema is at version \(found) but this build needs \(needed): run `pushctl migrate` first"
     }
 }

@@ -6,7 +6,7 @@ import PushEvents
 import ServiceLifecycle
 
 /// A read model kept in PostgreSQL from Kafka topics.
-public protocol Projection: Sendable {
+package protocol Projection: Sendable {
     associatedtype Event: Sendable
 
     /// Consumer group id and key of the positions in `push.consumer_offsets`. Changing it
@@ -24,11 +24,11 @@ public protocol Projection: Sendable {
 }
 
 /// An event with the Kafka coordinates of the record it came from.
-public struct ProjectedEvent<Event: Sendable>: Sendable {
-    public var topic: String
-    public var partition: Int32
-    public var offset: Int64
-    public var event: Event
+package struct ProjectedEvent<Event: Sendable>: Sendable {
+    package var topic: String
+    package var partition: Int32
+    package var offset: Int64
+    package var event: Event
 }
 
 /// Runs a projection exactly once per record: each batch's changes and the partitions' next
@@ -40,8 +40,8 @@ public struct ProjectedEvent<Event: Sendable>: Sendable {
 ///   past them) and the runner keeps going.
 /// - A failing transaction (database down, a bug in `apply`) is retried with backoff; the runner
 ///   never skips a record it could read.
-public final class ProjectionRunner<P: Projection>: Service {
-    public let projection: P
+package final class ProjectionRunner<P: Projection>: Service {
+    package let projection: P
     private let postgres: PostgresClient
     private let consumerConfiguration: KafkaConsumerConfiguration
     private let deadLetters: DeadLetterPublisher
@@ -58,7 +58,7 @@ public final class ProjectionRunner<P: Projection>: Service {
     ///     another broker group (a replay into another database) reads every partition without
     ///     taking any from the services, and two runners writing to one database stay exactly
     ///     once (the offsets are locked and records below them skipped).
-    public init(projection: P, postgres: PostgresClient, consumer: KafkaConsumerConfiguration, deadLetters: DeadLetterPublisher, logger: Logger, brokerGroup: String? = nil) {
+    package init(projection: P, postgres: PostgresClient, consumer: KafkaConsumerConfiguration, deadLetters: DeadLetterPublisher, logger: Logger, brokerGroup: String? = nil) {
         self.projection = projection
         self.postgres = postgres
         var configuration = consumer
@@ -75,7 +75,7 @@ public final class ProjectionRunner<P: Projection>: Service {
         retryCounter = Counter(label: "push_projection_batch_retries_total", dimensions: dimensions)
     }
 
-    public func run() async throws {
+    package func run() async throws {
         let name = projection.name
         let postgres = postgres
         let logger = logger
@@ -239,12 +239,12 @@ public final class ProjectionRunner<P: Projection>: Service {
 
 /// A projection whose records are event envelopes read with an `EventDecoder`: known events are
 /// projected, unknown types and versions skipped, undecodable records dead-lettered.
-public protocol EnvelopeProjection: Projection {
+package protocol EnvelopeProjection: Projection {
     var decoder: EventDecoder<Event> { get }
 }
 
 extension EnvelopeProjection {
-    public func decode(_ record: KafkaConsumerRecord) throws -> Event? {
+    package func decode(_ record: KafkaConsumerRecord) throws -> Event? {
         switch try decoder.decode(record.value) {
         case .known(let event, _): event
         case .unknown: nil

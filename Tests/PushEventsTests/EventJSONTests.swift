@@ -48,7 +48,7 @@ struct EventJSONTests {
         }
 
         mutating func reference() -> MessageReference {
-            MessageReference(messageId: uuid(), deliveryId: text(), appId: uuid(), registrationToken: text(), platform: text())
+            MessageReference(messageId: uuid(), deliveryId: text(), appId: uuid(), registrationToken: text(), platform: Platform.allCases.randomElement(using: &self)!)
         }
 
         mutating func apns() -> APNSMessagePlanned {

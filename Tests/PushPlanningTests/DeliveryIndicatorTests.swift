@@ -230,7 +230,7 @@ struct DeliveryIndicatorTests {
             let deliveryId = "early\(h.suffix)"
             let app = UUID()
             let refs = (1...3).map { n in
-                MessageReference(messageId: UUID(), deliveryId: deliveryId, appId: app, registrationToken: String(repeating: "a\(n)", count: 32), platform: "ios")
+                MessageReference(messageId: UUID(), deliveryId: deliveryId, appId: app, registrationToken: String(repeating: "a\(n)", count: 32), platform: .ios)
             }
             let broadLogGroup = "test.broad-log.\(h.suffix)"
             let early = [

@@ -61,7 +61,7 @@ struct HostileRecordTests {
         let serviceName = "hostile-\(suffix)"
         let token = "hostile-token-\(suffix)"
         let requestId = "hostile-request-\(suffix)"
-        let message = MessageReference(messageId: UUID(), deliveryId: "hostile-\(suffix)", appId: UUID(), registrationToken: token, platform: "android")
+        let message = MessageReference(messageId: UUID(), deliveryId: "hostile-\(suffix)", appId: UUID(), registrationToken: token, platform: .android)
         let tracking = TrackingHitRecorded(
             trackingId: UUID(), messageId: message.messageId.uuidString.lowercased(), messageIdForm: "uuid", deliveryId: message.deliveryId,
             tagId: 2, kind: "opened", occurredAt: at
@@ -74,7 +74,7 @@ struct HostileRecordTests {
              try KafkaProducerRecord(topic: topics.subscriptions.name, event: EventEnvelope(
                 key: SubscriptionRegistered.key(appId: message.appId, registrationToken: token),
                 payload: SubscriptionRegistered(
-                    appId: message.appId, integrationKey: "key-\(suffix)", platform: "android", registrationToken: token, userKey: "u",
+                    appId: message.appId, integrationKey: "key-\(suffix)", platform: .android, registrationToken: token, userKey: "u",
                     deviceImei: nil, deviceName: "d", deviceModel: "m", deviceBrand: "b", deviceManufacturer: "f", osName: "android",
                     osVersion: "Android 14", osLanguage: "en", params: [:], registeredAt: at
                 )

@@ -236,7 +236,7 @@ struct PlanningHarness: Sendable {
             logger: logger
         )
         for try await (id, app, token, platform) in rows.decode((UUID, UUID, String, String).self) {
-            messages.append(MessageReference(messageId: id, deliveryId: deliveryId, appId: app, registrationToken: token, platform: platform))
+            messages.append(MessageReference(messageId: id, deliveryId: deliveryId, appId: app, registrationToken: token, platform: try #require(Platform(rawValue: platform))))
         }
         return messages
     }

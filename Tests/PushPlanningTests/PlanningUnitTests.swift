@@ -32,8 +32,8 @@ struct MessageTemplateTests {
 @Suite("Delivery request validation (contract v1)")
 struct DeliveryRequestValidationTests {
     static let now = Date(timeIntervalSince1970: 1_795_000_000)
-    static let ios = PlanningApp(appId: UUID(), integrationKey: "ios-key", platform: "ios", environment: "production", bundleId: "com.example.trips", fcmProjectId: nil, variables: ["url"], credential: nil)
-    static let android = PlanningApp(appId: UUID(), integrationKey: "android-key", platform: "android", environment: "production", bundleId: nil, fcmProjectId: "example", variables: ["url", "deepLink"], credential: nil)
+    static let ios = PlanningApp(appId: UUID(), integrationKey: "ios-key", platform: .ios, environment: "production", bundleId: "com.example.trips", fcmProjectId: nil, variables: ["url"], credential: nil)
+    static let android = PlanningApp(appId: UUID(), integrationKey: "android-key", platform: .android, environment: "production", bundleId: nil, fcmProjectId: "example", variables: ["url", "deepLink"], credential: nil)
     static let service = PlanningService(serviceId: UUID(), name: "neotrips", apps: [ios, android])
 
     func reason(_ json: String, service: PlanningService? = service) -> String? {
@@ -215,7 +215,7 @@ struct MessageFactoryTests {
             let small = factory.message(for: .init(appId: app.appId, registrationToken: "ab", userKey: "", params: ["text": "short"]), plannedAt: Date())
             if case .failed = small { Issue.record("\(app.platform): a short payload failed") }
         }
-        let reservedApp = PlanningApp(appId: UUID(), integrationKey: "r", platform: "android", environment: "production", bundleId: nil, fcmProjectId: "p", variables: ["google.c.a.e"], credential: nil)
+        let reservedApp = PlanningApp(appId: UUID(), integrationKey: "r", platform: .android, environment: "production", bundleId: nil, fcmProjectId: "p", variables: ["google.c.a.e"], credential: nil)
         let now = Date()
         let delivery = DeliveryAccepted(deliveryId: "d", requestId: "r", serviceId: UUID(), serviceName: "s", apps: [reservedApp.reference], audience: .everyone,
                                         content: .init(body: "x", variables: ["google.c.a.e": "1"]), validUntil: now.addingTimeInterval(60), sendAt: now, throttlePerSecond: nil, acceptedAt: now)

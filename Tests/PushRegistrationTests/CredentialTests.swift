@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Kafka
+import PushCredentials
 import PushRegistration
 import Testing
 import _CryptoExtras
@@ -59,7 +60,7 @@ struct CredentialTests {
             #expect((try Self.object(first)["details"] as? [String: String]) == ["keyId": "ABC123DEFG", "teamId": "TEAM123456"])
 
             let store = CredentialStore(postgres: harness.postgres, cipher: try CredentialCipher(keyBase64: RegistrationHarness.credentialKey), logger: harness.logger)
-            #expect(try await store.active(appId: iosId)?.privateKey == firstKey, "the sealed secret opens to what was given")
+            #expect(try await store.active(appId: iosId) == .apnsToken(keyId: "ABC123DEFG", teamId: "TEAM123456", privateKeyPEM: firstKey), "the sealed secret opens to what was given")
             #expect(try await harness.count("SELECT count(*)::int FROM push.app_credentials WHERE app_id = \(iosId) AND position(convert_to('PRIVATE KEY', 'UTF8') in ciphertext) > 0") == 0, "stored sealed, not in clear")
 
             // Rotation: new key active at once, the old one kept.
@@ -68,7 +69,7 @@ struct CredentialTests {
             #expect(second.status == 200)
             let secondFingerprint = try #require(try Self.object(second)["fingerprint"] as? String)
             #expect(secondFingerprint != firstFingerprint)
-            #expect(try await store.active(appId: iosId)?.privateKey == secondKey)
+            #expect(try await store.active(appId: iosId) == .apnsToken(keyId: "XYZ987WVUT", teamId: "TEAM123456", privateKeyPEM: secondKey))
             let listed = try await harness.admin("GET", "/apps/\(iosId)/credentials")
             #expect(listed.status == 200)
             #expect((try JSONSerialization.jsonObject(with: Data(listed.body.utf8)) as? [[String: Any]])?.count == 2)
@@ -92,7 +93,7 @@ struct CredentialTests {
             let fcm = try await harness.admin("PUT", "/apps/\(androidId)/credentials", json: try Self.json(["kind": "fcm-service-account", "serviceAccount": account]))
             #expect(fcm.status == 200, "\(fcm.body)")
             #expect((try Self.object(fcm)["details"] as? [String: String]) == ["projectId": "example", "clientEmail": "push@example.iam.gserviceaccount.com"])
-            #expect(try await store.active(appId: androidId)?.serviceAccount == account)
+            #expect(try await store.active(appId: androidId) == .fcmServiceAccount(json: account))
 
             // Refusals name the field and echo nothing.
             let refusals: [(UUID, [String: String], String)] = [

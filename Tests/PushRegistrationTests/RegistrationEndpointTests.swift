@@ -23,8 +23,8 @@ struct RegistrationEndpointTests {
     @Test("the SDKs' literal requests end as rows with every field and param")
     func literalRequests() async throws {
         try await RegistrationHarness.run { harness in
-            let ios = try await harness.defineApp(platform: "ios")
-            let android = try await harness.defineApp(platform: "android")
+            let ios = try await harness.defineApp(platform: .ios)
+            let android = try await harness.defineApp(platform: .android)
             let iosToken = Self.hexToken()
             let androidToken = "fcm:\(UUID().uuidString)"
 
@@ -58,7 +58,7 @@ struct RegistrationEndpointTests {
     @Test("fields in the query string, '+' for spaces, an empty userKey, kept parameters only")
     func variants() async throws {
         try await RegistrationHarness.run { harness in
-            let app = try await harness.defineApp(platform: "ios", keptParameters: ["email"])
+            let app = try await harness.defineApp(platform: .ios, keptParameters: ["email"])
             let token = Self.hexToken()
             let answer = try await harness.post(
                 "/nms/mobile/1/registerIOS.jssp",
@@ -100,8 +100,8 @@ struct RegistrationEndpointTests {
     @Test("every refusal answers its status with a one-line reason and writes nothing")
     func refusals() async throws {
         try await RegistrationHarness.run(settings: RegistrationSettings(bodyLimit: 2_048)) { harness in
-            let ios = try await harness.defineApp(platform: "ios")
-            let android = try await harness.defineApp(platform: "android")
+            let ios = try await harness.defineApp(platform: .ios)
+            let android = try await harness.defineApp(platform: .android)
             let refusedToken = Self.hexToken()
             let cases: [(path: String, body: String, status: Int, reason: String)] = [
                 ("registerIOS.jssp", Self.iosBody(key: "no-such-key-\(UUID())", token: refusedToken), 404, "unknown integration key"),
@@ -134,7 +134,7 @@ struct RegistrationEndpointTests {
     @Test("the same token registered concurrently many times ends as one row")
     func concurrentRegistrations() async throws {
         try await RegistrationHarness.run { harness in
-            let app = try await harness.defineApp(platform: "android")
+            let app = try await harness.defineApp(platform: .android)
             let token = "fcm:\(UUID().uuidString)"
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for index in 0..<40 {
@@ -157,7 +157,7 @@ struct RegistrationEndpointTests {
     @Test("quarantine sets disabled; a re-registration clears it; an invalidation older than the registration is ignored")
     func quarantine() async throws {
         try await RegistrationHarness.run { harness in
-            let app = try await harness.defineApp(platform: "ios")
+            let app = try await harness.defineApp(platform: .ios)
             let token = Self.hexToken()
             let path = "/nms/mobile/1/registerIOS.jssp"
             #expect(try await harness.post(path, body: Self.iosBody(key: app.integrationKey, token: token)).status == 200)
@@ -184,7 +184,7 @@ struct RegistrationEndpointTests {
         var settings = RegistrationSettings()
         settings.purgeInterval = .seconds(1)
         try await RegistrationHarness.run(settings: settings) { harness in
-            let app = try await harness.defineApp(platform: "ios")
+            let app = try await harness.defineApp(platform: .ios)
             let old = Self.hexToken()
             let recent = Self.hexToken()
             let day: TimeInterval = 86_400
@@ -205,7 +205,7 @@ struct RegistrationEndpointTests {
     @Test("over the per-address rate limit: 429 with Retry-After")
     func rateLimit() async throws {
         try await RegistrationHarness.run(settings: RegistrationSettings(ratePerAddress: 1, burstPerAddress: 3)) { harness in
-            let app = try await harness.defineApp(platform: "ios")
+            let app = try await harness.defineApp(platform: .ios)
             var statuses: [Int] = []
             var retryAfter: String?
             for _ in 0..<6 {

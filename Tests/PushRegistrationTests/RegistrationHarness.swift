@@ -2,6 +2,7 @@ import Foundation
 import Kafka
 import Logging
 import PostgresNIO
+import PushCredentials
 import PushEvents
 import PushRegistration
 import PushRuntime
@@ -94,7 +95,7 @@ struct RegistrationHarness: Sendable {
 
     /// Defines a service and an app by publishing catalog events (what the admin API does),
     /// then waits until the app is in `push.apps`.
-    func defineApp(platform: String, integrationKey: String = "key-\(UUID().uuidString.prefix(12))", keptParameters: [String] = []) async throws -> (appId: UUID, integrationKey: String) {
+    func defineApp(platform: Platform, integrationKey: String = "key-\(UUID().uuidString.prefix(12))", keptParameters: [String] = []) async throws -> (appId: UUID, integrationKey: String) {
         let serviceId = UUID()
         let appId = UUID()
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
@@ -102,8 +103,8 @@ struct RegistrationHarness: Sendable {
         let service = EventEnvelope(key: "service:\(serviceId)", payload: ServiceDefined(serviceId: serviceId, name: "svc-\(serviceId)", label: "Test"))
         let app = EventEnvelope(key: "app:\(appId)", payload: AppDefined(
             appId: appId, serviceId: serviceId, platform: platform, integrationKey: integrationKey, label: "Test app",
-            environment: "production", bundleId: platform == "ios" ? "com.example.app" : nil,
-            fcmProjectId: platform == "android" ? "example-project" : nil, variables: ["url"], sounds: [],
+            environment: "production", bundleId: platform == .ios ? "com.example.app" : nil,
+            fcmProjectId: platform == .android ? "example-project" : nil, variables: ["url"], sounds: [],
             subscriptionParameters: keptParameters.map { .init(name: $0, type: "string") }
         ))
         for result in await producer.send([
@@ -122,7 +123,7 @@ struct RegistrationHarness: Sendable {
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
         let key = SubscriptionRegistered.key(appId: appId, registrationToken: token)
         let event = EventEnvelope(key: key, payload: SubscriptionRegistered(
-            appId: appId, integrationKey: "k", platform: "ios", registrationToken: token, userKey: "", deviceImei: nil,
+            appId: appId, integrationKey: "k", platform: .ios, registrationToken: token, userKey: "", deviceImei: nil,
             deviceName: "", deviceModel: "", deviceBrand: "", deviceManufacturer: "", osName: "", osVersion: "", osLanguage: "",
             params: [:], registeredAt: registeredAt
         ))

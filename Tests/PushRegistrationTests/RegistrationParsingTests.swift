@@ -1,3 +1,4 @@
+import PushEvents
 import PushRegistration
 import Testing
 

@@ -18,7 +18,7 @@ struct RegistrationResilienceTests {
     func brokerStall() async throws {
         let pid = try Self.brokerPID()
         try await RegistrationHarness.run(settings: RegistrationSettings(storeTimeoutMilliseconds: 2_000)) { harness in
-            let app = try await harness.defineApp(platform: "ios")
+            let app = try await harness.defineApp(platform: .ios)
             let path = "/nms/mobile/1/registerIOS.jssp"
             #expect(try await harness.post(path, body: RegistrationEndpointTests.iosBody(key: app.integrationKey, token: RegistrationEndpointTests.hexToken())).status == 200)
 
@@ -67,8 +67,8 @@ struct RegistrationResilienceTests {
     func rebuildByReplay() async throws {
         let suffix = String(UUID().uuidString.prefix(8).lowercased())
         let (apps, live) = try await RegistrationHarness.run(suffix: suffix) { harness in
-            let ios = try await harness.defineApp(platform: "ios")
-            let android = try await harness.defineApp(platform: "android")
+            let ios = try await harness.defineApp(platform: .ios)
+            let android = try await harness.defineApp(platform: .android)
             let tokens = (0..<30).map { _ in RegistrationEndpointTests.hexToken() }
             for (index, token) in tokens.enumerated() {
                 let body = RegistrationEndpointTests.iosBody(key: ios.integrationKey, token: token) + "&userKey=user-\(index)"

@@ -7,8 +7,8 @@ import Kafka
 import Logging
 import PostgresNIO
 import ProviderSimulatorCore
+import PushCredentials
 import PushEvents
-import PushRegistration
 import PushRuntime
 import PushSending
 import PushStore

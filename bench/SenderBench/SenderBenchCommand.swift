@@ -11,7 +11,7 @@ import NIOSSL
 import PostgresNIO
 import PushEvents
 import PushHTTP2
-import PushRegistration
+import PushCredentials
 import PushRuntime
 import PushStore
 import Synchronization
@@ -63,8 +63,7 @@ struct Setup: AsyncParsableCommand {
                 "INSERT INTO push.services (service_id, name, label, created_at, updated_at) VALUES (\(serviceId), \("bench-\(run)"), 'Sender benchmark', now(), now())",
                 logger: logger
             )
-            let secret: [String: String]
-            let kind: String
+            let secret: ProviderSecret
             if provider == "apns" {
                 try await postgres.query(
                     """
@@ -73,8 +72,7 @@ struct Setup: AsyncParsableCommand {
                     """,
                     logger: logger
                 )
-                kind = "apns-token"
-                secret = ["kind": kind, "teamId": teamId, "keyId": keyId, "privateKey": secretFile]
+                secret = .apnsToken(keyId: keyId, teamId: teamId, privateKeyPEM: secretFile)
             } else {
                 let account = try FCMServiceAccount(id: "bench", json: secretFile)
                 try await postgres.query(
@@ -84,22 +82,16 @@ struct Setup: AsyncParsableCommand {
                     """,
                     logger: logger
                 )
-                kind = "fcm-service-account"
-                secret = ["kind": kind, "serviceAccount": secretFile]
+                secret = .fcmServiceAccount(json: secretFile)
                 try account.assertion(now: Date()).write(toFile: "\(out)/assertion.txt", atomically: true, encoding: .utf8)
             }
-            let sealedSecret = try JSONSerialization.data(withJSONObject: secret)
+            // Stored as the admin API stores it (sealed, bound to the app).
             let credentialId = UUID()
-            let fingerprint = "sha256:" + SHA256.hash(data: sealedSecret).map { String(format: "%02x", $0) }.joined()
+            let fingerprint = "sha256:" + SHA256.hash(data: Data(secretFile.utf8)).map { String(format: "%02x", $0) }.joined()
+            try await CredentialStore(postgres: postgres, cipher: cipher, logger: logger)
+                .store(secret, fingerprint: fingerprint, details: [:], appId: appId, credentialId: credentialId)
             try await postgres.query(
-                """
-                INSERT INTO push.app_credentials (credential_id, app_id, kind, fingerprint, ciphertext)
-                VALUES (\(credentialId), \(appId), \(kind), \(fingerprint), \(ByteBuffer(data: try cipher.seal(sealedSecret, appId: appId))))
-                """,
-                logger: logger
-            )
-            try await postgres.query(
-                "UPDATE push.apps SET credential_id = \(credentialId), credential_kind = \(kind), credential_fingerprint = \(fingerprint), credential_updated_at = now() WHERE app_id = \(appId)",
+                "UPDATE push.apps SET credential_id = \(credentialId), credential_kind = \(secret.kind), credential_fingerprint = \(fingerprint), credential_updated_at = now() WHERE app_id = \(appId)",
                 logger: logger
             )
             try await publish(configuration: configuration, appId: appId, projectId: provider == "fcm" ? try FCMServiceAccount(id: "bench", json: secretFile).projectId : nil, logger: logger)

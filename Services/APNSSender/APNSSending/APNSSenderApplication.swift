@@ -4,19 +4,19 @@ import Kafka
 import Logging
 import NIOPosix
 import PostgresNIO
-import PushRegistration
+import PushCredentials
 import PushRuntime
 import PushStore
 import ServiceLifecycle
 
 /// Builds the apns-sender's parts; the executable and the tests call the same function.
-public enum APNSSenderApplication {
+package enum APNSSenderApplication {
     /// Defaults of `APNS_SENDER_*` (docs/configuration.md).
-    public static let defaults = SenderSettings(group: "push-apns-sender", maxInFlight: 1000)
+    package static let defaults = SenderSettings(group: "push-apns-sender", maxInFlight: 1000)
 
     /// The APNs client settings: `APNS_PRODUCTION_URL`, `APNS_SANDBOX_URL`, `APNS_CA_FILE`,
     /// `APNS_CONNECTIONS_PER_POOL`.
-    public static func clientConfiguration(environment: EnvironmentSettings) throws -> APNSClientConfiguration {
+    package static func clientConfiguration(environment: EnvironmentSettings) throws -> APNSClientConfiguration {
         var configuration = APNSClientConfiguration()
         configuration.productionBaseURL = environment.string("APNS_PRODUCTION_URL", default: configuration.productionBaseURL)
         configuration.sandboxBaseURL = environment.string("APNS_SANDBOX_URL", default: configuration.sandboxBaseURL)
@@ -25,7 +25,7 @@ public enum APNSSenderApplication {
         return configuration
     }
 
-    public static func build(
+    package static func build(
         configuration: RuntimeConfiguration, environment: EnvironmentSettings, postgres: PostgresClient,
         producer: KafkaProducer, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
     ) throws -> [any Service] {

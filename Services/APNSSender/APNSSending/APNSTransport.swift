@@ -3,23 +3,23 @@ import Foundation
 import Logging
 import NIOCore
 import PushEvents
-import PushRegistration
+import PushCredentials
 
 /// Sends `APNSMessagePlanned` records to APNs with the app's active credentials and maps each
 /// answer to a `SendOutcome` (docs/senders.md has the table).
-public struct APNSTransport: MessageTransport {
-    public let provider = "apns"
+package struct APNSTransport: MessageTransport {
+    package let provider = "apns"
     let client: APNSClient
     let credentials: ProviderCredentials<APNSCredentials>
 
-    public init(client: APNSClient, credentials: AppCredentialCache, suspensions: CredentialSuspensions, now: @escaping @Sendable () -> Date = Date.init) {
+    package init(client: APNSClient, credentials: AppCredentialCache, suspensions: CredentialSuspensions, now: @escaping @Sendable () -> Date = Date.init) {
         self.client = client
         self.credentials = ProviderCredentials(cache: credentials, suspensions: suspensions, now: now, parse: Self.credentials(for:))
     }
 
     /// Without a task when the app's credentials are cached (nearly always): the APNs client's
     /// callback `send` answers on the connection's event loop.
-    public func send(_ message: APNSMessagePlanned, completion: @escaping @Sendable (SendOutcome) -> Void) {
+    package func send(_ message: APNSMessagePlanned, completion: @escaping @Sendable (SendOutcome) -> Void) {
         credentials.withCredentials(appId: message.appId, completion: completion) { apnsCredentials, fingerprint in
             send(message, credentials: apnsCredentials, fingerprint: fingerprint, completion: completion)
         }
@@ -67,20 +67,14 @@ public struct APNSTransport: MessageTransport {
     /// A .p8 key, a .p12 or a PEM pair, as the APNs client takes it (parsed once per fingerprint).
     @Sendable static func credentials(for entry: AppCredentialCache.Entry) throws -> APNSCredentials {
         let fingerprint = entry.reference.fingerprint
-        let secret = entry.secret
-        switch secret.kind {
-        case "apns-token":
-            guard let teamId = secret.teamId, let keyId = secret.keyId, let key = secret.privateKey else { throw ProviderCredentials<APNSCredentials>.Unusable() }
+        switch entry.secret {
+        case .apnsToken(let keyId, let teamId, let key):
             return try .token(id: fingerprint, teamId: teamId, keyId: keyId, privateKeyPEM: key)
-        case "apns-certificate":
-            if let pkcs12 = secret.pkcs12 {
-                // The admin API opened the bundle with `password ?? ""` when it accepted it.
-                return try .pkcs12(id: fingerprint, base64: pkcs12, password: secret.password ?? "")
-            } else if let certificate = secret.certificatePem, let key = secret.privateKeyPem {
-                return try .certificate(id: fingerprint, certificateChainPEM: certificate, privateKeyPEM: key)
-            }
-            throw ProviderCredentials<APNSCredentials>.Unusable()
-        default:
+        case .apnsCertificatePKCS12(let pkcs12, let password):
+            return try .pkcs12(id: fingerprint, base64: pkcs12, password: password)
+        case .apnsCertificatePEM(let certificate, let key):
+            return try .certificate(id: fingerprint, certificateChainPEM: certificate, privateKeyPEM: key)
+        case .fcmServiceAccount:
             throw ProviderCredentials<APNSCredentials>.Unusable()
         }
     }

@@ -2,25 +2,25 @@ import APNS
 import Foundation
 import Logging
 import PostgresNIO
-import PushRegistration
+import PushCredentials
 
 /// The provider token in force per APNs signing key, shared by every apns-sender process through
 /// `push.apns_provider_tokens` (migration 7): APNs refuses a second new token for a key within 20
 /// minutes, whichever process minted it. The token is sealed with `PUSH_CREDENTIALS_KEY`, bound
 /// to its team and key. Two statements per refresh (about once every 50 minutes per key), none per
 /// request.
-public struct PostgresAPNSProviderTokenStore: APNSProviderTokenStore {
+package struct PostgresAPNSProviderTokenStore: APNSProviderTokenStore {
     let postgres: PostgresClient
     let cipher: CredentialCipher
     let logger: Logger
 
-    public init(postgres: PostgresClient, cipher: CredentialCipher, logger: Logger) {
+    package init(postgres: PostgresClient, cipher: CredentialCipher, logger: Logger) {
         self.postgres = postgres
         self.cipher = cipher
         self.logger = logger
     }
 
-    public func exchange(_ candidate: APNSSharedProviderToken, replacingIssuedBefore bound: Date) async throws -> APNSSharedProviderToken {
+    package func exchange(_ candidate: APNSSharedProviderToken, replacingIssuedBefore bound: Date) async throws -> APNSSharedProviderToken {
         let context = Self.context(teamId: candidate.teamId, keyId: candidate.keyId, keyFingerprint: candidate.keyFingerprint)
         let sealed = try cipher.seal(Data(candidate.jwt.utf8), context: context)
         try await postgres.query(
@@ -39,7 +39,7 @@ public struct PostgresAPNSProviderTokenStore: APNSProviderTokenStore {
         return stored
     }
 
-    public func current(teamId: String, keyId: String, keyFingerprint: String) async throws -> APNSSharedProviderToken? {
+    package func current(teamId: String, keyId: String, keyFingerprint: String) async throws -> APNSSharedProviderToken? {
         let rows = try await postgres.query(
             """
             SELECT sealed_token, issued_at FROM push.apns_provider_tokens

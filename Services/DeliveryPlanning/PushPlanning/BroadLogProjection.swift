@@ -18,13 +18,13 @@ import PushStore
 /// expired) in the same statement as the results: only a row that this batch creates in, or moves
 /// to, a final status counts, so a repeated or late result never counts twice and a planned
 /// message arriving after its result counts nothing.
-public struct BroadLogProjection: EnvelopeProjection {
-    public enum Event: Sendable {
+package struct BroadLogProjection: EnvelopeProjection {
+    package enum Event: Sendable {
         case planned(MessageReference, Date)
         case result(MessageReference, Outcome)
     }
 
-    public struct Outcome: Sendable {
+    package struct Outcome: Sendable {
         var status: String
         var failureType: String?
         var reason: String?
@@ -33,19 +33,19 @@ public struct BroadLogProjection: EnvelopeProjection {
         var at: Date
     }
 
-    public let name: String
-    public let topics: [String]
-    public let decoder: EventDecoder<Event>
+    package let name: String
+    package let topics: [String]
+    package let decoder: EventDecoder<Event>
 
-    public init(name: String = "push-broad-log-projection", catalog: TopicCatalog) {
+    package init(name: String = "push-broad-log-projection", catalog: TopicCatalog) {
         self.name = name
         self.topics = [catalog.apnsMessages.name, catalog.fcmMessages.name, catalog.messageResults.name]
         var decoder = EventDecoder<Event>()
         decoder.register(APNSMessagePlanned.self) { event, _ in
-            .planned(MessageReference(messageId: event.messageId, deliveryId: event.deliveryId, appId: event.appId, registrationToken: event.registrationToken, platform: "ios"), event.plannedAt)
+            .planned(MessageReference(messageId: event.messageId, deliveryId: event.deliveryId, appId: event.appId, registrationToken: event.registrationToken, platform: .ios), event.plannedAt)
         }
         decoder.register(FCMMessagePlanned.self) { event, _ in
-            .planned(MessageReference(messageId: event.messageId, deliveryId: event.deliveryId, appId: event.appId, registrationToken: event.registrationToken, platform: "android"), event.plannedAt)
+            .planned(MessageReference(messageId: event.messageId, deliveryId: event.deliveryId, appId: event.appId, registrationToken: event.registrationToken, platform: .android), event.plannedAt)
         }
         decoder.register(MessageSent.self) { event, _ in
             .result(event.message, Outcome(status: "sent", providerMessageId: event.providerMessageId, attempts: event.attempts, at: event.sentAt))
@@ -59,7 +59,7 @@ public struct BroadLogProjection: EnvelopeProjection {
         self.decoder = decoder
     }
 
-    public func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
+    package func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
         var planned: [(MessageReference, Date)] = []
         // The first result per message in this batch wins, as it would row by row.
         var results: [UUID: (MessageReference, Outcome)] = [:]
@@ -81,7 +81,7 @@ public struct BroadLogProjection: EnvelopeProjection {
                 INSERT INTO push.broad_log (message_id, delivery_id, app_id, registration_token, platform, status, attempts, created_at, updated_at)
                 SELECT m, d, a, t, p, 'pending', 0, c, c
                 FROM unnest(\(planned.map(\.0.messageId))::uuid[], \(planned.map(\.0.deliveryId))::text[], \(planned.map(\.0.appId))::uuid[],
-                            \(planned.map(\.0.registrationToken))::text[], \(planned.map(\.0.platform))::text[], \(planned.map(\.1))::timestamptz[]) AS x(m, d, a, t, p, c)
+                            \(planned.map(\.0.registrationToken))::text[], \(planned.map(\.0.platform.rawValue))::text[], \(planned.map(\.1))::timestamptz[]) AS x(m, d, a, t, p, c)
                 ON CONFLICT (message_id) DO UPDATE SET created_at = least(push.broad_log.created_at, excluded.created_at)
                 """,
                 logger: logger
@@ -100,7 +100,7 @@ public struct BroadLogProjection: EnvelopeProjection {
                                                  failure_reason, provider_message_id, attempts, created_at, updated_at, sent_at)
                 SELECT m, d, a, t, p, s, nullif(ft, ''), nullif(fr, ''), nullif(pm, ''), n, at, at, CASE WHEN s = 'sent' THEN at END
                 FROM unnest(\(rows.map(\.0.messageId))::uuid[], \(rows.map(\.0.deliveryId))::text[], \(rows.map(\.0.appId))::uuid[],
-                            \(rows.map(\.0.registrationToken))::text[], \(rows.map(\.0.platform))::text[], \(rows.map(\.1.status))::text[],
+                            \(rows.map(\.0.registrationToken))::text[], \(rows.map(\.0.platform.rawValue))::text[], \(rows.map(\.1.status))::text[],
                             \(rows.map { $0.1.failureType ?? "" })::text[], \(rows.map { $0.1.reason ?? "" })::text[], \(rows.map { $0.1.providerMessageId ?? "" })::text[],
                             \(rows.map(\.1.attempts))::int[], \(rows.map(\.1.at))::timestamptz[]) AS x(m, d, a, t, p, s, ft, fr, pm, n, at)
                 ON CONFLICT (message_id) DO UPDATE SET status = excluded.status, failure_type = excluded.failure_type,

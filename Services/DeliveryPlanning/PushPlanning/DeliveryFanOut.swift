@@ -21,7 +21,7 @@ import Synchronization
 ///
 /// Each delivery is planned by one instance at a time (a session advisory lock held while it
 /// runs); a dead instance's lock goes with its connection, and another instance resumes.
-public final class DeliveryFanOut: Service {
+package final class DeliveryFanOut: Service {
     private let postgres: PostgresClient
     private let producer: KafkaProducer
     private let reader: KafkaLogReader
@@ -34,7 +34,7 @@ public final class DeliveryFanOut: Service {
     private let recovered = Counter(label: "push_planner_recovered_chunks_total")
     private let alreadyPublished = Counter(label: "push_planner_messages_total", dimensions: [("outcome", "already_published")])
 
-    public init(postgres: PostgresClient, producer: KafkaProducer, reader: KafkaLogReader, catalog: TopicCatalog, settings: PlanningSettings, logger: Logger) {
+    package init(postgres: PostgresClient, producer: KafkaProducer, reader: KafkaLogReader, catalog: TopicCatalog, settings: PlanningSettings, logger: Logger) {
         self.postgres = postgres
         self.producer = producer
         self.reader = reader
@@ -43,7 +43,7 @@ public final class DeliveryFanOut: Service {
         self.logger = logger
     }
 
-    public func run() async throws {
+    package func run() async throws {
         let interval = Duration.milliseconds(settings.pollIntervalMilliseconds)
         var failures = 0
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
@@ -143,7 +143,7 @@ public final class DeliveryFanOut: Service {
         logger[metadataKey: "delivery.id"] = .string(deliveryId)
         let apps = try await ServiceCatalog.apps(ids: delivery.apps.map(\.appId), on: connection, logger: logger)
         let factory = try MessageFactory(delivery: delivery, apps: apps)
-        let topics = Set(apps.map { $0.platform == "ios" ? catalog.apnsMessages.name : catalog.fcmMessages.name }).sorted()
+        let topics = Set(apps.map { $0.platform == .ios ? catalog.apnsMessages.name : catalog.fcmMessages.name }).sorted()
 
         if state.status == "accepted" {
             let started = DeliveryPlanningStarted(deliveryId: deliveryId, startedAt: Date())
@@ -174,7 +174,9 @@ public final class DeliveryFanOut: Service {
             let platforms = Dictionary(apps.map { ($0.appId, $0.platform) }, uniquingKeysWith: { first, _ in first })
             for row in rows {
                 if row.disabled {
-                    exclusions.append(.init(appId: row.appId, registrationToken: row.registrationToken, platform: platforms[row.appId] ?? "", reason: "quarantined: \(row.disabledReason ?? "disabled")"))
+                    // The audience is read from `apps`, so every row's app has a platform.
+                    guard let platform = platforms[row.appId] else { continue }
+                    exclusions.append(.init(appId: row.appId, registrationToken: row.registrationToken, platform: platform, reason: "quarantined: \(row.disabledReason ?? "disabled")"))
                 } else if let message = factory.message(for: row, plannedAt: plannedAt) {
                     messages.append(message)
                 }
@@ -277,8 +279,8 @@ public final class DeliveryFanOut: Service {
     }
 
     /// Headers on every message record, so that a reader can filter without parsing values.
-    public static let deliveryHeader = "push-delivery-id"
-    public static let messageHeader = "push-message-id"
+    package static let deliveryHeader = "push-delivery-id"
+    package static let messageHeader = "push-message-id"
 
     static func record(for message: PlannedMessage, catalog: TopicCatalog, correlationId: String) throws -> KafkaProducerRecord? {
         var record: KafkaProducerRecord

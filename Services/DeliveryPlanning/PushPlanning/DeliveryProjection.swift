@@ -8,8 +8,8 @@ import PushStore
 /// Keeps `push.deliveries`, `push.delivery_rejections` and `push.exclusion_log` from
 /// `push.delivery-events`. Statuses only move forward (accepted → planning → planned), so a
 /// repeated event changes nothing.
-public struct DeliveryProjection: EnvelopeProjection {
-    public enum Event: Sendable {
+package struct DeliveryProjection: EnvelopeProjection {
+    package enum Event: Sendable {
         case accepted(DeliveryAccepted)
         case rejected(DeliveryRejected)
         case started(DeliveryPlanningStarted)
@@ -17,11 +17,11 @@ public struct DeliveryProjection: EnvelopeProjection {
         case planned(DeliveryPlanned)
     }
 
-    public let name: String
-    public let topics: [String]
-    public let decoder: EventDecoder<Event>
+    package let name: String
+    package let topics: [String]
+    package let decoder: EventDecoder<Event>
 
-    public init(name: String = "push-deliveries-projection", topic: String) {
+    package init(name: String = "push-deliveries-projection", topic: String) {
         self.name = name
         self.topics = [topic]
         var decoder = EventDecoder<Event>()
@@ -33,7 +33,7 @@ public struct DeliveryProjection: EnvelopeProjection {
         self.decoder = decoder
     }
 
-    public func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
+    package func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
         var plannedDeliveries: [String: DeliveryPlanned] = [:]
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
@@ -73,7 +73,7 @@ public struct DeliveryProjection: EnvelopeProjection {
             case .exclusions(let recorded):
                 let apps = recorded.exclusions.map(\.appId)
                 let tokens = recorded.exclusions.map(\.registrationToken)
-                let platforms = recorded.exclusions.map(\.platform)
+                let platforms = recorded.exclusions.map(\.platform.rawValue)
                 let reasons = recorded.exclusions.map(\.reason)
                 try await connection.query(
                     """

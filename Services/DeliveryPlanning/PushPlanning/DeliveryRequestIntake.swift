@@ -10,28 +10,28 @@ import PushStore
 /// plans it creates). A valid request becomes a row of `push.delivery_plans` and a
 /// `DeliveryAccepted`; an invalid one a `DeliveryRejected` plus the raw record on
 /// `push.delivery-requests.dlq`; a requestId seen before changes nothing.
-public struct DeliveryRequestIntake: Projection {
-    public enum Event: Sendable {
+package struct DeliveryRequestIntake: Projection {
+    package enum Event: Sendable {
         case request(DeliveryRequest, KafkaConsumerRecord)
         case unreadable(DeliveryRejection, KafkaConsumerRecord)
     }
 
-    public let name: String
-    public let topics: [String]
+    package let name: String
+    package let topics: [String]
     let catalog: TopicCatalog
     let clock: @Sendable () -> Date
     private let accepted = Counter(label: "push_planner_requests_total", dimensions: [("outcome", "accepted")])
     private let rejected = Counter(label: "push_planner_requests_total", dimensions: [("outcome", "rejected")])
     private let duplicates = Counter(label: "push_planner_requests_total", dimensions: [("outcome", "duplicate")])
 
-    public init(name: String = "push-delivery-planner", catalog: TopicCatalog, clock: @escaping @Sendable () -> Date = Date.init) {
+    package init(name: String = "push-delivery-planner", catalog: TopicCatalog, clock: @escaping @Sendable () -> Date = Date.init) {
         self.name = name
         self.topics = [catalog.deliveryRequests.name]
         self.catalog = catalog
         self.clock = clock
     }
 
-    public func decode(_ record: KafkaConsumerRecord) throws -> Event? {
+    package func decode(_ record: KafkaConsumerRecord) throws -> Event? {
         do {
             return .request(try DeliveryRequestValidator.parse(record.value), record)
         } catch {
@@ -39,7 +39,7 @@ public struct DeliveryRequestIntake: Projection {
         }
     }
 
-    public func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
+    package func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
         var services: [String: PlanningService?] = [:]
         var outbox: [KafkaProducerRecord] = []
         for projected in events {

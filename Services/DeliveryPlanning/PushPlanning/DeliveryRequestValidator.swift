@@ -3,40 +3,40 @@ import Foundation
 import PushEvents
 
 /// Why a delivery request was not accepted: a sentence for the person who wrote the request.
-public struct DeliveryRejection: Error, Sendable, Hashable, CustomStringConvertible {
+package struct DeliveryRejection: Error, Sendable, Hashable, CustomStringConvertible {
     /// The request's id when it could be read.
-    public var requestId: String?
-    public var reason: String
+    package var requestId: String?
+    package var reason: String
 
-    public init(requestId: String?, reason: String) {
+    package init(requestId: String?, reason: String) {
         self.requestId = requestId
         self.reason = reason
     }
 
-    public var description: String { reason }
+    package var description: String { reason }
 }
 
 /// Checks a `push.delivery-requests` record against contract version 1
 /// (docs/delivery-requests.md) and turns it into a `DeliveryAccepted`.
-public enum DeliveryRequestValidator {
+package enum DeliveryRequestValidator {
     /// Values the contract bounds (documented with the contract).
-    public enum Limits {
-        public static let requestIdLength = 1...200
-        public static let userKeys = 1...100_000
-        public static let whereConditions = 1...20
-        public static let textBytes = 4096
-        public static let defaultValidity: TimeInterval = 24 * 3600
+    package enum Limits {
+        package static let requestIdLength = 1...200
+        package static let userKeys = 1...100_000
+        package static let whereConditions = 1...20
+        package static let textBytes = 4096
+        package static let defaultValidity: TimeInterval = 24 * 3600
         /// FCM keeps a message at most 28 days (`ttl` ≤ 2,419,200 s).
-        public static let maximumValidity: TimeInterval = 2_419_200
-        public static let throttle = 1...1_000_000
-        public static let collapseIdBytes = 64
+        package static let maximumValidity: TimeInterval = 2_419_200
+        package static let throttle = 1...1_000_000
+        package static let collapseIdBytes = 64
     }
 
     static let interruptionLevels: Set<String> = ["passive", "active", "time-sensitive", "critical"]
 
     /// Reads the record's JSON. A record that is not a JSON object, or whose fields have the
     /// wrong types, is rejected with the field named.
-    public static func parse(_ bytes: [UInt8]) throws(DeliveryRejection) -> DeliveryRequest {
+    package static func parse(_ bytes: [UInt8]) throws(DeliveryRejection) -> DeliveryRequest {
         let data = Data(bytes)
         let requestId = (try? JSONSerialization.jsonObject(with: data) as? [String: Any])?["requestId"] as? String
         let readableId = requestId.flatMap { Limits.requestIdLength.contains($0.count) ? $0 : nil }
@@ -65,7 +65,7 @@ public enum DeliveryRequestValidator {
 
     /// The delivery id of a request: a stable function of the requestId, so that replaying the
     /// request topic reproduces it. 20 lowercase hex digits (used as `_dId`: never a comma).
-    public static func deliveryId(forRequestId requestId: String) -> String {
+    package static func deliveryId(forRequestId requestId: String) -> String {
         let digest = SHA256.hash(data: Array("push-delivery:\(requestId)".utf8))
         return digest.prefix(10).map { byte in
             let hex = String(byte, radix: 16)
@@ -74,7 +74,7 @@ public enum DeliveryRequestValidator {
     }
 
     /// Checks the request against the catalog and the clock.
-    public static func validate(_ request: DeliveryRequest, service: PlanningService?, now: Date) throws(DeliveryRejection) -> DeliveryAccepted {
+    package static func validate(_ request: DeliveryRequest, service: PlanningService?, now: Date) throws(DeliveryRejection) -> DeliveryAccepted {
         func reject(_ reason: String) -> DeliveryRejection { DeliveryRejection(requestId: request.requestId, reason: reason) }
 
         guard let service else { throw reject("unknown service '\(request.service.prefix(64))'") }
@@ -109,7 +109,7 @@ public enum DeliveryRequestValidator {
 
         // Content
         let content = request.content
-        let iosApps = apps.filter { $0.platform == "ios" }
+        let iosApps = apps.filter { $0.platform == .ios }
         for (field, text) in [("title", content.title), ("subtitle", content.subtitle), ("body", content.body)] {
             if let text, text.utf8.count > Limits.textBytes { throw reject("content.\(field) is longer than 4096 bytes") }
         }
@@ -119,7 +119,7 @@ public enum DeliveryRequestValidator {
             if !iosApps.isEmpty, content.ios?.contentAvailable != true {
                 throw reject("content.body is required unless the push is silent (ios.contentAvailable true and no alert text)")
             }
-            if apps.contains(where: { $0.platform == "android" }), (content.android?.mode ?? "data") != "data" {
+            if apps.contains(where: { $0.platform == .android }), (content.android?.mode ?? "data") != "data" {
                 throw reject("content.body is required for an Android notification message (android.mode notification)")
             }
         }
@@ -157,7 +157,7 @@ public enum DeliveryRequestValidator {
         for app in iosApps where (app.bundleId ?? "").isEmpty {
             throw reject("iOS app '\(app.integrationKey)' has no bundleId (the APNs topic)")
         }
-        for app in apps where app.platform == "android" && (app.fcmProjectId ?? "").isEmpty {
+        for app in apps where app.platform == .android && (app.fcmProjectId ?? "").isEmpty {
             throw reject("Android app '\(app.integrationKey)' has no fcmProjectId")
         }
 

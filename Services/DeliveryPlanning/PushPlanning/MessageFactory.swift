@@ -2,15 +2,15 @@ import Foundation
 import PushEvents
 
 /// One device chosen by targeting.
-public struct TargetedSubscription: Sendable, Hashable {
-    public var appId: UUID
-    public var registrationToken: String
-    public var userKey: String
-    public var params: [String: String]
-    public var disabled: Bool
-    public var disabledReason: String?
+package struct TargetedSubscription: Sendable, Hashable {
+    package var appId: UUID
+    package var registrationToken: String
+    package var userKey: String
+    package var params: [String: String]
+    package var disabled: Bool
+    package var disabledReason: String?
 
-    public init(appId: UUID, registrationToken: String, userKey: String, params: [String: String], disabled: Bool = false, disabledReason: String? = nil) {
+    package init(appId: UUID, registrationToken: String, userKey: String, params: [String: String], disabled: Bool = false, disabledReason: String? = nil) {
         self.appId = appId
         self.registrationToken = registrationToken
         self.userKey = userKey
@@ -21,13 +21,13 @@ public struct TargetedSubscription: Sendable, Hashable {
 }
 
 /// What planning made of one targeted device.
-public enum PlannedMessage: Sendable {
+package enum PlannedMessage: Sendable {
     case apns(APNSMessagePlanned)
     case fcm(FCMMessagePlanned)
     /// Not sendable as built (payload too large, reserved key): the message ends `failed`, soft.
     case failed(MessageFailed)
 
-    public var messageId: UUID {
+    package var messageId: UUID {
         switch self {
         case .apns(let message): message.messageId
         case .fcm(let message): message.messageId
@@ -38,9 +38,9 @@ public enum PlannedMessage: Sendable {
 
 /// Builds each device's message for one delivery: personalization, the platform payload, the
 /// provider limits. Templates are parsed once here, not per device.
-public struct MessageFactory: Sendable {
+package struct MessageFactory: Sendable {
     /// The providers' payload limit (APNs `aps` payload; FCM data + notification).
-    public static let maximumPayloadBytes = 4096
+    package static let maximumPayloadBytes = 4096
     static let reservedFCMKeys: Set<String> = ["from", "message_type"]
 
     let delivery: DeliveryAccepted
@@ -52,9 +52,9 @@ public struct MessageFactory: Sendable {
     let variables: [(name: String, template: MessageTemplate)]
 
     /// True when rendering needs the subscriptions' parameters.
-    public let needsParams: Bool
+    package let needsParams: Bool
 
-    public init(delivery: DeliveryAccepted, apps: [PlanningApp]) throws {
+    package init(delivery: DeliveryAccepted, apps: [PlanningApp]) throws {
         self.delivery = delivery
         self.apps = Dictionary(apps.map { ($0.appId, $0) }, uniquingKeysWith: { first, _ in first })
         func template(_ text: String?) throws -> MessageTemplate? {
@@ -69,7 +69,7 @@ public struct MessageFactory: Sendable {
     }
 
     /// The message for one device (never nil for an app of the delivery).
-    public func message(for subscription: TargetedSubscription, plannedAt: Date) -> PlannedMessage? {
+    package func message(for subscription: TargetedSubscription, plannedAt: Date) -> PlannedMessage? {
         guard let app = apps[subscription.appId] else { return nil }
         let messageId = MessageIdentity.messageId(deliveryId: delivery.deliveryId, appId: app.appId, registrationToken: subscription.registrationToken)
         let render = { (template: MessageTemplate?) -> String? in
@@ -82,7 +82,7 @@ public struct MessageFactory: Sendable {
                 failureType: "soft", reason: reason, attempts: 0, failedAt: plannedAt
             ))
         }
-        if app.platform == "ios" {
+        if app.platform == .ios {
             let built = apnsPayload(messageId: messageId, title: render(title), subtitle: render(subtitle), body: render(body), variables: variables)
             guard built.payload.utf8.count <= Self.maximumPayloadBytes else { return failed("payload-too-large") }
             return .apns(APNSMessagePlanned(

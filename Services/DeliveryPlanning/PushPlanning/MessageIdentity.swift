@@ -3,9 +3,9 @@ import Foundation
 
 /// Message ids are a function of (delivery, app, token): planning the same delivery again after
 /// a crash produces the same ids, which is how already-published messages are recognised.
-public enum MessageIdentity {
+package enum MessageIdentity {
     /// A UUID (version 8, "custom") from SHA-256 of the delivery, app and token.
-    public static func messageId(deliveryId: String, appId: UUID, registrationToken: String) -> UUID {
+    package static func messageId(deliveryId: String, appId: UUID, registrationToken: String) -> UUID {
         var hasher = SHA256()
         hasher.update(data: Array("push-message:\(deliveryId):".utf8))
         withUnsafeBytes(of: appId.uuid) { hasher.update(bufferPointer: $0) }

@@ -7,7 +7,7 @@
 ///
 /// Spaces just inside the braces are allowed. Any other `{{…}}` is an error, so that a typo
 /// rejects the request instead of reaching millions of screens.
-public struct MessageTemplate: Sendable, Hashable {
+package struct MessageTemplate: Sendable, Hashable {
     enum Part: Sendable, Hashable {
         case text(String)
         case userKey
@@ -17,20 +17,20 @@ public struct MessageTemplate: Sendable, Hashable {
     let parts: [Part]
 
     /// True when the text has no placeholder (rendering returns it as is).
-    public var isConstant: Bool { parts.allSatisfy { if case .text = $0 { true } else { false } } }
+    package var isConstant: Bool { parts.allSatisfy { if case .text = $0 { true } else { false } } }
 
     /// Parameter names the template reads.
-    public var parameterNames: Set<String> {
+    package var parameterNames: Set<String> {
         Set(parts.compactMap { if case .param(let name, _) = $0 { name } else { nil } })
     }
 
-    public var usesUserKey: Bool { parts.contains(.userKey) }
+    package var usesUserKey: Bool { parts.contains(.userKey) }
 
-    public struct SyntaxError: Error, Sendable, Hashable, CustomStringConvertible {
-        public var description: String
+    package struct SyntaxError: Error, Sendable, Hashable, CustomStringConvertible {
+        package var description: String
     }
 
-    public init(parsing source: String) throws(SyntaxError) {
+    package init(parsing source: String) throws(SyntaxError) {
         var parts: [Part] = []
         var rest = Substring(source)
         while let open = rest.range(of: "{{") {
@@ -70,7 +70,7 @@ public struct MessageTemplate: Sendable, Hashable {
     }
 
     /// The text for one device.
-    public func render(userKey: String, params: [String: String]) -> String {
+    package func render(userKey: String, params: [String: String]) -> String {
         if parts.count == 1, case .text(let text) = parts[0] { return text }
         var output = ""
         for part in parts {

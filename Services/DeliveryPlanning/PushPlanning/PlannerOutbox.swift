@@ -13,7 +13,7 @@ import ServiceLifecycle
 /// `push.planner_outbox` in that transaction and published to Kafka afterwards by
 /// `PlannerOutboxPublisher`. Nothing decided is lost; an event may be published twice after a
 /// crash, which every consumer tolerates (they deduplicate on the event's natural key).
-public enum PlannerOutbox {
+package enum PlannerOutbox {
     struct StoredHeader: Codable {
         var name: String
         /// Base64 of the header bytes (nil for a null header).
@@ -21,7 +21,7 @@ public enum PlannerOutbox {
     }
 
     /// Adds records to the outbox inside the caller's transaction.
-    public static func insert(_ records: [KafkaProducerRecord], on connection: PostgresConnection, logger: Logger) async throws {
+    package static func insert(_ records: [KafkaProducerRecord], on connection: PostgresConnection, logger: Logger) async throws {
         guard !records.isEmpty else { return }
         let encoder = JSONEncoder()
         let topics = records.map(\.topic)
@@ -43,28 +43,28 @@ public enum PlannerOutbox {
     }
 
     /// The record of an event, as `KafkaProducerRecord(topic:event:)` makes it.
-    public static func record<Payload: PushEvent>(topic: String, key: String, payload: Payload, correlationId: String?) throws -> KafkaProducerRecord {
+    package static func record<Payload: PushEvent>(topic: String, key: String, payload: Payload, correlationId: String?) throws -> KafkaProducerRecord {
         try KafkaProducerRecord(topic: topic, event: EventEnvelope(key: key, payload: payload, correlationId: correlationId))
     }
 }
 
 /// Publishes the outbox in order and deletes what the broker stored. One instance publishes at
 /// a time (a transaction-scoped advisory lock), so events of one key keep their order.
-public final class PlannerOutboxPublisher: Service {
+package final class PlannerOutboxPublisher: Service {
     private let postgres: PostgresClient
     private let producer: KafkaProducer
     private let pollInterval: Duration
     private let logger: Logger
     private let published = Counter(label: "push_planner_outbox_published_total")
 
-    public init(postgres: PostgresClient, producer: KafkaProducer, pollInterval: Duration = .milliseconds(100), logger: Logger) {
+    package init(postgres: PostgresClient, producer: KafkaProducer, pollInterval: Duration = .milliseconds(100), logger: Logger) {
         self.postgres = postgres
         self.producer = producer
         self.pollInterval = pollInterval
         self.logger = logger
     }
 
-    public func run() async throws {
+    package func run() async throws {
         var delay = Duration.milliseconds(200)
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             do {

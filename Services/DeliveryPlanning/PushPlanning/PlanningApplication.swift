@@ -7,21 +7,21 @@ import ServiceLifecycle
 
 /// Builds the delivery-planning service's parts; the executable and the tests call the same
 /// function.
-public enum PlanningApplication {
+package enum PlanningApplication {
     /// Consumer groups (and `consumer_offsets` keys) of the parts that read topics.
-    public struct GroupNames: Sendable {
-        public var intake: String
-        public var deliveries: String
-        public var broadLog: String
+    package struct GroupNames: Sendable {
+        package var intake: String
+        package var deliveries: String
+        package var broadLog: String
 
-        public init(intake: String = "push-delivery-planner", deliveries: String = "push-deliveries-projection", broadLog: String = "push-broad-log-projection") {
+        package init(intake: String = "push-delivery-planner", deliveries: String = "push-deliveries-projection", broadLog: String = "push-broad-log-projection") {
             self.intake = intake
             self.deliveries = deliveries
             self.broadLog = broadLog
         }
 
         /// `PLANNER_INTAKE_GROUP`, `PLANNER_DELIVERIES_GROUP`, `PLANNER_BROAD_LOG_GROUP`.
-        public init(environment: EnvironmentSettings) {
+        package init(environment: EnvironmentSettings) {
             let defaults = GroupNames()
             self.init(
                 intake: environment.string("PLANNER_INTAKE_GROUP", default: defaults.intake),
@@ -33,7 +33,7 @@ public enum PlanningApplication {
 
     /// The parts in start order: request intake, outbox publisher, fan-out, and the projections
     /// of deliveries and the broad log.
-    public static func build(
+    package static func build(
         configuration: RuntimeConfiguration, settings: PlanningSettings, postgres: PostgresClient,
         producer: KafkaProducer, logger: Logger, groups: GroupNames = GroupNames()
     ) throws -> [any Service] {

@@ -1,19 +1,19 @@
 import PushRuntime
 
 /// The planner's settings (`PLANNER_*`, docs/configuration.md).
-public struct PlanningSettings: Sendable, Hashable {
+package struct PlanningSettings: Sendable, Hashable {
     /// Subscriptions read and messages published per step of a fan-out (`PLANNER_CHUNK_SIZE`).
-    public var chunkSize: Int = 5000
+    package var chunkSize: Int = 5000
     /// How often due deliveries are looked for (`PLANNER_POLL_INTERVAL_MS`).
-    public var pollIntervalMilliseconds: Int = 500
+    package var pollIntervalMilliseconds: Int = 500
     /// How often the message topics' end offsets are re-read during a fan-out
     /// (`PLANNER_RECOVERY_MARK_INTERVAL_MS`): after a crash, at most this much of the topics is
     /// read back to find what was already published.
-    public var recoveryMarkIntervalMilliseconds: Int = 10_000
+    package var recoveryMarkIntervalMilliseconds: Int = 10_000
 
-    public init() {}
+    package init() {}
 
-    public init(environment: EnvironmentSettings) throws {
+    package init(environment: EnvironmentSettings) throws {
         chunkSize = try environment.int("PLANNER_CHUNK_SIZE", default: chunkSize, in: 1...100_000)
         pollIntervalMilliseconds = try environment.int("PLANNER_POLL_INTERVAL_MS", default: pollIntervalMilliseconds, in: 10...60_000)
         recoveryMarkIntervalMilliseconds = try environment.int("PLANNER_RECOVERY_MARK_INTERVAL_MS", default: recoveryMarkIntervalMilliseconds, in: 100...600_000)

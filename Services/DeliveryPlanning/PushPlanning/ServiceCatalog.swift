@@ -4,19 +4,18 @@ import PostgresNIO
 import PushEvents
 
 /// What the planner needs to know about one app, read from the `push.apps` projection.
-public struct PlanningApp: Sendable, Hashable {
-    public var appId: UUID
-    public var integrationKey: String
-    /// `ios` or `android`.
-    public var platform: String
-    public var environment: String
-    public var bundleId: String?
-    public var fcmProjectId: String?
-    public var variables: Set<String>
-    public var credential: CredentialReference?
+package struct PlanningApp: Sendable, Hashable {
+    package var appId: UUID
+    package var integrationKey: String
+    package var platform: Platform
+    package var environment: String
+    package var bundleId: String?
+    package var fcmProjectId: String?
+    package var variables: Set<String>
+    package var credential: CredentialReference?
 
-    public init(
-        appId: UUID, integrationKey: String, platform: String, environment: String, bundleId: String?,
+    package init(
+        appId: UUID, integrationKey: String, platform: Platform, environment: String, bundleId: String?,
         fcmProjectId: String?, variables: Set<String>, credential: CredentialReference?
     ) {
         self.appId = appId
@@ -29,20 +28,20 @@ public struct PlanningApp: Sendable, Hashable {
         self.credential = credential
     }
 
-    public var reference: DeliveryApp { DeliveryApp(appId: appId, integrationKey: integrationKey, platform: platform) }
+    package var reference: DeliveryApp { DeliveryApp(appId: appId, integrationKey: integrationKey, platform: platform) }
 }
 
 /// A service and its apps as the catalog projection holds them.
-public struct PlanningService: Sendable, Hashable {
-    public var serviceId: UUID
-    public var name: String
-    public var apps: [PlanningApp]
+package struct PlanningService: Sendable, Hashable {
+    package var serviceId: UUID
+    package var name: String
+    package var apps: [PlanningApp]
 }
 
 /// Reads services and apps from PostgreSQL (the registration service's catalog projection).
-public enum ServiceCatalog {
+package enum ServiceCatalog {
     /// The service with this internal name and all its apps, or nil.
-    public static func service(named name: String, on connection: PostgresConnection, logger: Logger) async throws -> PlanningService? {
+    package static func service(named name: String, on connection: PostgresConnection, logger: Logger) async throws -> PlanningService? {
         let services = try await connection.query("SELECT service_id, name FROM push.services WHERE name = \(name)", logger: logger)
         var found: (UUID, String)?
         for try await row in services.decode((UUID, String).self) { found = row }
@@ -51,7 +50,7 @@ public enum ServiceCatalog {
     }
 
     /// These apps (by id), whatever their service.
-    public static func apps(ids: [UUID], on connection: PostgresConnection, logger: Logger) async throws -> [PlanningApp] {
+    package static func apps(ids: [UUID], on connection: PostgresConnection, logger: Logger) async throws -> [PlanningApp] {
         try await apps(where: .ids(ids), on: connection, logger: logger)
     }
 
@@ -85,6 +84,7 @@ public enum ServiceCatalog {
         var apps: [PlanningApp] = []
         for try await (appId, key, platform, environment, bundleId, project, variables, credentialId, kind, fingerprint)
             in rows.decode((UUID, String, String, String, String?, String?, String, UUID?, String?, String?).self) {
+            guard let platform = Platform(rawValue: platform) else { continue }  // push.apps allows only the two
             let declared = (try? JSONDecoder().decode([String].self, from: Data(variables.utf8))) ?? []
             var credential: CredentialReference?
             if let credentialId, let kind, let fingerprint {

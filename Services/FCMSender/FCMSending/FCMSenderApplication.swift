@@ -4,19 +4,19 @@ import Kafka
 import Logging
 import NIOPosix
 import PostgresNIO
-import PushRegistration
+import PushCredentials
 import PushRuntime
 import PushStore
 import ServiceLifecycle
 
 /// Builds the fcm-sender's parts; the executable and the tests call the same function.
-public enum FCMSenderApplication {
+package enum FCMSenderApplication {
     /// Defaults of `FCM_SENDER_*` (docs/configuration.md). 200 requests in flight: Google's
     /// front ends allow 100 concurrent streams per HTTP/2 connection, and the client opens 2.
-    public static let defaults = SenderSettings(group: "push-fcm-sender", maxInFlight: 200)
+    package static let defaults = SenderSettings(group: "push-fcm-sender", maxInFlight: 200)
 
     /// The FCM client settings: `FCM_BASE_URL`, `FCM_TOKEN_URL`, `FCM_CA_FILE`, `FCM_CONNECTIONS`.
-    public static func clientConfiguration(environment: EnvironmentSettings) throws -> FCMClientConfiguration {
+    package static func clientConfiguration(environment: EnvironmentSettings) throws -> FCMClientConfiguration {
         var configuration = FCMClientConfiguration()
         configuration.baseURL = environment.string("FCM_BASE_URL", default: configuration.baseURL)
         let tokenURL = environment.string("FCM_TOKEN_URL", default: "")
@@ -26,7 +26,7 @@ public enum FCMSenderApplication {
         return configuration
     }
 
-    public static func build(
+    package static func build(
         configuration: RuntimeConfiguration, environment: EnvironmentSettings, postgres: PostgresClient,
         producer: KafkaProducer, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
     ) throws -> [any Service] {

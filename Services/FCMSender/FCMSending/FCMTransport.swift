@@ -1,20 +1,20 @@
 import FCM
 import Foundation
 import PushEvents
-import PushRegistration
+import PushCredentials
 
 /// Sends `FCMMessagePlanned` records through FCM HTTP v1 with the app's service account and maps
 /// each answer to a `SendOutcome` (docs/senders.md has the table).
-public struct FCMTransport: MessageTransport {
-    public let provider = "fcm"
+package struct FCMTransport: MessageTransport {
+    package let provider = "fcm"
     let client: FCMClient
     let credentials: ProviderCredentials<FCMServiceAccount>
     let now: @Sendable () -> Date
 
-    public init(client: FCMClient, credentials: AppCredentialCache, suspensions: CredentialSuspensions, now: @escaping @Sendable () -> Date = Date.init) {
+    package init(client: FCMClient, credentials: AppCredentialCache, suspensions: CredentialSuspensions, now: @escaping @Sendable () -> Date = Date.init) {
         self.client = client
         self.credentials = ProviderCredentials(cache: credentials, suspensions: suspensions, now: now) { entry in
-            guard entry.secret.kind == "fcm-service-account", let json = entry.secret.serviceAccount else { throw ProviderCredentials<FCMServiceAccount>.Unusable() }
+            guard case .fcmServiceAccount(let json) = entry.secret else { throw ProviderCredentials<FCMServiceAccount>.Unusable() }
             return try FCMServiceAccount(id: entry.reference.fingerprint, json: json)
         }
         self.now = now
@@ -22,7 +22,7 @@ public struct FCMTransport: MessageTransport {
 
     /// Without a task when the app's credentials are cached (nearly always): the FCM client's
     /// callback `send` answers on the connection's event loop.
-    public func send(_ message: FCMMessagePlanned, completion: @escaping @Sendable (SendOutcome) -> Void) {
+    package func send(_ message: FCMMessagePlanned, completion: @escaping @Sendable (SendOutcome) -> Void) {
         credentials.withCredentials(appId: message.appId, completion: completion) { account, fingerprint in
             send(message, account: account, fingerprint: fingerprint, completion: completion)
         }

@@ -1,3 +1,4 @@
+import PushCredentials
 import PushRegistration
 import PushRuntime
 

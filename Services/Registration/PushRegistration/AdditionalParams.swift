@@ -2,8 +2,8 @@
 /// `<additionalParams>` (iOS) or `<additionalParameters>` (Android), with `" />"` or `"/>"`,
 /// XML-escaped values. Parsed strictly but generously: both roots, both closings, single or
 /// double quotes, attributes in any order, an optional XML declaration, `<param ...></param>`.
-public enum AdditionalParams {
-    public static func parse(_ xml: String) throws(RegistrationError) -> [String: String] {
+package enum AdditionalParams {
+    package static func parse(_ xml: String) throws(RegistrationError) -> [String: String] {
         var scanner = Scanner(Array(xml.utf8))
         scanner.skipWhitespace()
         if scanner.isAtEnd { return [:] }

@@ -6,16 +6,16 @@ import NIOCore
 /// The admin API under `/admin/v1` (docs/admin-api.md, docs/openapi.yaml). Every route requires
 /// `Authorization: Bearer <PUSH_ADMIN_TOKEN>`; without a configured token the API answers 503.
 /// Errors are JSON `{"error": "<reason>"}`.
-public struct AdminEndpoints: Sendable {
+package struct AdminEndpoints: Sendable {
     let admin: CatalogAdmin
     let token: AdminToken?
 
-    public init(admin: CatalogAdmin, token: AdminToken?) {
+    package init(admin: CatalogAdmin, token: AdminToken?) {
         self.admin = admin
         self.token = token
     }
 
-    public func addRoutes(to router: Router<RegistrationRequestContext>) {
+    package func addRoutes(to router: Router<RegistrationRequestContext>) {
         let group = router.group("/admin/v1")
         group.get("/services") { request, context in
             try await guarded(request) { try await Self.json(.ok, admin.services()) }

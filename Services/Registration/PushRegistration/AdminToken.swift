@@ -1,14 +1,14 @@
 import Crypto
 import Foundation
-import PushStore
+import PushRuntime
 
 /// The admin API's bearer token, from `PUSH_ADMIN_TOKEN` or the file named by
 /// `PUSH_ADMIN_TOKEN_FILE` (a mounted secret). Only its SHA-256 digest is kept in memory, and
 /// requests are compared digest to digest in constant time.
-public struct AdminToken: Sendable {
+package struct AdminToken: Sendable {
     private let digest: [UInt8]
 
-    public init(_ token: String) throws(ConfigurationError) {
+    package init(_ token: String) throws(ConfigurationError) {
         guard token.utf8.count >= 16 else {
             throw ConfigurationError("PUSH_ADMIN_TOKEN must be at least 16 characters")
         }
@@ -16,7 +16,7 @@ public struct AdminToken: Sendable {
     }
 
     /// nil when neither variable is set (the admin API then answers 503).
-    public static func fromEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> AdminToken? {
+    package static func fromEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> AdminToken? {
         if let path = environment["PUSH_ADMIN_TOKEN_FILE"], !path.isEmpty {
             guard let contents = FileManager.default.contents(atPath: path) else {
                 throw ConfigurationError("PUSH_ADMIN_TOKEN_FILE names a file that cannot be read: \(path)")
@@ -28,7 +28,7 @@ public struct AdminToken: Sendable {
     }
 
     /// Whether an `Authorization` header value carries this token (`Bearer <token>`).
-    public func accepts(authorization: String?) -> Bool {
+    package func accepts(authorization: String?) -> Bool {
         guard let authorization, authorization.lowercased().hasPrefix("bearer ") else { return false }
         let presented = Array(SHA256.hash(data: Data(authorization.dropFirst(7).utf8)))
         var difference: UInt8 = 0

@@ -1,36 +1,37 @@
 import Foundation
 import Logging
 import PostgresNIO
+import PushEvents
 
 /// What the registration endpoints need to know about an app.
-public struct AppEntry: Sendable, Hashable {
-    public var appId: UUID
-    public var integrationKey: String
-    public var platform: Platform
+package struct AppEntry: Sendable, Hashable {
+    package var appId: UUID
+    package var integrationKey: String
+    package var platform: Platform
     /// Kept `additionalParams` names and their types; empty keeps every parameter as text.
-    public var parameterTypes: [String: String]
+    package var parameterTypes: [String: String]
 
-    public var keptParameters: Set<String> { Set(parameterTypes.keys) }
+    package var keptParameters: Set<String> { Set(parameterTypes.keys) }
 }
 
 /// Integration key -> app, read from `push.apps` and cached. A known key is cached for
 /// `ttl`; an unknown key is remembered for a short time so that a client hammering a wrong key
 /// does not hammer the database.
-public actor AppDirectory {
+package actor AppDirectory {
     private let postgres: PostgresClient
     private let logger: Logger
     private let ttl: Duration
     private let negativeTTL: Duration
     private var cache: [String: (entry: AppEntry?, expires: ContinuousClock.Instant)] = [:]
 
-    public init(postgres: PostgresClient, logger: Logger, ttl: Duration = .seconds(30), negativeTTL: Duration = .seconds(2)) {
+    package init(postgres: PostgresClient, logger: Logger, ttl: Duration = .seconds(30), negativeTTL: Duration = .seconds(2)) {
         self.postgres = postgres
         self.logger = logger
         self.ttl = ttl
         self.negativeTTL = negativeTTL
     }
 
-    public func app(integrationKey: String) async throws -> AppEntry? {
+    package func app(integrationKey: String) async throws -> AppEntry? {
         let now = ContinuousClock.now
         if let cached = cache[integrationKey], cached.expires > now { return cached.entry }
         let rows = try await postgres.query(
@@ -49,7 +50,7 @@ public actor AppDirectory {
     }
 
     /// Forgets cached entries (after an admin change in this process).
-    public func invalidate() {
+    package func invalidate() {
         cache.removeAll()
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 import Kafka
 import Logging
 import PostgresNIO
+import PushCredentials
 import PushEvents
 import PushStore
 
@@ -11,7 +12,7 @@ import PushStore
 ///
 /// Commands are serialised in this process; uniqueness of service names and integration keys is
 /// checked here and enforced again by the projection.
-public actor CatalogAdmin {
+package actor CatalogAdmin {
     let producer: KafkaProducer
     let topic: String
     let postgres: PostgresClient
@@ -19,7 +20,7 @@ public actor CatalogAdmin {
     let credentials: CredentialStore?
     let logger: Logger
 
-    public init(producer: KafkaProducer, topic: String, postgres: PostgresClient, directory: AppDirectory, credentials: CredentialStore?, logger: Logger) {
+    package init(producer: KafkaProducer, topic: String, postgres: PostgresClient, directory: AppDirectory, credentials: CredentialStore?, logger: Logger) {
         self.producer = producer
         self.topic = topic
         self.postgres = postgres
@@ -37,7 +38,7 @@ public actor CatalogAdmin {
         return credentials
     }
 
-    public func credentials(appId: UUID) async throws -> [CredentialOutput] {
+    package func credentials(appId: UUID) async throws -> [CredentialOutput] {
         let store = try credentialStore()
         guard try await app(id: appId) != nil else { throw RegistrationError(status: 404, reason: "no app \(appId)") }
         return try await store.list(appId: appId)
@@ -45,12 +46,12 @@ public actor CatalogAdmin {
 
     /// Stores new credentials (sealed) and makes them the app's active ones; the previous ones
     /// stay stored, so a rotation has no gap.
-    public func setCredentials(appId: UUID, _ input: CredentialInput) async throws -> CredentialOutput {
+    package func setCredentials(appId: UUID, _ input: CredentialInput) async throws -> CredentialOutput {
         let store = try credentialStore()
         guard let app = try await app(id: appId) else { throw RegistrationError(status: 404, reason: "no app \(appId)") }
         let validated = try ValidatedCredential.validate(input, platform: app.platform)
         let credentialId = UUID()
-        try await store.store(validated, appId: appId, credentialId: credentialId)
+        try await store.store(validated.secret, fingerprint: validated.fingerprint, details: validated.details, appId: appId, credentialId: credentialId)
         let event = AppCredentialsSet(appId: appId, credentialId: credentialId, kind: validated.kind, fingerprint: validated.fingerprint, details: validated.details)
         let occurredAt = try await publish(key: "app:\(appId)", event)
         try await awaitProjection("SELECT count(*)::int FROM push.apps WHERE app_id = \(appId) AND credential_id = \(credentialId)")
@@ -59,11 +60,11 @@ public actor CatalogAdmin {
 
     // MARK: queries
 
-    public func services() async throws -> [ServiceOutput] {
+    package func services() async throws -> [ServiceOutput] {
         try await serviceRows("SELECT service_id, name, label FROM push.services ORDER BY name")
     }
 
-    public func service(named name: String) async throws -> ServiceOutput? {
+    package func service(named name: String) async throws -> ServiceOutput? {
         try await serviceRows("SELECT service_id, name, label FROM push.services WHERE name = \(name)").first
     }
 
@@ -75,11 +76,11 @@ public actor CatalogAdmin {
         return services
     }
 
-    public func apps(serviceName: String? = nil) async throws -> [AppOutput] {
+    package func apps(serviceName: String? = nil) async throws -> [AppOutput] {
         try await appRows(serviceName: serviceName, appId: nil)
     }
 
-    public func app(id: UUID) async throws -> AppOutput? {
+    package func app(id: UUID) async throws -> AppOutput? {
         try await appRows(serviceName: nil, appId: id).first
     }
 
@@ -103,7 +104,7 @@ public actor CatalogAdmin {
 
     // MARK: commands
 
-    public func createService(_ input: ServiceInput) async throws -> ServiceOutput {
+    package func createService(_ input: ServiceInput) async throws -> ServiceOutput {
         guard let name = input.name else { throw RegistrationError.badRequest("name is required") }
         try CatalogValidation.serviceName(name)
         try CatalogValidation.label(input.label)
@@ -114,7 +115,7 @@ public actor CatalogAdmin {
         return output
     }
 
-    public func updateService(named name: String, _ input: ServiceInput) async throws -> ServiceOutput {
+    package func updateService(named name: String, _ input: ServiceInput) async throws -> ServiceOutput {
         try CatalogValidation.label(input.label)
         guard var service = try await service(named: name) else { throw RegistrationError(status: 404, reason: "no service named \(name)") }
         service.label = input.label
@@ -123,7 +124,7 @@ public actor CatalogAdmin {
         return service
     }
 
-    public func deleteService(named name: String) async throws {
+    package func deleteService(named name: String) async throws {
         guard let service = try await service(named: name) else { throw RegistrationError(status: 404, reason: "no service named \(name)") }
         guard try await apps(serviceName: name).isEmpty else {
             throw RegistrationError(status: 409, reason: "service \(name) still has apps: delete them first")
@@ -132,16 +133,16 @@ public actor CatalogAdmin {
         try await awaitProjection("SELECT (count(*) = 0)::int FROM push.services WHERE service_id = \(service.serviceId)")
     }
 
-    public func createApp(serviceName: String, _ input: AppInput) async throws -> AppOutput {
+    package func createApp(serviceName: String, _ input: AppInput) async throws -> AppOutput {
         guard let service = try await service(named: serviceName) else { throw RegistrationError(status: 404, reason: "no service named \(serviceName)") }
         let app = try CatalogValidation.app(input, appId: UUID(), serviceId: service.serviceId)
         try await requireUniqueKey(app.integrationKey, except: nil)
         return try await define(app, serviceName: service.name)
     }
 
-    public func updateApp(id: UUID, _ input: AppInput) async throws -> AppOutput {
+    package func updateApp(id: UUID, _ input: AppInput) async throws -> AppOutput {
         guard let current = try await app(id: id) else { throw RegistrationError(status: 404, reason: "no app \(id)") }
-        guard input.platform == current.platform else { throw RegistrationError.badRequest("platform cannot change: create another app") }
+        guard input.platform == current.platform.rawValue else { throw RegistrationError.badRequest("platform cannot change: create another app") }
         var input = input
         input.integrationKey = input.integrationKey ?? current.integrationKey
         let app = try CatalogValidation.app(input, appId: id, serviceId: current.serviceId)
@@ -149,7 +150,7 @@ public actor CatalogAdmin {
         return try await define(app, serviceName: current.serviceName)
     }
 
-    public func deleteApp(id: UUID) async throws {
+    package func deleteApp(id: UUID) async throws {
         guard try await app(id: id) != nil else { throw RegistrationError(status: 404, reason: "no app \(id)") }
         try await publish(key: "app:\(id)", AppDeleted(appId: id))
         try await awaitProjection("SELECT (count(*) = 0)::int FROM push.apps WHERE app_id = \(id)")

@@ -2,45 +2,45 @@ import Foundation
 import PushEvents
 
 /// Body of `POST /admin/v1/services` and `PUT /admin/v1/services/{name}`.
-public struct ServiceInput: Codable, Sendable {
-    public var name: String?
-    public var label: String
+package struct ServiceInput: Codable, Sendable {
+    package var name: String?
+    package var label: String
 }
 
 /// A service as the admin API shows it.
-public struct ServiceOutput: Codable, Sendable, Equatable {
-    public var serviceId: UUID
-    public var name: String
-    public var label: String
+package struct ServiceOutput: Codable, Sendable, Equatable {
+    package var serviceId: UUID
+    package var name: String
+    package var label: String
 }
 
 /// Body of `POST /admin/v1/services/{name}/apps` and `PUT /admin/v1/apps/{appId}`.
-public struct AppInput: Codable, Sendable {
-    public var platform: String
-    public var label: String
-    public var integrationKey: String?
-    public var environment: String?
-    public var bundleId: String?
-    public var fcmProjectId: String?
-    public var variables: [String]?
-    public var sounds: [AppDefined.Sound]?
-    public var subscriptionParameters: [AppDefined.SubscriptionParameter]?
+package struct AppInput: Codable, Sendable {
+    package var platform: String
+    package var label: String
+    package var integrationKey: String?
+    package var environment: String?
+    package var bundleId: String?
+    package var fcmProjectId: String?
+    package var variables: [String]?
+    package var sounds: [AppDefined.Sound]?
+    package var subscriptionParameters: [AppDefined.SubscriptionParameter]?
 }
 
 /// An app as the admin API shows it (the `AppDefined` fields plus the service's name).
-public struct AppOutput: Codable, Sendable, Equatable {
-    public var appId: UUID
-    public var serviceId: UUID
-    public var serviceName: String
-    public var platform: String
-    public var integrationKey: String
-    public var label: String
-    public var environment: String
-    public var bundleId: String?
-    public var fcmProjectId: String?
-    public var variables: [String]
-    public var sounds: [AppDefined.Sound]
-    public var subscriptionParameters: [AppDefined.SubscriptionParameter]
+package struct AppOutput: Codable, Sendable, Equatable {
+    package var appId: UUID
+    package var serviceId: UUID
+    package var serviceName: String
+    package var platform: Platform
+    package var integrationKey: String
+    package var label: String
+    package var environment: String
+    package var bundleId: String?
+    package var fcmProjectId: String?
+    package var variables: [String]
+    package var sounds: [AppDefined.Sound]
+    package var subscriptionParameters: [AppDefined.SubscriptionParameter]
 }
 
 /// Validation of admin input; each failure is a 400 naming the field.
@@ -63,17 +63,17 @@ enum CatalogValidation {
 
     /// Checks an app and fills its defaults.
     static func app(_ input: AppInput, appId: UUID, serviceId: UUID) throws(RegistrationError) -> AppDefined {
-        guard input.platform == "ios" || input.platform == "android" else { throw .badRequest("platform must be ios or android") }
+        guard let platform = Platform(rawValue: input.platform) else { throw .badRequest("platform must be ios or android") }
         try label(input.label)
         let environment = input.environment ?? "production"
-        guard environment == "production" || (input.platform == "ios" && environment == "sandbox") else {
-            throw .badRequest(input.platform == "ios" ? "environment must be sandbox or production" : "environment of an Android app must be production")
+        guard environment == "production" || (platform == .ios && environment == "sandbox") else {
+            throw .badRequest(platform == .ios ? "environment must be sandbox or production" : "environment of an Android app must be production")
         }
         let key = input.integrationKey ?? UUID().uuidString.lowercased()
         guard (1...128).contains(key.count), key.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
             throw .badRequest("integrationKey must be 1 to 128 printable ASCII characters without spaces")
         }
-        if input.platform == "ios" {
+        if platform == .ios {
             guard let bundleId = input.bundleId, !bundleId.isEmpty, bundleId.count <= 155,
                   bundleId.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII || "-.".unicodeScalars.contains($0) })
             else { throw .badRequest("bundleId (the APNs topic) is required for an iOS app: letters, digits, '-' and '.'") }
@@ -99,9 +99,9 @@ enum CatalogValidation {
             throw .badRequest("subscription parameters need a name and a type among \(parameterTypes.sorted().joined(separator: ", "))")
         }
         return AppDefined(
-            appId: appId, serviceId: serviceId, platform: input.platform, integrationKey: key, label: input.label,
-            environment: environment, bundleId: input.platform == "ios" ? input.bundleId : nil,
-            fcmProjectId: input.platform == "android" ? input.fcmProjectId : nil,
+            appId: appId, serviceId: serviceId, platform: platform, integrationKey: key, label: input.label,
+            environment: environment, bundleId: platform == .ios ? input.bundleId : nil,
+            fcmProjectId: platform == .android ? input.fcmProjectId : nil,
             variables: variables, sounds: sounds, subscriptionParameters: parameters
         )
     }

@@ -11,8 +11,8 @@ import PushStore
 /// A definition that would take a service name or an integration key another service or app
 /// holds (two admin instances racing) is not applied, so the projection never stalls on a
 /// unique constraint; the admin API checks uniqueness before it publishes.
-public struct CatalogProjection: EnvelopeProjection {
-    public enum Event: Sendable {
+package struct CatalogProjection: EnvelopeProjection {
+    package enum Event: Sendable {
         case serviceDefined(ServiceDefined, Date)
         case serviceDeleted(ServiceDeleted)
         case appDefined(AppDefined, Date)
@@ -20,11 +20,11 @@ public struct CatalogProjection: EnvelopeProjection {
         case credentialsSet(AppCredentialsSet, Date)
     }
 
-    public let name: String
-    public let topics: [String]
-    public let decoder: EventDecoder<Event>
+    package let name: String
+    package let topics: [String]
+    package let decoder: EventDecoder<Event>
 
-    public init(name: String = "push-catalog-projection", topic: String) {
+    package init(name: String = "push-catalog-projection", topic: String) {
         self.name = name
         self.topics = [topic]
         var decoder = EventDecoder<Event>()
@@ -36,7 +36,7 @@ public struct CatalogProjection: EnvelopeProjection {
         self.decoder = decoder
     }
 
-    public func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
+    package func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
         for projected in events {
             switch projected.event {
             case .serviceDefined(let service, let at):
@@ -61,7 +61,7 @@ public struct CatalogProjection: EnvelopeProjection {
                     """
                     INSERT INTO push.apps (app_id, service_id, integration_key, platform, environment, label, bundle_id,
                                            fcm_project_id, variables, sounds, subscription_parameters, created_at, updated_at)
-                    SELECT \(app.appId), \(app.serviceId), \(app.integrationKey), \(app.platform), \(app.environment), \(app.label),
+                    SELECT \(app.appId), \(app.serviceId), \(app.integrationKey), \(app.platform.rawValue), \(app.environment), \(app.label),
                            \(app.bundleId), \(app.fcmProjectId), \(variables)::jsonb, \(sounds)::jsonb, \(parameters)::jsonb, \(at), \(at)
                     WHERE NOT EXISTS (SELECT 1 FROM push.apps WHERE integration_key = \(app.integrationKey) AND app_id <> \(app.appId))
                     ON CONFLICT (app_id) DO UPDATE SET

@@ -1,39 +1,35 @@
-/// A mobile platform and which SDK endpoint serves it.
-public enum Platform: String, Sendable, Hashable, Codable, CaseIterable {
-    case ios
-    case android
-}
+import PushEvents
 
 /// One registration as the Campaign SDK sends it, validated.
 ///
 /// Field names follow the SDK's form parameters (`../shared/reference/campaign-sdk-protocol.md`).
-public struct DeviceRegistration: Sendable, Hashable, Codable {
-    public var platform: Platform
+package struct DeviceRegistration: Sendable, Hashable, Codable {
+    package var platform: Platform
     /// `mobileAppUuid`: the app's integration key.
-    public var integrationKey: String
+    package var integrationKey: String
     /// iOS: the APNs token as lowercase hex; Android: the FCM token as sent.
-    public var registrationToken: String
+    package var registrationToken: String
     /// Reconciliation key; empty when the app has none.
-    public var userKey: String
+    package var userKey: String
     /// Android only (legacy name): a device id.
-    public var deviceImei: String?
-    public var deviceName: String
-    public var deviceModel: String
-    public var deviceBrand: String
-    public var deviceManufacturer: String
-    public var osName: String
-    public var osVersion: String
-    public var osLanguage: String
+    package var deviceImei: String?
+    package var deviceName: String
+    package var deviceModel: String
+    package var deviceBrand: String
+    package var deviceManufacturer: String
+    package var osName: String
+    package var osVersion: String
+    package var osLanguage: String
     /// `additionalParams`, decoded.
-    public var params: [String: String]
+    package var params: [String: String]
 
     /// The longest tokens accepted: APNs tokens are hex (32 bytes today, variable by contract),
     /// FCM tokens are opaque printable strings.
-    public static let maximumAPNsTokenLength = 200
-    public static let maximumFCMTokenLength = 4096
+    package static let maximumAPNsTokenLength = 200
+    package static let maximumFCMTokenLength = 4096
 
     /// Validates a registration from its form fields.
-    public init(fields: FormFields, platform: Platform) throws(RegistrationError) {
+    package init(fields: FormFields, platform: Platform) throws(RegistrationError) {
         self.platform = platform
         let key = fields["mobileAppUuid"] ?? ""
         guard !key.isEmpty else { throw .badRequest("mobileAppUuid (the integration key) is missing or empty") }

@@ -1,13 +1,13 @@
 /// The fields of an `application/x-www-form-urlencoded` body or query string, decoded the way
 /// the Campaign SDKs encode them: `%XX` escapes (UTF-8) and `+` as a space.
-public struct FormFields: Sendable, Hashable {
-    public private(set) var values: [String: String] = [:]
+package struct FormFields: Sendable, Hashable {
+    package private(set) var values: [String: String] = [:]
 
-    public init() {}
+    package init() {}
 
     /// Parses `a=1&b=x%20y`. A field without `=` has an empty value; the last of repeated names
     /// wins. Malformed escapes are an error naming the field.
-    public init(encoded: some StringProtocol) throws(RegistrationError) {
+    package init(encoded: some StringProtocol) throws(RegistrationError) {
         for pair in encoded.split(separator: "&", omittingEmptySubsequences: true) {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             let name = try Self.decode(parts[0], field: nil)
@@ -16,10 +16,10 @@ public struct FormFields: Sendable, Hashable {
         }
     }
 
-    public subscript(name: String) -> String? { values[name] }
+    package subscript(name: String) -> String? { values[name] }
 
     /// Fields of `other` fill in names this one lacks (the body wins over the query string).
-    public func filling(from other: FormFields) -> FormFields {
+    package func filling(from other: FormFields) -> FormFields {
         var merged = self
         merged.values.merge(other.values) { mine, _ in mine }
         return merged

@@ -1,6 +1,8 @@
 import Crypto
 import Foundation
 import NIOSSL
+import PushCredentials
+import PushEvents
 import _CryptoExtras
 
 /// Body of `PUT /admin/v1/apps/{id}/credentials`: one of
@@ -8,43 +10,43 @@ import _CryptoExtras
 /// - `{"kind": "apns-certificate", "pkcs12": "<base64 .p12>", "password"}` or
 ///   `{"kind": "apns-certificate", "certificatePem", "privateKeyPem"}`
 /// - `{"kind": "fcm-service-account", "serviceAccount": "<the service-account JSON, as a string>"}`
-public struct CredentialInput: Codable, Sendable {
-    public var kind: String
-    public var keyId: String?
-    public var teamId: String?
-    public var privateKey: String?
-    public var pkcs12: String?
-    public var password: String?
-    public var certificatePem: String?
-    public var privateKeyPem: String?
-    public var serviceAccount: String?
+package struct CredentialInput: Codable, Sendable {
+    package var kind: String
+    package var keyId: String?
+    package var teamId: String?
+    package var privateKey: String?
+    package var pkcs12: String?
+    package var password: String?
+    package var certificatePem: String?
+    package var privateKeyPem: String?
+    package var serviceAccount: String?
 }
 
 /// Credentials as the admin API shows them: never the secret.
-public struct CredentialOutput: Codable, Sendable, Equatable {
-    public var credentialId: UUID
-    public var appId: UUID
-    public var kind: String
-    public var fingerprint: String
-    public var details: [String: String]
-    public var createdAt: Date?
+package struct CredentialOutput: Codable, Sendable, Equatable {
+    package var credentialId: UUID
+    package var appId: UUID
+    package var kind: String
+    package var fingerprint: String
+    package var details: [String: String]
+    package var createdAt: Date?
 }
 
-/// Validated credentials: the secret to seal and what may be shown.
+/// Validated credentials: the typed secret to seal and what may be shown.
 struct ValidatedCredential {
-    var kind: String
-    /// The whole input, re-encoded; sealed as is so a sender gets every field back.
-    var secret: Data
+    var secret: ProviderSecret
+    var kind: String { secret.kind }
     var fingerprint: String
     var details: [String: String]
 
     /// Checks the material for the app's platform; errors name the field, never echo it.
-    static func validate(_ input: CredentialInput, platform: String) throws(RegistrationError) -> ValidatedCredential {
+    static func validate(_ input: CredentialInput, platform: Platform) throws(RegistrationError) -> ValidatedCredential {
         var details: [String: String] = [:]
         let material: Data
+        let secret: ProviderSecret
         switch input.kind {
         case "apns-token":
-            guard platform == "ios" else { throw .badRequest("apns-token credentials are for iOS apps") }
+            guard platform == .ios else { throw .badRequest("apns-token credentials are for iOS apps") }
             guard let keyId = input.keyId, keyId.count == 10, keyId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
                 throw .badRequest("keyId must be the 10-character APNs key id")
             }
@@ -56,8 +58,9 @@ struct ValidatedCredential {
             }
             details = ["keyId": keyId, "teamId": teamId]
             material = Data(pem.utf8)
+            secret = .apnsToken(keyId: keyId, teamId: teamId, privateKeyPEM: pem)
         case "apns-certificate":
-            guard platform == "ios" else { throw .badRequest("apns-certificate credentials are for iOS apps") }
+            guard platform == .ios else { throw .badRequest("apns-certificate credentials are for iOS apps") }
             if let encoded = input.pkcs12 {
                 guard let bytes = Data(base64Encoded: encoded) else { throw .badRequest("pkcs12 must be base64") }
                 let bundle: NIOSSLPKCS12Bundle
@@ -69,6 +72,7 @@ struct ValidatedCredential {
                 guard let leaf = bundle.certificateChain.first else { throw .badRequest("pkcs12 holds no certificate") }
                 details = certificateDetails(leaf)
                 material = bytes
+                secret = .apnsCertificatePKCS12(base64: encoded, password: input.password ?? "")
             } else {
                 guard let certificatePem = input.certificatePem, let keyPem = input.privateKeyPem,
                       let certificate = try? NIOSSLCertificate(bytes: Array(certificatePem.utf8), format: .pem),
@@ -76,9 +80,10 @@ struct ValidatedCredential {
                 else { throw .badRequest("give pkcs12 and password, or certificatePem and privateKeyPem") }
                 details = certificateDetails(certificate)
                 material = Data((certificatePem + keyPem).utf8)
+                secret = .apnsCertificatePEM(certificateChainPEM: certificatePem, privateKeyPEM: keyPem)
             }
         case "fcm-service-account":
-            guard platform == "android" else { throw .badRequest("fcm-service-account credentials are for Android apps") }
+            guard platform == .android else { throw .badRequest("fcm-service-account credentials are for Android apps") }
             guard let text = input.serviceAccount,
                   let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
             else { throw .badRequest("serviceAccount must be the service-account JSON key file's content") }
@@ -90,12 +95,12 @@ struct ValidatedCredential {
             }
             details = ["projectId": project, "clientEmail": email]
             material = Data(text.utf8)
+            secret = .fcmServiceAccount(json: text)
         default:
             throw .badRequest("kind must be apns-token, apns-certificate or fcm-service-account")
         }
-        let secret = (try? JSONEncoder().encode(input)) ?? Data()
         let fingerprint = "sha256:" + SHA256.hash(data: material).map { String(format: "%02x", $0) }.joined()
-        return ValidatedCredential(kind: input.kind, secret: secret, fingerprint: fingerprint, details: details)
+        return ValidatedCredential(secret: secret, fingerprint: fingerprint, details: details)
     }
 
     static func certificateDetails(_ certificate: NIOSSLCertificate) -> [String: String] {

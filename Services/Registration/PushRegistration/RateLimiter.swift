@@ -2,9 +2,9 @@ import Synchronization
 
 /// Token buckets per key (an integration key, a client address): `rate` requests per second
 /// with bursts up to `burst`. Buckets idle for a minute are forgotten.
-public final class RateLimiter: Sendable {
-    public let rate: Double
-    public let burst: Double
+package final class RateLimiter: Sendable {
+    package let rate: Double
+    package let burst: Double
     private let buckets = Mutex<[String: Bucket]>([:])
 
     struct Bucket {
@@ -13,13 +13,13 @@ public final class RateLimiter: Sendable {
     }
 
     /// `rate` <= 0 disables the limit.
-    public init(rate: Double, burst: Double) {
+    package init(rate: Double, burst: Double) {
         self.rate = rate
         self.burst = max(burst, 1)
     }
 
     /// Takes a token for `key`; when none is left, returns how many seconds until one is.
-    public func acquire(_ key: String, now: ContinuousClock.Instant = .now) -> Int? {
+    package func acquire(_ key: String, now: ContinuousClock.Instant = .now) -> Int? {
         guard rate > 0 else { return nil }
         return buckets.withLock { buckets in
             if buckets.count > 100_000 {

@@ -2,25 +2,26 @@ import Hummingbird
 import Kafka
 import Logging
 import PostgresNIO
+import PushCredentials
 import PushRuntime
 import PushStore
 import ServiceLifecycle
 
 /// Builds the registration service's parts; the executable and the tests call the same function.
-public enum RegistrationApplication {
+package enum RegistrationApplication {
     /// Names of the projections this service runs (consumer groups and `consumer_offsets` keys).
-    public struct ProjectionNames: Sendable {
-        public var catalog: String
-        public var subscriptions: String
+    package struct ProjectionNames: Sendable {
+        package var catalog: String
+        package var subscriptions: String
 
-        public init(catalog: String = "push-catalog-projection", subscriptions: String = "push-subscriptions-projection") {
+        package init(catalog: String = "push-catalog-projection", subscriptions: String = "push-subscriptions-projection") {
             self.catalog = catalog
             self.subscriptions = subscriptions
         }
 
         /// `REGISTRATION_CATALOG_GROUP` and `REGISTRATION_SUBSCRIPTIONS_GROUP` override the
         /// defaults (a new name rebuilds that projection from the beginning of its topic).
-        public init(environment: EnvironmentSettings) {
+        package init(environment: EnvironmentSettings) {
             self.init(
                 catalog: environment.string("REGISTRATION_CATALOG_GROUP", default: "push-catalog-projection"),
                 subscriptions: environment.string("REGISTRATION_SUBSCRIPTIONS_GROUP", default: "push-subscriptions-projection")
@@ -30,7 +31,7 @@ public enum RegistrationApplication {
 
     /// The parts, in start order (they stop in reverse: the HTTP endpoints first, then the
     /// projections, then the registration producer flushes).
-    public static func build(
+    package static func build(
         configuration: RuntimeConfiguration, settings: RegistrationSettings, postgres: PostgresClient,
         deadLetterProducer: KafkaProducer, adminToken: AdminToken?, credentialCipher: CredentialCipher?, logger: Logger, projections: ProjectionNames = ProjectionNames()
     ) throws -> [any Service] {

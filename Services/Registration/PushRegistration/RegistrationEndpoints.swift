@@ -9,11 +9,11 @@ import PushStore
 
 /// The request context of the SDK endpoints: Hummingbird's basic context plus the client's
 /// address (for the per-address rate limit).
-public struct RegistrationRequestContext: RequestContext, RemoteAddressRequestContext {
-    public var coreContext: CoreRequestContextStorage
-    public let remoteAddress: SocketAddress?
+package struct RegistrationRequestContext: RequestContext, RemoteAddressRequestContext {
+    package var coreContext: CoreRequestContextStorage
+    package let remoteAddress: SocketAddress?
 
-    public init(source: ApplicationRequestContextSource) {
+    package init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         remoteAddress = source.channel.remoteAddress
     }
@@ -23,7 +23,7 @@ public struct RegistrationRequestContext: RequestContext, RemoteAddressRequestCo
 /// as the Campaign SDKs call them (docs/registration.md). A registration is answered 200 only
 /// once its `SubscriptionRegistered` event is stored by the broker; every refusal is a one-line
 /// text reason and writes nothing.
-public struct RegistrationEndpoints: Sendable {
+package struct RegistrationEndpoints: Sendable {
     let producer: KafkaProducer
     let topic: String
     let directory: AppDirectory
@@ -32,7 +32,7 @@ public struct RegistrationEndpoints: Sendable {
     let addressLimiter: RateLimiter
     let logger: Logger
 
-    public init(producer: KafkaProducer, topic: String, directory: AppDirectory, settings: RegistrationSettings, logger: Logger) {
+    package init(producer: KafkaProducer, topic: String, directory: AppDirectory, settings: RegistrationSettings, logger: Logger) {
         self.producer = producer
         self.topic = topic
         self.directory = directory
@@ -42,7 +42,7 @@ public struct RegistrationEndpoints: Sendable {
         self.logger = logger
     }
 
-    public func addRoutes(to router: Router<RegistrationRequestContext>) {
+    package func addRoutes(to router: Router<RegistrationRequestContext>) {
         for (path, platform) in [("registerIOS.jssp", Platform.ios), ("registerAndroid.jssp", Platform.android)] {
             router.post("/nms/mobile/1/\(path)") { request, context in
                 await register(platform: platform, request: request, context: context)
@@ -112,7 +112,7 @@ public struct RegistrationEndpoints: Sendable {
             }
         }
         let event = SubscriptionRegistered(
-            appId: app.appId, integrationKey: app.integrationKey, platform: platform.rawValue,
+            appId: app.appId, integrationKey: app.integrationKey, platform: platform,
             registrationToken: registration.registrationToken, userKey: registration.userKey,
             deviceImei: registration.deviceImei, deviceName: registration.deviceName, deviceModel: registration.deviceModel,
             deviceBrand: registration.deviceBrand, deviceManufacturer: registration.deviceManufacturer,

@@ -2,30 +2,30 @@ import PushRuntime
 import PushStore
 
 /// Settings of the registration service (docs/configuration.md).
-public struct RegistrationSettings: Sendable {
+package struct RegistrationSettings: Sendable {
     /// `REGISTRATION_HOST` / `REGISTRATION_PORT`: the SDK endpoints. Default `0.0.0.0:8080`.
-    public var host: String
-    public var port: Int
+    package var host: String
+    package var port: Int
     /// `REGISTRATION_BODY_LIMIT`: largest accepted body in bytes; larger is 413. Default 16384.
-    public var bodyLimit: Int
+    package var bodyLimit: Int
     /// `REGISTRATION_STORE_TIMEOUT_MS`: how long a registration may wait for the broker to store
     /// its event before the answer is 503. Default 5000.
-    public var storeTimeoutMilliseconds: Int
+    package var storeTimeoutMilliseconds: Int
     /// `REGISTRATION_RATE_PER_KEY` / `REGISTRATION_BURST_PER_KEY`: registrations per second per
     /// integration key (0 disables). Default 2000/s, bursts of 4000.
-    public var ratePerKey: Double
-    public var burstPerKey: Double
+    package var ratePerKey: Double
+    package var burstPerKey: Double
     /// `REGISTRATION_RATE_PER_ADDRESS` / `REGISTRATION_BURST_PER_ADDRESS`: requests per second
     /// per client address (0 disables). Default 50/s, bursts of 100 (carrier NATs share addresses).
-    public var ratePerAddress: Double
-    public var burstPerAddress: Double
+    package var ratePerAddress: Double
+    package var burstPerAddress: Double
     /// `REGISTRATION_PURGE_AFTER_DAYS`: quarantined subscriptions are purged (by event) this long
     /// after they were disabled. Default 30 days.
-    public var purgeAfter: Duration = .seconds(30 * 86_400)
+    package var purgeAfter: Duration = .seconds(30 * 86_400)
     /// `REGISTRATION_PURGE_INTERVAL_SECONDS`: how often the purge runs. Default 3600.
-    public var purgeInterval: Duration = .seconds(3_600)
+    package var purgeInterval: Duration = .seconds(3_600)
 
-    public init(
+    package init(
         host: String = "0.0.0.0", port: Int = 8080, bodyLimit: Int = 16_384, storeTimeoutMilliseconds: Int = 5_000,
         ratePerKey: Double = 2_000, burstPerKey: Double = 4_000, ratePerAddress: Double = 50, burstPerAddress: Double = 100
     ) {
@@ -39,7 +39,7 @@ public struct RegistrationSettings: Sendable {
         self.burstPerAddress = burstPerAddress
     }
 
-    public init(environment: EnvironmentSettings) throws(ConfigurationError) {
+    package init(environment: EnvironmentSettings) throws(ConfigurationError) {
         self.init(
             host: environment.string("REGISTRATION_HOST", default: "0.0.0.0"),
             port: try environment.int("REGISTRATION_PORT", default: 8080),

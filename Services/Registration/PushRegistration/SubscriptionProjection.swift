@@ -11,18 +11,18 @@ import PushStore
 /// - `SubscriptionDisabled` sets `disabled` unless the device registered again after the
 ///   provider's verdict (`invalidSince` older than `registered_at`).
 /// - `SubscriptionPurged` deletes a disabled row.
-public struct SubscriptionProjection: EnvelopeProjection {
-    public enum Event: Sendable {
+package struct SubscriptionProjection: EnvelopeProjection {
+    package enum Event: Sendable {
         case registered(SubscriptionRegistered)
         case disabled(SubscriptionDisabled)
         case purged(SubscriptionPurged)
     }
 
-    public let name: String
-    public let topics: [String]
-    public let decoder: EventDecoder<Event>
+    package let name: String
+    package let topics: [String]
+    package let decoder: EventDecoder<Event>
 
-    public init(name: String = "push-subscriptions-projection", topic: String) {
+    package init(name: String = "push-subscriptions-projection", topic: String) {
         self.name = name
         self.topics = [topic]
         var decoder = EventDecoder<Event>()
@@ -32,7 +32,7 @@ public struct SubscriptionProjection: EnvelopeProjection {
         self.decoder = decoder
     }
 
-    public func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
+    package func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
         // Consecutive registrations are written with one statement (the last per key wins, as
         // they replace the whole row); other events keep their place in the order.
         var pending: [String: SubscriptionRegistered] = [:]
@@ -82,7 +82,7 @@ public struct SubscriptionProjection: EnvelopeProjection {
             SELECT a, t, pl, u, NULLIF(i, ''), dn, dm, db, dma, osn, osv, osl, p::jsonb, r, now()
             FROM unnest(
                 \(registrations.map(\.appId))::uuid[], \(registrations.map(\.registrationToken))::text[],
-                \(registrations.map(\.platform))::text[], \(registrations.map(\.userKey))::text[],
+                \(registrations.map(\.platform.rawValue))::text[], \(registrations.map(\.userKey))::text[],
                 \(registrations.map { $0.deviceImei ?? "" })::text[], \(registrations.map(\.deviceName))::text[],
                 \(registrations.map(\.deviceModel))::text[], \(registrations.map(\.deviceBrand))::text[],
                 \(registrations.map(\.deviceManufacturer))::text[], \(registrations.map(\.osName))::text[],

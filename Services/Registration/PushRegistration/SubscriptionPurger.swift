@@ -12,7 +12,7 @@ import ServiceLifecycle
 ///
 /// Runs every `interval`; several registration instances may run it at once (a purge is
 /// idempotent).
-public struct SubscriptionPurger: Service {
+package struct SubscriptionPurger: Service {
     let postgres: PostgresClient
     let producer: KafkaProducer
     let topic: String
@@ -20,7 +20,7 @@ public struct SubscriptionPurger: Service {
     let interval: Duration
     let logger: Logger
 
-    public init(postgres: PostgresClient, producer: KafkaProducer, topic: String, purgeAfter: Duration, interval: Duration, logger: Logger) {
+    package init(postgres: PostgresClient, producer: KafkaProducer, topic: String, purgeAfter: Duration, interval: Duration, logger: Logger) {
         self.postgres = postgres
         self.producer = producer
         self.topic = topic
@@ -29,7 +29,7 @@ public struct SubscriptionPurger: Service {
         self.logger = logger
     }
 
-    public func run() async throws {
+    package func run() async throws {
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             do {
                 let purged = try await purgeOnce()
@@ -43,7 +43,7 @@ public struct SubscriptionPurger: Service {
 
     /// One round: publishes a purge for up to 5000 subscriptions disabled before the cut-off.
     @discardableResult
-    public func purgeOnce() async throws -> Int {
+    package func purgeOnce() async throws -> Int {
         let cutoff = Date().addingTimeInterval(-Double(purgeAfter.components.seconds))
         let rows = try await postgres.query(
             "SELECT app_id, registration_token FROM push.subscriptions WHERE disabled AND disabled_at < \(cutoff) ORDER BY disabled_at LIMIT 5000",

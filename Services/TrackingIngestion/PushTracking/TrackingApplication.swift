@@ -8,13 +8,13 @@ import ServiceLifecycle
 
 /// Builds the tracking-ingestion service's parts; the executable and the tests call the same
 /// function.
-public enum TrackingApplication {
+package enum TrackingApplication {
     /// The parts, in start order (they stop in reverse: the HTTP endpoint first, then the
     /// `tracking_log` projection, then the tracking producer flushes).
     ///
     /// - Parameter deadLetterProducer: the runtime's shared producer, for records the projection
     ///   cannot read (`push.tracking.dlq`).
-    public static func build(
+    package static func build(
         configuration: RuntimeConfiguration, settings: TrackingSettings, postgres: PostgresClient,
         deadLetterProducer: KafkaProducer, logger: Logger
     ) throws -> [any Service] {
@@ -32,7 +32,7 @@ public enum TrackingApplication {
     /// The producer of tracking events. Its own, so that the delivery timeout is the store
     /// timeout: a hit the broker did not store in time is not stored later either (no event
     /// behind a 503).
-    public static func makeProducer(configuration: RuntimeConfiguration, settings: TrackingSettings, logger: Logger) throws(KafkaError) -> KafkaProducer {
+    package static func makeProducer(configuration: RuntimeConfiguration, settings: TrackingSettings, logger: Logger) throws(KafkaError) -> KafkaProducer {
         var producerConfiguration = configuration.producer
         producerConfiguration.deliveryTimeoutMilliseconds = settings.storeTimeoutMilliseconds
         producerConfiguration.lingerMilliseconds = settings.lingerMilliseconds
@@ -40,7 +40,7 @@ public enum TrackingApplication {
     }
 
     /// The HTTP server answering `GET /r/`.
-    public static func httpServer(producer: KafkaProducer, configuration: RuntimeConfiguration, settings: TrackingSettings, logger: Logger) -> some Service {
+    package static func httpServer(producer: KafkaProducer, configuration: RuntimeConfiguration, settings: TrackingSettings, logger: Logger) -> some Service {
         let router = Router()
         TrackingEndpoints(producer: producer, topic: configuration.topics.tracking.name, logger: logger).addRoutes(to: router)
         return Application(

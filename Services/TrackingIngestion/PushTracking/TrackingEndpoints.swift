@@ -12,7 +12,7 @@ import PushStore
 /// by the broker; a malformed id is a 400 with a one-line reason and writes nothing; a broker
 /// that cannot confirm within the store timeout is a 503. Tracking URLs are unsigned: nothing
 /// but the `id` is read, and nothing about the caller is kept.
-public struct TrackingEndpoints: Sendable {
+package struct TrackingEndpoints: Sendable {
     let producer: KafkaProducer
     let topic: String
     let logger: Logger
@@ -20,7 +20,7 @@ public struct TrackingEndpoints: Sendable {
     let stored: [TrackingKind: Counter]
     let notStored: [TrackingKind: Counter]
 
-    public init(producer: KafkaProducer, topic: String, logger: Logger) {
+    package init(producer: KafkaProducer, topic: String, logger: Logger) {
         self.producer = producer
         self.topic = topic
         self.logger = logger
@@ -34,7 +34,7 @@ public struct TrackingEndpoints: Sendable {
     }
 
     /// Routes `/r/` (and `/r`: the router ignores a trailing slash).
-    public func addRoutes<Context: RequestContext>(to router: Router<Context>) {
+    package func addRoutes<Context: RequestContext>(to router: Router<Context>) {
         router.get("/r/") { request, _ in
             await track(query: request.uri.query ?? "")
         }
@@ -65,7 +65,7 @@ public struct TrackingEndpoints: Sendable {
     }
 
     /// The event a parsed hit becomes.
-    public static func event(for url: TrackingURL, trackingId: UUID, at date: Date) -> TrackingHitRecorded {
+    package static func event(for url: TrackingURL, trackingId: UUID, at date: Date) -> TrackingHitRecorded {
         TrackingHitRecorded(
             trackingId: trackingId, messageId: url.messageID.normalized, messageIdForm: url.messageID.form.rawValue,
             deliveryId: url.deliveryID, tagId: url.tagID, kind: url.kind.rawValue, occurredAt: date

@@ -16,14 +16,14 @@ import PushStore
 /// `push.delivery_indicator_counts`: `push.tracking_firsts` holds one row per (delivery, message,
 /// kind) with a received or opened hit, and only a newly inserted first adds one, so duplicate
 /// hits count once.
-public struct TrackingLogProjection: EnvelopeProjection {
-    public typealias Event = TrackingHitRecorded
+package struct TrackingLogProjection: EnvelopeProjection {
+    package typealias Event = TrackingHitRecorded
 
-    public let name: String
-    public let topics: [String]
-    public let decoder: EventDecoder<TrackingHitRecorded>
+    package let name: String
+    package let topics: [String]
+    package let decoder: EventDecoder<TrackingHitRecorded>
 
-    public init(name: String = "push-tracking-log-projection", topic: String) {
+    package init(name: String = "push-tracking-log-projection", topic: String) {
         self.name = name
         self.topics = [topic]
         var decoder = EventDecoder<TrackingHitRecorded>()
@@ -31,7 +31,7 @@ public struct TrackingLogProjection: EnvelopeProjection {
         self.decoder = decoder
     }
 
-    public func decode(_ record: KafkaConsumerRecord) throws -> TrackingHitRecorded? {
+    package func decode(_ record: KafkaConsumerRecord) throws -> TrackingHitRecorded? {
         switch try decoder.decode(record.value) {
         case .known(let hit, _):
             // The table's CHECK would refuse these and stall the runner on retries; a record
@@ -48,7 +48,7 @@ public struct TrackingLogProjection: EnvelopeProjection {
         }
     }
 
-    public func apply(_ events: [ProjectedEvent<TrackingHitRecorded>], on connection: PostgresConnection, logger: Logger) async throws {
+    package func apply(_ events: [ProjectedEvent<TrackingHitRecorded>], on connection: PostgresConnection, logger: Logger) async throws {
         let hits = events.map(\.event)
         // One statement: the hits, then the (delivery, message, kind) pairs seen for the first
         // time among the rows really inserted, then those firsts added to the delivery's

@@ -2,22 +2,22 @@ import PushRuntime
 import PushStore
 
 /// Settings of the tracking-ingestion service (docs/configuration.md).
-public struct TrackingSettings: Sendable {
+package struct TrackingSettings: Sendable {
     /// `TRACKING_HOST` / `TRACKING_PORT`: where `GET /r/` listens. Default `0.0.0.0:8081`.
-    public var host: String
-    public var port: Int
+    package var host: String
+    package var port: Int
     /// `TRACKING_STORE_TIMEOUT_MS`: how long a hit may wait for the broker to store its event
     /// before the answer is 503 (the SDKs do not retry, so the hit is lost to the device; the
     /// answer says so honestly instead of a 200 for an event that may never exist). Default 5000.
-    public var storeTimeoutMilliseconds: Int
+    package var storeTimeoutMilliseconds: Int
     /// `TRACKING_LINGER_MS`: how long the producer waits to batch hits into one broker request.
     /// Default 5: many concurrent hits share a request and each answer waits a few ms more.
-    public var lingerMilliseconds: Int
+    package var lingerMilliseconds: Int
     /// `TRACKING_LOG_GROUP`: consumer group and `consumer_offsets` key of the `tracking_log`
     /// projection; a new name rebuilds the table's rows from the beginning of `push.tracking`.
-    public var projectionName: String
+    package var projectionName: String
 
-    public init(
+    package init(
         host: String = "0.0.0.0", port: Int = 8081, storeTimeoutMilliseconds: Int = 5_000, lingerMilliseconds: Int = 5,
         projectionName: String = "push-tracking-log-projection"
     ) {
@@ -28,7 +28,7 @@ public struct TrackingSettings: Sendable {
         self.projectionName = projectionName
     }
 
-    public init(environment: EnvironmentSettings) throws(ConfigurationError) {
+    package init(environment: EnvironmentSettings) throws(ConfigurationError) {
         self.init(
             host: environment.string("TRACKING_HOST", default: "0.0.0.0"),
             port: try environment.int("TRACKING_PORT", default: 8081),

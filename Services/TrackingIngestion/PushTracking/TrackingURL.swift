@@ -10,22 +10,22 @@ import Foundation
 /// - the delivery id, copied verbatim (1–255 bytes, no commas, no control characters);
 /// - the tag id: 1 = received (impression), 2 = opened/clicked, any other 32-bit integer kept
 ///   as `other`.
-public struct TrackingURL: Sendable, Hashable {
+package struct TrackingURL: Sendable, Hashable {
     /// The message a hit is about, in the form the payload's `_mId` had.
-    public enum MessageID: Sendable, Hashable {
+    package enum MessageID: Sendable, Hashable {
         case uuid(UUID)
         /// A broadLog id (Campaign's decimal message id).
         case decimal(Int64)
 
         /// The id as stored and used as the Kafka key: a lowercase UUID, or the decimal id.
-        public var normalized: String {
+        package var normalized: String {
             switch self {
             case .uuid(let uuid): uuid.uuidString.lowercased()
             case .decimal(let id): String(id)
             }
         }
 
-        public var form: TrackingMessageIDForm {
+        package var form: TrackingMessageIDForm {
             switch self {
             case .uuid: .uuid
             case .decimal: .decimal
@@ -35,16 +35,16 @@ public struct TrackingURL: Sendable, Hashable {
 
     /// The longest accepted delivery id, in UTF-8 bytes. Campaign's are short hex strings and
     /// upstream request ids are short too; anything longer is not an id the channel issued.
-    public static let maximumDeliveryIDLength = 255
+    package static let maximumDeliveryIDLength = 255
 
-    public var contentLetter: Character
-    public var messageID: MessageID
-    public var deliveryID: String
-    public var tagID: Int32
+    package var contentLetter: Character
+    package var messageID: MessageID
+    package var deliveryID: String
+    package var tagID: Int32
 
-    public var kind: TrackingKind { TrackingKind(tagID: tagID) }
+    package var kind: TrackingKind { TrackingKind(tagID: tagID) }
 
-    public init(contentLetter: Character = "h", messageID: MessageID, deliveryID: String, tagID: Int32) {
+    package init(contentLetter: Character = "h", messageID: MessageID, deliveryID: String, tagID: Int32) {
         self.contentLetter = contentLetter
         self.messageID = messageID
         self.deliveryID = deliveryID
@@ -53,7 +53,7 @@ public struct TrackingURL: Sendable, Hashable {
 
     /// Reads the `id` parameter of a raw (percent-encoded) query string, such as
     /// `id=hd828,deliveryId,2`. The first `id` wins; other parameters are ignored.
-    public init(query: String) throws(TrackingURLError) {
+    package init(query: String) throws(TrackingURLError) {
         var raw: Substring?
         for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
             let (name, value) = pair.firstIndex(of: "=").map { (pair[..<$0], pair[pair.index(after: $0)...]) } ?? (pair, "")
@@ -73,7 +73,7 @@ public struct TrackingURL: Sendable, Hashable {
     }
 
     /// Reads a decoded `id` value, such as `hd828,deliveryId,2`.
-    public init(id: String) throws(TrackingURLError) {
+    package init(id: String) throws(TrackingURLError) {
         let parts = id.split(separator: ",", omittingEmptySubsequences: false)
         guard parts.count == 3 else {
             throw TrackingURLError(
@@ -151,7 +151,7 @@ public struct TrackingURL: Sendable, Hashable {
 }
 
 /// What a hit says happened to the notification.
-public enum TrackingKind: String, Sendable, Hashable, Codable, CaseIterable {
+package enum TrackingKind: String, Sendable, Hashable, Codable, CaseIterable {
     /// Tag 1: received/displayed (an impression).
     case received
     /// Tag 2: opened or clicked (Android's current SDK also sends 2 when it is dismissed).
@@ -159,7 +159,7 @@ public enum TrackingKind: String, Sendable, Hashable, Codable, CaseIterable {
     /// Any other tag, recorded with its number.
     case other
 
-    public init(tagID: Int32) {
+    package init(tagID: Int32) {
         switch tagID {
         case 1: self = .received
         case 2: self = .opened
@@ -169,7 +169,7 @@ public enum TrackingKind: String, Sendable, Hashable, Codable, CaseIterable {
 }
 
 /// How the message id was written in the payload's `_mId`.
-public enum TrackingMessageIDForm: String, Sendable, Hashable, Codable {
+package enum TrackingMessageIDForm: String, Sendable, Hashable, Codable {
     case uuid
     case decimal
 }

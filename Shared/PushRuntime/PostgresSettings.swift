@@ -6,17 +6,17 @@ import PostgresNIO
 ///
 /// `sslmode` is `disable` (default), `prefer` or `require` (certificate verified against the
 /// system trust store). `description` never shows the password.
-public struct PostgresSettings: Sendable, CustomStringConvertible {
-    public var host: String
-    public var port: Int
-    public var username: String
-    public var password: String?
-    public var database: String
-    public var tlsMode: String
+package struct PostgresSettings: Sendable, CustomStringConvertible {
+    package var host: String
+    package var port: Int
+    package var username: String
+    package var password: String?
+    package var database: String
+    package var tlsMode: String
     /// Connections in the pool at most. Default 10.
-    public var maximumConnections: Int
+    package var maximumConnections: Int
 
-    public init(url: String, maximumConnections: Int = 10) throws(ConfigurationError) {
+    package init(url: String, maximumConnections: Int = 10) throws(ConfigurationError) {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
               let host = components.host, !host.isEmpty
         else {
@@ -35,11 +35,11 @@ public struct PostgresSettings: Sendable, CustomStringConvertible {
         self.maximumConnections = maximumConnections
     }
 
-    public var description: String {
+    package var description: String {
         "postgres://\(username)\(password == nil ? "" : ":***")@\(host):\(port)/\(database)?sslmode=\(tlsMode)"
     }
 
-    public var clientConfiguration: PostgresClient.Configuration {
+    package var clientConfiguration: PostgresClient.Configuration {
         let tls: PostgresClient.Configuration.TLS
         switch tlsMode {
         case "require": tls = .require(.makeClientConfiguration())
@@ -51,11 +51,4 @@ public struct PostgresSettings: Sendable, CustomStringConvertible {
         configuration.options.connectTimeout = .seconds(5)
         return configuration
     }
-}
-
-/// A setting is missing or malformed; the message names the setting and what is expected.
-public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
-    public var message: String
-    public init(_ message: String) { self.message = message }
-    public var description: String { message }
 }

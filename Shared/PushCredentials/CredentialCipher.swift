@@ -1,14 +1,14 @@
 import Crypto
 import Foundation
-import PushStore
+import PushRuntime
 
 /// Seals provider secrets with AES-256-GCM under the key in `PUSH_CREDENTIALS_KEY` (base64 of
 /// 32 bytes) or the file named by `PUSH_CREDENTIALS_KEY_FILE`. The app id is bound as
 /// authenticated data, so a sealed secret cannot be moved to another app.
-public struct CredentialCipher: Sendable {
+package struct CredentialCipher: Sendable {
     private let key: SymmetricKey
 
-    public init(keyBase64: String) throws(ConfigurationError) {
+    package init(keyBase64: String) throws(ConfigurationError) {
         guard let bytes = Data(base64Encoded: keyBase64.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count == 32 else {
             throw ConfigurationError("PUSH_CREDENTIALS_KEY must be the base64 of 32 random bytes (e.g. openssl rand -base64 32)")
         }
@@ -16,7 +16,7 @@ public struct CredentialCipher: Sendable {
     }
 
     /// nil when neither variable is set (credential routes then answer 503).
-    public static func fromEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> CredentialCipher? {
+    package static func fromEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> CredentialCipher? {
         if let path = environment["PUSH_CREDENTIALS_KEY_FILE"], !path.isEmpty {
             guard let contents = FileManager.default.contents(atPath: path) else {
                 throw ConfigurationError("PUSH_CREDENTIALS_KEY_FILE names a file that cannot be read: \(path)")
@@ -27,23 +27,23 @@ public struct CredentialCipher: Sendable {
         return try CredentialCipher(keyBase64: key)
     }
 
-    public func seal(_ secret: Data, appId: UUID) throws -> Data {
+    package func seal(_ secret: Data, appId: UUID) throws -> Data {
         try seal(secret, context: appId.uuidString)
     }
 
-    public func open(_ sealed: Data, appId: UUID) throws -> Data {
+    package func open(_ sealed: Data, appId: UUID) throws -> Data {
         try open(sealed, context: appId.uuidString)
     }
 
     /// Seals a secret bound to `context` (authenticated data): it opens only with the same one.
-    public func seal(_ secret: Data, context: String) throws -> Data {
+    package func seal(_ secret: Data, context: String) throws -> Data {
         guard let combined = try AES.GCM.seal(secret, using: key, authenticating: Data(context.utf8)).combined else {
             throw ConfigurationError("AES-GCM produced no combined box")
         }
         return combined
     }
 
-    public func open(_ sealed: Data, context: String) throws -> Data {
+    package func open(_ sealed: Data, context: String) throws -> Data {
         try AES.GCM.open(AES.GCM.SealedBox(combined: sealed), using: key, authenticating: Data(context.utf8))
     }
 }

@@ -2,12 +2,18 @@ import Synchronization
 
 /// A counting semaphore for tasks: `acquire` suspends while no permit is left. Used to bound the
 /// records a sender holds and the sends it has in flight (back-pressure instead of memory).
+/// `close()` ends every wait, present and future, with `Closed`: how a stopping sender's reader
+/// stops waiting for room.
 final class AsyncSemaphore: Sendable {
     private struct State {
         var available: Int
         var waiters: [(id: Int, continuation: CheckedContinuation<Void, any Error>)] = []
         var nextId = 0
+        var closed = false
     }
+
+    /// The semaphore was closed while or before this task waited for a permit.
+    struct Closed: Error {}
 
     private let state: Mutex<State>
 
@@ -16,30 +22,33 @@ final class AsyncSemaphore: Sendable {
         state = Mutex(State(available: permits))
     }
 
-    /// Waits for a permit; throws `CancellationError` if the task is cancelled while waiting.
+    /// Waits for a permit; throws `CancellationError` if the task is cancelled while waiting,
+    /// `Closed` if the semaphore is closed and no permit is free.
     func acquire() async throws {
-        let id: Int? = state.withLock { state in
+        let id: Int? = try state.withLock { state in
             if state.available > 0 {
                 state.available -= 1
                 return nil
             }
+            if state.closed { throw Closed() }
             defer { state.nextId += 1 }
             return state.nextId
         }
         guard let id else { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let cancelled = state.withLock { state in
-                    if Task.isCancelled { return true }
+                let refusal: (any Error)? = state.withLock { state in
+                    if Task.isCancelled { return CancellationError() }
                     if state.available > 0 {  // released between the check above and here
                         state.available -= 1
                         continuation.resume()
-                        return false
+                        return nil
                     }
+                    if state.closed { return Closed() }
                     state.waiters.append((id, continuation))
-                    return false
+                    return nil
                 }
-                if cancelled { continuation.resume(throwing: CancellationError()) }
+                if let refusal { continuation.resume(throwing: refusal) }
             }
         } onCancel: {
             let waiter = state.withLock { state -> CheckedContinuation<Void, any Error>? in
@@ -48,6 +57,23 @@ final class AsyncSemaphore: Sendable {
             }
             waiter?.resume(throwing: CancellationError())
         }
+    }
+
+    /// Takes `count` permits one after the other (a stopping sender taking back every in-flight
+    /// permit: waiting for every send to be answered).
+    func acquire(_ count: Int) async throws {
+        for _ in 0..<count { try await acquire() }
+    }
+
+    /// Ends the waits: every task waiting for a permit, and every later `acquire` that finds none
+    /// free, throws `Closed`. Permits released afterwards can still be taken.
+    func close() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, any Error>] in
+            state.closed = true
+            defer { state.waiters.removeAll() }
+            return state.waiters.map(\.continuation)
+        }
+        for waiter in waiters { waiter.resume(throwing: Closed()) }
     }
 
     /// Takes a permit if one is free, without waiting.

@@ -47,22 +47,31 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     let now: @Sendable () -> Date
     let metrics: SenderMetrics
 
-    private let held: AsyncSemaphore
-    private let inFlight: AsyncSemaphore
-    private let state = Mutex(State())
+    /// Permits to hold a record (read and not finished): `maxHeld`. Closed when the sender stops,
+    /// so a reader waiting for room stops waiting.
+    let held: AsyncSemaphore
+    /// Permits to have a send in flight: `maxInFlight`. Stopping takes them all back, which is
+    /// waiting for every send in flight to be answered.
+    let inFlight: AsyncSemaphore
+    let state = Mutex(State())
+    /// Wakes the schedule task when a record due earlier than any before is scheduled, or when
+    /// the schedule closes.
+    let scheduleChanged = Wakeup()
+    /// The longest the schedule waits without reading the wall clock again (`runSchedule`).
+    static var scheduleRecheck: Duration { .seconds(1) }
     /// Records finished by a provider or otherwise whose events wait to be published, and
     /// whether a task is publishing them: apart from `state`, so that the event loops handing
     /// answers over do not contend with the reader and the offsets for one lock.
-    private let waiting = Mutex(Waiting())
-    private struct Waiting {
+    let waiting = Mutex(Waiting())
+    struct Waiting {
         var finished: [Finished] = []
         var publishing = false
     }
     /// Sends in flight (the gauge and the wait for them when stopping).
-    private let sending = Atomic(0)
+    let sending = Atomic(0)
     /// Wakes the publisher task when an answer arrives while it is idle (`send`).
-    private let wakeups: AsyncStream<Void>
-    private let wakeUp: AsyncStream<Void>.Continuation
+    let wakeups: AsyncStream<Void>
+    let wakeUp: AsyncStream<Void>.Continuation
 
     /// A record read and not yet finished, with what it holds. A class: it is handed from the
     /// reader to the transport's callback to the publisher, one reference instead of a copy of
@@ -94,7 +103,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         var tally: Tally?
     }
 
-    private struct State: Sendable {
+    struct State: Sendable {
         var consumer: KafkaConsumer?
         private(set) var progress: [KafkaTopicPartition: PartitionProgress] = [:]
         /// The sums of `held` and `finishedBehindUnfinished` over `progress`, kept up to date by
@@ -105,6 +114,20 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         var scheduleClosed = false
         /// Records finished since the last commit the broker confirmed.
         var finishedSinceCommit = 0
+        /// Revocations waiting for their partitions' held records to be finished (`handBack`).
+        var drainWaiters: [(partitions: Set<KafkaTopicPartition>, continuation: CheckedContinuation<Void, Never>)] = []
+
+        /// Removes and returns the waiters whose partitions hold nothing any more.
+        mutating func drainedWaiters() -> [CheckedContinuation<Void, Never>] {
+            guard !drainWaiters.isEmpty else { return [] }
+            var done: [CheckedContinuation<Void, Never>] = []
+            drainWaiters.removeAll { waiter in
+                guard !waiter.partitions.contains(where: { (progress[$0]?.held ?? 0) > 0 }) else { return false }
+                done.append(waiter.continuation)
+                return true
+            }
+            return done
+        }
 
         /// Changes one partition's progress (created if new) and the totals with it.
         mutating func update<Result>(_ partition: KafkaTopicPartition, _ body: (inout PartitionProgress) -> Result) -> Result {
@@ -172,25 +195,30 @@ package final class MessageSender<Transport: MessageTransport>: Service {
                 group.addTask { try await self.runSchedule() }
                 group.addTask { try await self.runCommits(consumer) }
                 group.addTask { await self.runPublisher() }
-                reading: for try await batch in consumer.batches.cancelOnGracefulShutdown() {
-                    for record in batch {
-                        // Stopping while waiting for room: this record and the rest of the batch
-                        // are not begun, so their offsets are not stored; they are read again.
-                        guard try await waitForRoom() else { break reading }
-                        try await take(record, group: &group)
+                // A reader waiting for room stops waiting when the sender is asked to stop.
+                try await withGracefulShutdownHandler {
+                    reading: for try await batch in consumer.batches.cancelOnGracefulShutdown() {
+                        for record in batch {
+                            // Stopping while waiting for room: this record and the rest of the batch
+                            // are not begun, so their offsets are not stored; they are read again.
+                            guard try await waitForRoom() else { break reading }
+                            try await take(record, group: &group)
+                        }
+                        updateGauges()
                     }
-                    updateGauges()
+                } onGracefulShutdown: { [held] in
+                    held.close()
                 }
                 // Stopping: hand back what waits for a retry time, wait for the sends in flight
-                // to be answered; the publisher then publishes what is left and ends.
+                // to be answered (every in-flight permit back); the publisher then publishes what
+                // is left and ends.
                 let waiting = state.withLock { state in
                     state.scheduleClosed = true
                     return state.schedule.removeAll { _ in true }
                 }
+                scheduleChanged.signal()
                 await handBack(waiting)
-                while sending.load(ordering: .acquiring) > 0, !Task.isCancelled {
-                    try? await Task.sleep(for: .milliseconds(5))
-                }
+                try? await inFlight.acquire(settings.maxInFlight)
                 wakeUp.finish()
             }
         } catch {
@@ -206,11 +234,13 @@ package final class MessageSender<Transport: MessageTransport>: Service {
 
     /// Takes a permit to hold one more record; false if the sender is stopping meanwhile.
     private func waitForRoom() async throws -> Bool {
-        while !held.tryAcquire() {
-            if Task.isShuttingDownGracefully { return false }
-            try await Task.sleep(for: .milliseconds(5))
+        if held.tryAcquire() { return true }
+        do {
+            try await held.acquire()
+            return true
+        } catch is AsyncSemaphore.Closed {
+            return false
         }
-        return true
     }
 
     /// Begins a record (its permit is taken): sends it, schedules it, or sets it aside.
@@ -235,7 +265,11 @@ package final class MessageSender<Transport: MessageTransport>: Service {
             let records = try expired(work, at: now)
             group.addTask { await self.publishOutcome(of: work, records: [records], count: Tally(outcome: "expired")) }
         } else if let notBefore = work.message.notBefore, notBefore > now {
-            state.withLock { $0.schedule.insert(work, due: notBefore) }
+            let earliest = state.withLock { state in
+                state.schedule.insert(work, due: notBefore)
+                return state.schedule.nextDue == notBefore
+            }
+            if earliest { scheduleChanged.signal() }
             updateGauges()
         } else {
             try await inFlight.acquire()
@@ -243,17 +277,26 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         }
     }
 
-    /// Sends the records whose retry time came, until the sender stops.
+    /// Sends the records whose retry time came, until the sender stops: sleeps until the earliest
+    /// one is due, or until a record due earlier is scheduled or the schedule closes. Retry times
+    /// are wall-clock instants carried in the records (`notBefore`, set by whichever instance
+    /// deferred the message), so a deadline computed from one clock reading is re-checked at
+    /// least every `scheduleRecheck`: a wall clock that steps (NTP) neither delays a retry by the
+    /// step nor sends it early.
     private func runSchedule() async throws {
         while true {
-            let (due, closed) = state.withLock { state in (state.schedule.popDue(now()), state.scheduleClosed) }
+            let (due, closed, next) = state.withLock { state in
+                (state.schedule.popDue(now()), state.scheduleClosed, state.schedule.nextDue)
+            }
             if !due.isEmpty { updateGauges() }
             for work in due {
                 try await inFlight.acquire()
                 send(work)
             }
             if closed { return }
-            try await Task.sleep(for: .milliseconds(50))
+            // Nothing scheduled: wait for the first record (its insert signals).
+            let untilDue = next.map { Duration.milliseconds(Int64(max(0, $0.timeIntervalSince(now())) * 1000) + 1) }
+            await scheduleChanged.wait(timeout: untilDue.map { min($0, Self.scheduleRecheck) })
         }
     }
 
@@ -273,343 +316,5 @@ package final class MessageSender<Transport: MessageTransport>: Service {
             }
             updateGauges()
         }
-    }
-
-    // MARK: sending
-
-    /// Sends a record whose in-flight permit is taken. No task per message: the transport calls
-    /// back with the outcome (usually on the connection's event loop), which only queues it for
-    /// the publisher, so encoding the result events stays off the event loop.
-    private func send(_ work: Work) {
-        sending.wrappingAdd(1, ordering: .relaxed)
-        let started = ContinuousClock.now
-        transport.send(work.message) { [self] outcome in
-            metrics.sendLatency.recordNanoseconds(Int64((ContinuousClock.now - started) / .nanoseconds(1)))
-            let wake = waiting.withLock { waiting in
-                waiting.finished.append(.sent(work, outcome))
-                guard !waiting.publishing else { return false }
-                waiting.publishing = true
-                return true
-            }
-            inFlight.release()
-            if wake { wakeUp.yield() }
-            // Last: stopping waits for this to reach zero, then ends the wake-ups.
-            sending.wrappingSubtract(1, ordering: .releasing)
-        }
-    }
-
-    /// Publishes the answers `send` queued, woken when they arrive while nobody publishes; ends
-    /// once the sender stops and nothing is left.
-    private func runPublisher() async {
-        for await _ in wakeups {
-            await publishWaiting()
-        }
-        // Stopped; a last look in case the final wake-up was not consumed.
-        if waiting.withLock({ waiting in
-            guard !waiting.publishing, !waiting.finished.isEmpty else { return false }
-            waiting.publishing = true
-            return true
-        }) {
-            await publishWaiting()
-        }
-    }
-
-    /// Publishes batches until none waits (the caller is the publisher).
-    private func publishWaiting() async {
-        while let batch = nextOutcomes() {
-            await publish(batch)
-        }
-    }
-
-    /// What `push_sender_messages_total` counts once the outcome is stored.
-    struct Tally: Sendable {
-        var outcome: String
-        var reason = ""
-        var failureType = ""
-    }
-
-    /// The records that say what became of a message, and how it is counted.
-    func consequences(of outcome: SendOutcome, for work: Work) throws -> ([KafkaProducerRecord], Tally) {
-        let message = work.message
-        let now = now()
-        switch outcome {
-        case .sent(let providerMessageId):
-            let sent = MessageSent(message: message.reference, providerMessageId: providerMessageId, attempts: message.attempt, sentAt: now)
-            return ([try result(sent, of: work)], Tally(outcome: "sent"))
-        case .tokenInvalid(let reason, let invalidSince):
-            let failed = MessageFailed(message: message.reference, failureType: "hard", reason: reason, attempts: message.attempt, failedAt: now)
-            let disabled = SubscriptionDisabled(appId: message.appId, registrationToken: message.registrationToken, reason: reason, invalidSince: invalidSince ?? now)
-            let envelope = EventEnvelope(
-                key: SubscriptionRegistered.key(appId: message.appId, registrationToken: message.registrationToken), payload: disabled,
-                correlationId: message.deliveryId, causationId: work.metadata.id.lowercaseText
-            )
-            return ([try result(failed, of: work), try KafkaProducerRecord(topic: topics.subscriptions, event: envelope)], Tally(outcome: "failed", reason: reason, failureType: "hard"))
-        case .failed(let reason):
-            let failed = MessageFailed(message: message.reference, failureType: "soft", reason: reason, attempts: message.attempt, failedAt: now)
-            return ([try result(failed, of: work)], Tally(outcome: "failed", reason: reason, failureType: "soft"))
-        case .credentialRejected(let reason, let credential):
-            // Requests already in flight when the credential was suspended come back refused
-            // too: they wait like the rest instead of failing (one failure per cool-down).
-            if let until = suspensions.suspendedUntil(credential, now: now) {
-                guard until < message.validUntil else { return ([try expired(work, at: now)], Tally(outcome: "expired", reason: reason)) }
-                var next = message
-                next.notBefore = until
-                return ([try retryRecord(next, of: work)], Tally(outcome: "deferred", reason: reason))
-            }
-            metrics.credentialErrors.increment()
-            suspensions.suspend(credential, until: now.addingTimeInterval(Double(settings.credentialCooldownMilliseconds) / 1000))
-            logger.error("The provider refused the app's credentials; its messages wait while they are suspended", metadata: [
-                "app": "\(message.appId)", "delivery.id": "\(message.deliveryId)", "message.id": "\(message.reference.messageId)",
-                "reason": "\(reason)", "suspended.ms": "\(settings.credentialCooldownMilliseconds)",
-            ])
-            let failed = MessageFailed(message: message.reference, failureType: "soft", reason: reason, attempts: message.attempt, failedAt: now)
-            return ([try result(failed, of: work)], Tally(outcome: "failed", reason: reason, failureType: "soft"))
-        case .retry(let reason, let after, let atLeast):
-            let delay = settings.retryPolicy.delay(afterAttempt: message.attempt, after: after, atLeast: atLeast)
-            let due = now.addingTimeInterval(Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
-            guard due < message.validUntil else { return ([try expired(work, at: now)], Tally(outcome: "expired", reason: reason)) }
-            var next = message
-            next.attempt += 1
-            next.notBefore = due
-            return ([try retryRecord(next, of: work)], Tally(outcome: "retried", reason: reason))
-        case .deferred(let reason, let until):
-            guard until < message.validUntil else { return ([try expired(work, at: now)], Tally(outcome: "expired", reason: reason)) }
-            var next = message
-            next.notBefore = until
-            return ([try retryRecord(next, of: work)], Tally(outcome: "deferred", reason: reason))
-        }
-    }
-
-    private func result(_ payload: some PushEvent, of work: Work) throws -> KafkaProducerRecord {
-        let envelope = EventEnvelope(
-            key: work.message.messageId.lowercaseText, payload: payload,
-            correlationId: work.message.deliveryId, causationId: work.metadata.id.lowercaseText
-        )
-        return try KafkaProducerRecord(topic: topics.results, event: envelope)
-    }
-
-    private func expired(_ work: Work, at now: Date) throws -> KafkaProducerRecord {
-        try result(MessageExpired(message: work.message.reference, attempts: work.message.attempt - 1, expiredAt: now), of: work)
-    }
-
-    private func retryRecord(_ message: Message, of work: Work) throws -> KafkaProducerRecord {
-        let envelope = EventEnvelope(
-            key: message.recordKey, payload: message,
-            correlationId: message.deliveryId, causationId: work.metadata.id.lowercaseText
-        )
-        var record = try KafkaProducerRecord(topic: topics.retries, event: envelope)
-        record.headers += [
-            KafkaHeader(name: "push-delivery-id", string: message.deliveryId),
-            KafkaHeader(name: "push-message-id", string: message.messageId.lowercaseText),
-        ]
-        return record
-    }
-
-    // MARK: finishing
-
-    /// Publishes the outcome's events; once the broker stored them all, the record is finished.
-    ///
-    /// Outcomes are published in batches: the task whose outcome arrives while nobody publishes
-    /// becomes the publisher and sends every outcome waiting, in one `send`, until none waits;
-    /// the others leave their outcome and end. So at thousands of messages a second there is
-    /// one delivery wait, one offset store and one gauge update per batch (the outcomes that
-    /// arrived during the previous batch's round trip), not per message. The batch size adapts
-    /// to the rate; each outcome's records are still finished only once stored.
-    private func publishOutcome(of work: Work, records: [KafkaProducerRecord], count: Tally) async {
-        let publisher = waiting.withLock { waiting in
-            waiting.finished.append(.outcome(Outcome(record: work.record, events: records, tally: count)))
-            guard !waiting.publishing else { return false }
-            waiting.publishing = true
-            return true
-        }
-        guard publisher else { return }
-        await publishWaiting()
-    }
-
-    /// The outcomes waiting, with the events of the answers among them, or nil (and no longer
-    /// publishing) when none wait.
-    private func nextOutcomes() -> [Outcome]? {
-        let finished: [Finished]? = waiting.withLock { waiting in
-            guard !waiting.finished.isEmpty else {
-                waiting.publishing = false
-                return nil
-            }
-            defer { waiting.finished.removeAll(keepingCapacity: true) }
-            return waiting.finished
-        }
-        guard let finished else { return nil }
-        var outcomes: [Outcome] = []
-        outcomes.reserveCapacity(finished.count)
-        for entry in finished {
-            switch entry {
-            case .outcome(let outcome):
-                outcomes.append(outcome)
-            case .sent(let work, let outcome):
-                do {
-                    let (records, tally) = try consequences(of: outcome, for: work)
-                    outcomes.append(Outcome(record: work.record, events: records, tally: tally))
-                } catch {
-                    // Encoding our own events cannot fail for valid messages; keep the record unfinished.
-                    logger.error("Could not encode a result event", metadata: ["error": "\(error)"])
-                    abandon(work.record)
-                }
-            }
-        }
-        return outcomes
-    }
-
-    /// Publishes a batch of outcomes: those whose events are all stored are finished together;
-    /// the others send their failed events again (with backoff) and are finished or abandoned
-    /// one by one.
-    private func publish(_ batch: [Outcome]) async {
-        let results = await producer.send(batch.flatMap(\.events))
-        var stored: [Outcome] = []
-        stored.reserveCapacity(batch.count)
-        var failed: [Outcome] = []
-        var index = 0
-        for var outcome in batch {
-            let mine = results[index..<(index + outcome.events.count)]
-            index += outcome.events.count
-            if mine.allSatisfy({ if case .success = $0 { true } else { false } }) {
-                stored.append(outcome)
-            } else {
-                outcome.events = zip(outcome.events, mine).compactMap { event, result in
-                    if case .failure = result { event } else { nil }
-                }
-                failed.append(outcome)
-            }
-        }
-        finish(stored)
-        for outcome in failed {
-            if await publish(outcome.events) {
-                finish([outcome])
-            } else {
-                abandon(outcome.record)
-            }
-        }
-    }
-
-    /// Sends until the broker stored every record. Gives up (the record stays unfinished and is
-    /// read again by the partition's next owner) only when stopping and the broker still fails.
-    private func publish(_ records: [KafkaProducerRecord]) async -> Bool {
-        var delay = Duration.milliseconds(100)
-        var failures = 0
-        var pending = records
-        while true {
-            let results = await producer.send(pending)
-            var failed: [KafkaProducerRecord] = []
-            var lastError: KafkaError?
-            for (record, result) in zip(pending, results) {
-                if case .failure(let error) = result {
-                    failed.append(record)
-                    lastError = error
-                }
-            }
-            if failed.isEmpty { return true }
-            failures += 1
-            logger.warning("Could not store a sender's events; retrying", metadata: ["error": "\(lastError.map { "\($0)" } ?? "")", "attempt": "\(failures)"])
-            if Task.isCancelled || (Task.isShuttingDownGracefully && failures >= 3) { return false }
-            pending = failed
-            try? await Task.sleep(for: delay)
-            delay = min(delay * 2, .seconds(5))
-        }
-    }
-
-    private func deadLetter(_ record: KafkaConsumerRecord, reason: String) async {
-        do {
-            try await deadLetters.publish([(record, reason)])
-            metrics.deadLetters.increment()
-            logger.warning("Record set aside to the dead-letter topic", metadata: [
-                "topic": "\(record.topic)", "partition": "\(record.partition)", "offset": "\(record.offset)", "reason": "\(reason)",
-            ])
-            finish(record)
-        } catch {
-            logger.error("Could not publish a dead letter; the record is read again later", metadata: ["error": "\(error)"])
-            abandon(record)
-        }
-    }
-
-    /// Re-appends records waiting for their retry time to the retry topic, unchanged, and finishes
-    /// them: for partitions being revoked (`partitions`) or all of them when stopping (`waiting`).
-    private func handBack(_ partitions: [KafkaTopicPartition]) async {
-        let revoked = Set(partitions)
-        let waiting = state.withLock { $0.schedule.removeAll { revoked.contains($0.record.topicPartition) } }
-        await handBack(waiting)
-        // Sends in flight on these partitions finish and publish before the partitions go.
-        while state.withLock({ state in revoked.contains { (state.progress[$0]?.held ?? 0) > 0 } }) {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        state.withLock { state in
-            for partition in revoked { state.remove(partition) }
-        }
-        updateGauges()
-    }
-
-    private func handBack(_ waiting: [Work]) async {
-        guard !waiting.isEmpty else { return }
-        let records = waiting.map { work in
-            KafkaProducerRecord(topic: topics.retries, key: work.record.key, value: work.record.value, headers: work.record.headers)
-        }
-        if await publish(records) {
-            finish(waiting.map { Outcome(record: $0.record, events: [], tally: Tally(outcome: "handed_back")) })
-            logger.info("Handed back records waiting for a retry", metadata: ["records": "\(waiting.count)"])
-        } else {
-            for work in waiting { abandon(work.record) }
-        }
-    }
-
-    /// The record is done: its offset is stored once every earlier record of its partition is.
-    private func finish(_ record: KafkaConsumerRecord) {
-        finish([Outcome(record: record, events: [], tally: nil)])
-    }
-
-    /// The records are done (their events stored): counted, and the offsets they complete
-    /// stored with one call.
-    private func finish(_ outcomes: [Outcome]) {
-        guard !outcomes.isEmpty else { return }
-        for case let tally? in outcomes.map(\.tally) {
-            metrics.count(tally.outcome, reason: tally.reason, failureType: tally.failureType)
-        }
-        state.withLock { state in
-            state.finishedSinceCommit += outcomes.count
-            var offsets: [KafkaTopicPartition: Int64] = [:]
-            for outcome in outcomes {
-                let record = outcome.record
-                guard state.progress[record.topicPartition] != nil,
-                    let next = state.update(record.topicPartition, { $0.finish(record.offset) })
-                else { continue }
-                offsets[record.topicPartition] = next  // increases within a partition
-            }
-            do {
-                try state.consumer?.storeOffsets(offsets)
-            } catch {
-                logger.warning("Could not store an offset", metadata: ["error": "\(error)"])
-            }
-        }
-        held.release(outcomes.count)
-        updateGauges()
-    }
-
-    /// The record stays unfinished (its offset is never stored by this instance); it no longer
-    /// counts as held so that stopping and rebalancing do not wait for it.
-    private func abandon(_ record: KafkaConsumerRecord) {
-        state.withLock { state in
-            guard state.progress[record.topicPartition] != nil else { return }
-            state.update(record.topicPartition) { $0.abandon() }
-        }
-        held.release()
-        updateGauges()
-    }
-
-    private func updateGauges() {
-        let (held, waiting, window) = state.withLock { state in
-            // An upper bound: records finished behind an unfinished one may be counted twice.
-            (state.held, state.schedule.count, state.held + state.finishedBehind + state.finishedSinceCommit)
-        }
-        let inFlight = sending.load(ordering: .relaxed)
-        metrics.held.record(held)
-        metrics.waitingRetries.record(waiting)
-        metrics.inFlight.record(inFlight)
-        metrics.resendWindow.record(window)
     }
 }

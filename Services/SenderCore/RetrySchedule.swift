@@ -6,6 +6,9 @@ struct RetrySchedule<Item>: Sendable where Item: Sendable {
 
     var count: Int { heap.count }
 
+    /// When the earliest item is due; nil when none waits.
+    var nextDue: Date? { heap.first?.due }
+
     mutating func insert(_ item: Item, due: Date) {
         heap.append((due, item))
         var child = heap.count - 1

@@ -122,3 +122,43 @@ struct FCMTTLTests {
         #expect(sent(#"{"data":{"a":"\"ttl\":\"1s\""},"android":{"ttl":"5s"}}"#, 3) == #"{"data":{"a":"\"ttl\":\"1s\""},"android":{"ttl":"3s"}}"#)
     }
 }
+
+@Suite("Sender core: waiting without polling")
+struct SenderWaitTests {
+    @Test("a Wakeup ends a wait on a signal (given before or during it), on its timeout, or never without one")
+    func wakeup() async throws {
+        let wakeup = Wakeup()
+        wakeup.signal()
+        wakeup.signal()  // several signals count as one
+        let clock = ContinuousClock()
+        #expect(try await clock.measure { await wakeup.wait(timeout: .seconds(30)) } < .seconds(1), "a signal given before the wait ends it at once")
+        let timedOut = await clock.measure { await wakeup.wait(timeout: .milliseconds(200)) }
+        #expect(timedOut >= .milliseconds(200) && timedOut < .seconds(5), "the second signal was not kept: the wait ran to its timeout")
+
+        async let waited = clock.measure { await wakeup.wait(timeout: nil) }
+        try await Task.sleep(for: .milliseconds(100))
+        wakeup.signal()
+        #expect(try await waited < .seconds(5), "a signal during a wait without timeout ends it")
+    }
+
+    @Test("AsyncSemaphore: close() ends a waiting acquire and later ones with Closed; acquire(n) waits for n releases")
+    func semaphoreClose() async throws {
+        let semaphore = AsyncSemaphore(permits: 2)
+        try await semaphore.acquire(2)
+        let waiting = Task { try await semaphore.acquire() }
+        try await Task.sleep(for: .milliseconds(100))
+        semaphore.close()
+        await #expect(throws: AsyncSemaphore.Closed.self) { try await waiting.value }
+        await #expect(throws: AsyncSemaphore.Closed.self) { try await semaphore.acquire() }
+
+        let drained = AsyncSemaphore(permits: 3)
+        try await drained.acquire(3)
+        async let all: Void = drained.acquire(3)
+        for _ in 0..<3 {
+            try await Task.sleep(for: .milliseconds(20))
+            drained.release()
+        }
+        try await all
+        #expect(!drained.tryAcquire(), "acquire(3) took the three released permits")
+    }
+}

@@ -3,6 +3,7 @@ import Kafka
 import Logging
 import PushEvents
 import PushStore
+import PushWire
 import ServiceLifecycle
 import Synchronization
 

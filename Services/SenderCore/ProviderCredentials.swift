@@ -1,5 +1,6 @@
 import Foundation
 import PushEvents
+import PushWire
 import Synchronization
 
 /// An app's credentials as a transport sends with them: looked up in the cache, checked against

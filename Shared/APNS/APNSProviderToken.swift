@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Logging
+import PushWire
 import Synchronization
 
 /// The provider token (ES256 JWT) of one signing key, shared by every connection and pool of an
@@ -213,23 +214,5 @@ final class APNSProviderToken: Sendable {
         } catch {
             throw .badCredentials("could not sign a provider token for key \(self.keyId)")
         }
-    }
-}
-
-/// Base64url without padding (RFC 7515 section 2).
-enum Base64URL {
-    static func encode(_ data: some DataProtocol) -> String {
-        var text = Data(data).base64EncodedString()
-        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while text.hasSuffix("=") { text.removeLast() }
-        return text
-    }
-}
-
-extension Duration {
-    /// Whole and fractional seconds, for `Date` arithmetic.
-    var seconds: Double {
-        let (seconds, attoseconds) = self.components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

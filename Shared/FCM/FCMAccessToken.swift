@@ -1,4 +1,5 @@
 import Foundation
+import PushWire
 
 /// An OAuth access token for FCM and when to replace it. `description` omits the token itself.
 public struct FCMAccessToken: Sendable, Equatable, CustomStringConvertible {

@@ -5,6 +5,7 @@ import NIOCore
 import NIOHPACK
 import NIOSSL
 import PushHTTP2
+import PushWire
 import Synchronization
 
 /// Sends FCM HTTP v1 messages over long-lived HTTP/2 connections, with OAuth access tokens
@@ -60,7 +61,7 @@ public final class FCMClient: Sendable {
             configuration: HTTP2Endpoint.Configuration(
                 origin: origin,
                 sslContext: sslContext,
-                connectTimeout: Self.timeAmount(configuration.connectTimeout),
+                connectTimeout: TimeAmount(configuration.connectTimeout),
                 idleTimeout: .minutes(5)
             ),
             eventLoopGroup: eventLoopGroup
@@ -110,12 +111,12 @@ public final class FCMClient: Sendable {
         guard let (index, endpoint) = self.connections.tryAcquire() else { return slowly(true) }
         let now = self.now
         let logger = self.logger
-        endpoint.send(self.httpRequest(Self.body(of: request), projectId: request.projectId, token: token), deadline: .now() + Self.timeAmount(self.configuration.requestTimeout)) {
+        endpoint.send(self.httpRequest(Self.body(of: request), projectId: request.projectId, token: token), deadline: .now() + TimeAmount(self.configuration.requestTimeout)) {
             [self] result in
             self.connections.release(index)
             switch result {
             case .success(let answer):
-                let response = FCMResponse(status: answer.status, body: answer.body.readableBytesView, retryAfterHeader: answer.headers.first(name: "retry-after"), now: now())
+                let response = FCMResponse(status: answer.status, body: answer.body.readableBytesView, retryAfterHeader: answer.headers.first(name: HTTPHeaderName.retryAfter), now: now())
                 if response.status == 401, response.errorCode == nil {
                     // As `send`: a new token and one more try, no more.
                     logger.debug("FCM refused the access token; refreshing once", metadata: ["fcm.account": "\(account.id)"])
@@ -174,8 +175,8 @@ public final class FCMClient: Sendable {
 
     private func httpRequest(_ body: ByteBuffer, projectId: String, token: FCMAccessToken) -> HTTP2Request {
         var headers = HPACKHeaders()
-        headers.add(name: "content-type", value: "application/json; charset=UTF-8")
-        headers.add(name: "authorization", value: token.authorization)
+        headers.add(name: HTTPHeaderName.contentType, value: "application/json; charset=UTF-8")
+        headers.add(name: HTTPHeaderName.authorization, value: token.authorization)
         return HTTP2Request(path: "\(self.pathPrefix)/v1/projects/\(projectId)/messages:send", headers: headers, body: body)
     }
 
@@ -192,7 +193,7 @@ public final class FCMClient: Sendable {
 
     private func post(_ body: ByteBuffer, projectId: String, token: FCMAccessToken) async throws(FCMClientError) -> FCMResponse {
         let request = self.httpRequest(body, projectId: projectId, token: token)
-        let timeout = Self.timeAmount(self.configuration.requestTimeout)
+        let timeout = TimeAmount(self.configuration.requestTimeout)
         let now = self.now
         var attempt = 1
         while true {
@@ -203,7 +204,7 @@ public final class FCMClient: Sendable {
                         return FCMResponse(
                             status: response.status,
                             body: response.body.readableBytesView,
-                            retryAfterHeader: response.headers.first(name: "retry-after"),
+                            retryAfterHeader: response.headers.first(name: HTTPHeaderName.retryAfter),
                             now: now()
                         )
                     } catch {
@@ -237,9 +238,9 @@ public final class FCMClient: Sendable {
         let url = configuration.tokenURLOverride ?? account.tokenURI
         var request = HTTPClientRequest(url: url)
         request.method = .POST
-        request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
+        request.headers.add(name: HTTPHeaderName.contentType, value: "application/x-www-form-urlencoded")
         request.body = .bytes(ByteBuffer(string: "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"))
-        let deadline = NIODeadline.now() + Self.timeAmount(configuration.requestTimeout)
+        let deadline = NIODeadline.now() + TimeAmount(configuration.requestTimeout)
         logger.debug("requesting an FCM access token", metadata: ["fcm.account": "\(account.id)"])
         let status: Int
         let body: ByteBuffer
@@ -283,7 +284,7 @@ public final class FCMClient: Sendable {
         var http = HTTPClient.Configuration(
             tlsConfiguration: tls,
             redirectConfiguration: .disallow,
-            timeout: HTTPClient.Configuration.Timeout(connect: Self.timeAmount(configuration.connectTimeout)),
+            timeout: HTTPClient.Configuration.Timeout(connect: TimeAmount(configuration.connectTimeout)),
             decompression: .disabled
         )
         http.httpVersion = .automatic
@@ -291,10 +292,5 @@ public final class FCMClient: Sendable {
         http.connectionPool.retryConnectionEstablishment = false
         http.connectionPool.idleTimeout = .minutes(5)
         return http
-    }
-
-    static func timeAmount(_ duration: Duration) -> TimeAmount {
-        let (seconds, attoseconds) = duration.components
-        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

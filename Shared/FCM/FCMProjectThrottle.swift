@@ -1,4 +1,5 @@
 import Foundation
+import PushWire
 import Synchronization
 
 /// Client-side back-off per FCM project after QUOTA_EXCEEDED, so a spent quota does not turn into

@@ -1,5 +1,6 @@
 import _CryptoExtras
 import Foundation
+import PushWire
 
 extension FCMServiceAccount {
     /// The OAuth scope FCM sends need.

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
+import PushWire
 
 /// One request to send on a stream: the pseudo-headers come from `method`, `path` and the
 /// endpoint's authority; `headers` are the regular ones (lower-case names).
@@ -135,7 +136,7 @@ final class HTTP2Exchange {
         headers.add(name: ":authority", value: authority)
         headers.add(name: ":path", value: self.request.path, indexing: self.request.pathIndexing)
         headers.add(contentsOf: self.request.headers)
-        headers.add(name: "content-length", value: String(self.request.body.readableBytes))
+        headers.add(name: HTTPHeaderName.contentLength, value: String(self.request.body.readableBytes))
         return headers
     }
 

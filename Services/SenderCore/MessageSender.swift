@@ -50,6 +50,8 @@ public final class MessageSender<Transport: MessageTransport>: Service {
 
     private let held: AsyncSemaphore
     private let inFlight: AsyncSemaphore
+    /// The sends that must wait (a token, a resend), run in `run()`'s task group.
+    private let waitingSends = WaitingSends()
     private let state = Mutex(State())
     /// Records finished by a provider or otherwise whose events wait to be published, and
     /// whether a task is publishing them: apart from `state`, so that the event loops handing
@@ -173,6 +175,7 @@ public final class MessageSender<Transport: MessageTransport>: Service {
                 group.addTask { try await self.runSchedule() }
                 group.addTask { try await self.runCommits(consumer) }
                 group.addTask { await self.runPublisher() }
+                group.addTask { await self.waitingSends.run() }
                 reading: for try await batch in consumer.batches.cancelOnGracefulShutdown() {
                     for record in batch {
                         // Stopping while waiting for room: this record and the rest of the batch
@@ -192,6 +195,7 @@ public final class MessageSender<Transport: MessageTransport>: Service {
                 while sending.load(ordering: .acquiring) > 0, !Task.isCancelled {
                     try? await Task.sleep(for: .milliseconds(5))
                 }
+                waitingSends.finish()
                 wakeUp.finish()
             }
         } catch {
@@ -284,7 +288,7 @@ public final class MessageSender<Transport: MessageTransport>: Service {
     private func send(_ work: Work) {
         sending.wrappingAdd(1, ordering: .relaxed)
         let started = ContinuousClock.now
-        transport.send(work.message) { [self] outcome in
+        transport.send(work.message, waiting: waitingSends) { [self] outcome in
             metrics.sendLatency.recordNanoseconds(Int64((ContinuousClock.now - started) / .nanoseconds(1)))
             let wake = waiting.withLock { waiting in
                 waiting.finished.append(.sent(work, outcome))

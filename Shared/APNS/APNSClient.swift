@@ -57,46 +57,45 @@ public final class APNSClient: Sendable {
     /// Open HTTP/2 connections across all pools.
     public var openConnections: Int { self.connectionCount.value }
 
+    /// How many times a request that provably did not reach APNs is sent again at once.
+    static let unsentResends = 3
+
     /// Sends one notification on the pool for (environment, credentials.id), creating the pool on
     /// first use. Returns APNs's answer whatever its status; throws only when no answer came.
     /// Resends at most once each: after a new provider token (ExpiredProviderToken), with the
     /// token store's token when APNs refused this process's (TooManyProviderTokenUpdates), on a
     /// new connection (UnrelatedKeyIdInToken, IdleTimeout), and when a closing connection
     /// provably did not send the request.
-    /// How many times a request that provably did not reach APNs is sent again at once.
-    static let unsentResends = 3
-
     public func send(_ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment) async throws(APNSClientError) -> APNSResponse {
         try await self.send(request, credentials: credentials, environment: environment, first: nil)
     }
 
-    /// `send` without a task when nothing needs waiting for: the pool exists or is created at
-    /// once, its provider token is current, and APNs's answer needs no resend. `completion` is
-    /// called once, usually on the connection's event loop; the rare cases that wait (a first or
-    /// refreshed token, a resend) continue in a task with the async `send`'s rules.
+    /// `send` without a task, for callers that send many notifications from callbacks (the
+    /// apns-sender): `completion` is called once, usually on the connection's event loop.
+    ///
+    /// It takes the path that needs no waiting: the pool exists or is created at once, its
+    /// provider token is current, and APNs's answer needs no resend. When the send needs to wait
+    /// (a first or refreshed token, a resend on a new connection or with another token),
+    /// `completion` gets `.needsAsync` and the caller continues it with `send(continuing:)` from
+    /// a task it owns; the async `send`'s rules apply from there, and the answer already received
+    /// is not sent again.
     public func send(
         _ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment,
-        completion: @escaping @Sendable (Result<APNSResponse, APNSClientError>) -> Void
+        completion: @escaping @Sendable (CallbackResult) -> Void
     ) {
-        let slowly: @Sendable (FirstAnswer?) -> Void = { first in
-            Task {
-                do throws(APNSClientError) {
-                    completion(.success(try await self.send(request, credentials: credentials, environment: environment, first: first)))
-                } catch {
-                    completion(.failure(error))
-                }
-            }
-        }
         let pool: APNSConnectionPool
         do {
             pool = try self.pool(for: credentials, environment: environment)
         } catch {
-            completion(.failure(error))
+            completion(.failed(error))
             return
+        }
+        let needsAsync: @Sendable (FirstAnswer?) -> Void = { first in
+            completion(.needsAsync(PendingSend(request: request, credentials: credentials, environment: environment, first: first)))
         }
         var bearer: APNSProviderToken.Minted?
         if let providerToken = pool.providerToken {
-            guard let current = providerToken.currentToken() else { return slowly(nil) }
+            guard let current = providerToken.currentToken() else { return needsAsync(nil) }
             bearer = current
         }
         pool.start(request, authorization: bearer?.authorization) { [bearer] result in
@@ -104,20 +103,45 @@ public final class APNSClient: Sendable {
             case .success(let answer):
                 switch answer.response.reason {
                 case .expiredProviderToken?, .tooManyProviderTokenUpdates?, .unrelatedKeyIdInToken?, .idleTimeout?:
-                    slowly(FirstAnswer(answer: answer, bearer: bearer))
+                    needsAsync(FirstAnswer(answer: answer, bearer: bearer))
                 default:
-                    completion(.success(answer.response))
+                    completion(.answered(answer.response))
                 }
             case .failure(let error) where error.code == .connectionClosed && !error.mayHaveBeenDelivered:
-                slowly(nil)
+                needsAsync(nil)
             case .failure(let error):
-                completion(.failure(error))
+                completion(.failed(error))
             }
         }
     }
 
+    /// What the callback `send` ends with.
+    public enum CallbackResult: Sendable {
+        /// APNs's answer, whatever its status.
+        case answered(APNSResponse)
+        /// No answer came, and none will (the async `send` would throw this too).
+        case failed(APNSClientError)
+        /// The send must wait for something: continue it with `send(continuing:)`.
+        case needsAsync(PendingSend)
+    }
+
+    /// A send the callback `send` leaves to the async one: the request, and the answer it got
+    /// when that answer asks for a resend.
+    public struct PendingSend: Sendable {
+        fileprivate var request: APNSRequest
+        fileprivate var credentials: APNSCredentials
+        fileprivate var environment: APNSEnvironment
+        fileprivate var first: FirstAnswer?
+    }
+
+    /// Finishes a send the callback `send` could not: obtains the provider token, resends as the
+    /// async `send` does. Returns APNs's answer whatever its status; throws only when no answer came.
+    public func send(continuing pending: PendingSend) async throws(APNSClientError) -> APNSResponse {
+        try await self.send(pending.request, credentials: pending.credentials, environment: pending.environment, first: pending.first)
+    }
+
     /// An answer the callback `send` got and leaves to the async one (a resend to decide).
-    private struct FirstAnswer: Sendable {
+    fileprivate struct FirstAnswer: Sendable {
         var answer: APNSConnectionPool.Answer
         var bearer: APNSProviderToken.Minted?
     }

@@ -90,25 +90,23 @@ public final class FCMClient: Sendable {
         try await self.send(request, account: account, refreshOn401: true)
     }
 
-    /// `send` without a task when nothing needs waiting for: the project is not paused or paced,
-    /// the account's access token is cached, a stream is free. `completion` is called once,
-    /// usually on the connection's event loop; the rare cases that wait (a token to fetch, a
-    /// paused project, a 401, a request to send again) continue in a task with the async
-    /// `send`'s rules.
-    public func send(_ request: FCMRequest, account: FCMServiceAccount, completion: @escaping @Sendable (Result<FCMResponse, FCMClientError>) -> Void) {
-        let slowly: @Sendable (_ refreshOn401: Bool) -> Void = { refreshOn401 in
-            Task {
-                do throws(FCMClientError) {
-                    completion(.success(try await self.send(request, account: account, refreshOn401: refreshOn401)))
-                } catch {
-                    completion(.failure(error))
-                }
-            }
+    /// `send` without a task, for callers that send many messages from callbacks (the
+    /// fcm-sender): `completion` is called once, usually on the connection's event loop.
+    ///
+    /// It takes the path that needs no waiting: the project is not paused or paced, the
+    /// account's access token is cached, a stream is free. When the send needs to wait (a token
+    /// to fetch, a paused project, a 401, a request to send again), `completion` gets
+    /// `.needsAsync` and the caller continues it with `send(continuing:)` from a task it owns;
+    /// the async `send`'s rules apply from there.
+    public func send(_ request: FCMRequest, account: FCMServiceAccount, completion: @escaping @Sendable (CallbackResult) -> Void) {
+        guard !self.isShutDown.load(ordering: .relaxed) else { return completion(.failed(Self.shutDownError)) }
+        let needsAsync: @Sendable (_ refreshOn401: Bool) -> Void = { refreshOn401 in
+            completion(.needsAsync(PendingSend(request: request, account: account, refreshOn401: refreshOn401)))
         }
-        guard !self.isShutDown.load(ordering: .relaxed), case .open = self.throttle.status(project: request.projectId),
-            let token = self.accessTokens.usableToken(accountID: account.id)
-        else { return slowly(true) }
-        guard let (index, endpoint) = self.connections.tryAcquire() else { return slowly(true) }
+        guard case .open = self.throttle.status(project: request.projectId), let token = self.accessTokens.usableToken(accountID: account.id) else {
+            return needsAsync(true)
+        }
+        guard let (index, endpoint) = self.connections.tryAcquire() else { return needsAsync(true) }
         let now = self.now
         let logger = self.logger
         endpoint.send(self.httpRequest(Self.body(of: request), projectId: request.projectId, token: token), deadline: .now() + TimeAmount(self.configuration.requestTimeout)) {
@@ -121,23 +119,48 @@ public final class FCMClient: Sendable {
                     // As `send`: a new token and one more try, no more.
                     logger.debug("FCM refused the access token; refreshing once", metadata: ["fcm.account": "\(account.id)"])
                     self.accessTokens.invalidate(accountID: account.id, token: token)
-                    return slowly(false)
+                    return needsAsync(false)
                 }
                 self.noteQuota(response, projectId: request.projectId)
-                completion(.success(response))
+                completion(.answered(response))
             case .failure(let error):
                 let failure = FCMClientError.transport(error, endpoint: "send", requestWritten: true)
                 // Never reached FCM (its connection was closing): `send` tries it again.
-                if failure.code == .connectionClosed, !failure.mayHaveBeenDelivered { return slowly(true) }
-                completion(.failure(failure))
+                if failure.code == .connectionClosed, !failure.mayHaveBeenDelivered { return needsAsync(true) }
+                completion(.failed(failure))
             }
         }
     }
 
+    /// What the callback `send` ends with.
+    public enum CallbackResult: Sendable {
+        /// FCM's parsed answer, whatever its status.
+        case answered(FCMResponse)
+        /// No answer came, and none will (the async `send` would throw this too).
+        case failed(FCMClientError)
+        /// The send must wait for something: continue it with `send(continuing:)`.
+        case needsAsync(PendingSend)
+    }
+
+    /// A send the callback `send` leaves to the async one.
+    public struct PendingSend: Sendable {
+        fileprivate var request: FCMRequest
+        fileprivate var account: FCMServiceAccount
+        /// False once FCM refused the token this send used: the async `send` fetches a new one
+        /// and does not refresh a second time.
+        fileprivate var refreshOn401: Bool
+    }
+
+    /// Finishes a send the callback `send` could not, with the async `send`'s rules. Throws only
+    /// when no FCM answer arrived.
+    public func send(continuing pending: PendingSend) async throws(FCMClientError) -> FCMResponse {
+        try await self.send(pending.request, account: pending.account, refreshOn401: pending.refreshOn401)
+    }
+
+    private static let shutDownError = FCMClientError(.shutDown, "the client is shut down", isRetriable: false)
+
     private func send(_ request: FCMRequest, account: FCMServiceAccount, refreshOn401: Bool) async throws(FCMClientError) -> FCMResponse {
-        guard !self.isShutDown.load(ordering: .relaxed) else {
-            throw FCMClientError(.shutDown, "the client is shut down", isRetriable: false)
-        }
+        guard !self.isShutDown.load(ordering: .relaxed) else { throw Self.shutDownError }
         try await self.throttle.acquire(project: request.projectId)
 
         let body = Self.body(of: request)

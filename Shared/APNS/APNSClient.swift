@@ -11,7 +11,7 @@ import Synchronization
 /// respecting the 20-minute floor, and one resend), and a connection APNs wants replaced
 /// (UnrelatedKeyIdInToken, IdleTimeout: one new connection and one resend). Everything else is
 /// the caller's, classified by `APNSResponse.outcome`.
-public final class APNSClient: Sendable {
+package final class APNSClient: Sendable {
     private struct PoolKey: Hashable {
         var environment: APNSEnvironment
         var credentialsId: String
@@ -37,7 +37,7 @@ public final class APNSClient: Sendable {
     ///   - metricsFactory: where `push_apns_token_refreshes_total` and `push_apns_connections` go.
     ///   - tokenStore: where the processes of a deployment agree on one provider token per key
     ///     (nil: one token per key in this process only).
-    public init(
+    package init(
         configuration: APNSClientConfiguration,
         eventLoopGroup: any EventLoopGroup,
         logger: Logger,
@@ -55,7 +55,7 @@ public final class APNSClient: Sendable {
     }
 
     /// Open HTTP/2 connections across all pools.
-    public var openConnections: Int { self.connectionCount.value }
+    package var openConnections: Int { self.connectionCount.value }
 
     /// How many times a request that provably did not reach APNs is sent again at once.
     static let unsentResends = 3
@@ -66,7 +66,7 @@ public final class APNSClient: Sendable {
     /// token store's token when APNs refused this process's (TooManyProviderTokenUpdates), on a
     /// new connection (UnrelatedKeyIdInToken, IdleTimeout), and when a closing connection
     /// provably did not send the request.
-    public func send(_ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment) async throws(APNSClientError) -> APNSResponse {
+    package func send(_ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment) async throws(APNSClientError) -> APNSResponse {
         try await self.send(request, credentials: credentials, environment: environment, first: nil)
     }
 
@@ -79,7 +79,7 @@ public final class APNSClient: Sendable {
     /// `completion` gets `.needsAsync` and the caller continues it with `send(continuing:)` from
     /// a task it owns; the async `send`'s rules apply from there, and the answer already received
     /// is not sent again.
-    public func send(
+    package func send(
         _ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment,
         completion: @escaping @Sendable (CallbackResult) -> Void
     ) {
@@ -116,7 +116,7 @@ public final class APNSClient: Sendable {
     }
 
     /// What the callback `send` ends with.
-    public enum CallbackResult: Sendable {
+    package enum CallbackResult: Sendable {
         /// APNs's answer, whatever its status.
         case answered(APNSResponse)
         /// No answer came, and none will (the async `send` would throw this too).
@@ -127,7 +127,7 @@ public final class APNSClient: Sendable {
 
     /// A send the callback `send` leaves to the async one: the request, and the answer it got
     /// when that answer asks for a resend.
-    public struct PendingSend: Sendable {
+    package struct PendingSend: Sendable {
         fileprivate var request: APNSRequest
         fileprivate var credentials: APNSCredentials
         fileprivate var environment: APNSEnvironment
@@ -136,7 +136,7 @@ public final class APNSClient: Sendable {
 
     /// Finishes a send the callback `send` could not: obtains the provider token, resends as the
     /// async `send` does. Returns APNs's answer whatever its status; throws only when no answer came.
-    public func send(continuing pending: PendingSend) async throws(APNSClientError) -> APNSResponse {
+    package func send(continuing pending: PendingSend) async throws(APNSClientError) -> APNSResponse {
         try await self.send(pending.request, credentials: pending.credentials, environment: pending.environment, first: pending.first)
     }
 
@@ -212,7 +212,7 @@ public final class APNSClient: Sendable {
     /// Removes pools whose credentials are no longer used (after a rotation): their connections
     /// close once the requests they carry are answered. Provider tokens of keys no pool uses any
     /// more are forgotten.
-    public func retirePools(except activeIds: Set<String>) async {
+    package func retirePools(except activeIds: Set<String>) async {
         let retired: [APNSConnectionPool] = self.state.withLock { state in
             let retired = state.pools.filter { !activeIds.contains($0.key.credentialsId) }
             for key in retired.keys { state.pools[key] = nil }
@@ -227,7 +227,7 @@ public final class APNSClient: Sendable {
     }
 
     /// Closes every pool once its requests are answered; later sends throw `shutDown`.
-    public func shutdown() async throws {
+    package func shutdown() async throws {
         let pools: [APNSConnectionPool] = self.state.withLock { state in
             state.isShutDown = true
             defer { state.pools = [:] }

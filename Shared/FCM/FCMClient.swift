@@ -12,12 +12,12 @@ import Synchronization
 /// fetched, cached and shared per service account, and a per-project pause after QUOTA_EXCEEDED.
 ///
 /// Call `shutdown()` before dropping the client.
-public final class FCMClient: Sendable {
-    public let configuration: FCMClientConfiguration
+package final class FCMClient: Sendable {
+    package let configuration: FCMClientConfiguration
     /// The per-project QUOTA_EXCEEDED pause and recovery `send` waits on.
-    public let throttle: FCMProjectThrottle
+    package let throttle: FCMProjectThrottle
     /// The cached access tokens `send` uses.
-    public let accessTokens: FCMAccessTokenProvider
+    package let accessTokens: FCMAccessTokenProvider
     private let connections: FCMSendConnections
     /// The send endpoint's path before `/v1/projects/...` (empty for FCM itself).
     private let pathPrefix: String
@@ -28,7 +28,7 @@ public final class FCMClient: Sendable {
 
     /// - Parameters:
     ///   - now: the clock for token expiry, the JWT's `iat` and the project throttle (tests inject one).
-    public init(
+    package init(
         configuration: FCMClientConfiguration,
         eventLoopGroup: any EventLoopGroup,
         logger: Logger,
@@ -76,7 +76,7 @@ public final class FCMClient: Sendable {
     }
 
     /// HTTP/2 connections to the send endpoint open now (the token endpoint's are not counted).
-    public var openConnections: Int {
+    package var openConnections: Int {
         self.connections.openConnections
     }
 
@@ -86,7 +86,7 @@ public final class FCMClient: Sendable {
     /// QUOTA_EXCEEDED in the throttle. A 401 without an FcmError detail (the access token was not
     /// accepted) drops the token, fetches a new one and sends once more; a second 401 is returned.
     /// Throws only when no FCM answer arrived.
-    public func send(_ request: FCMRequest, account: FCMServiceAccount) async throws(FCMClientError) -> FCMResponse {
+    package func send(_ request: FCMRequest, account: FCMServiceAccount) async throws(FCMClientError) -> FCMResponse {
         try await self.send(request, account: account, refreshOn401: true)
     }
 
@@ -98,7 +98,7 @@ public final class FCMClient: Sendable {
     /// to fetch, a paused project, a 401, a request to send again), `completion` gets
     /// `.needsAsync` and the caller continues it with `send(continuing:)` from a task it owns;
     /// the async `send`'s rules apply from there.
-    public func send(_ request: FCMRequest, account: FCMServiceAccount, completion: @escaping @Sendable (CallbackResult) -> Void) {
+    package func send(_ request: FCMRequest, account: FCMServiceAccount, completion: @escaping @Sendable (CallbackResult) -> Void) {
         guard !self.isShutDown.load(ordering: .relaxed) else { return completion(.failed(Self.shutDownError)) }
         let needsAsync: @Sendable (_ refreshOn401: Bool) -> Void = { refreshOn401 in
             completion(.needsAsync(PendingSend(request: request, account: account, refreshOn401: refreshOn401)))
@@ -133,7 +133,7 @@ public final class FCMClient: Sendable {
     }
 
     /// What the callback `send` ends with.
-    public enum CallbackResult: Sendable {
+    package enum CallbackResult: Sendable {
         /// FCM's parsed answer, whatever its status.
         case answered(FCMResponse)
         /// No answer came, and none will (the async `send` would throw this too).
@@ -143,7 +143,7 @@ public final class FCMClient: Sendable {
     }
 
     /// A send the callback `send` leaves to the async one.
-    public struct PendingSend: Sendable {
+    package struct PendingSend: Sendable {
         fileprivate var request: FCMRequest
         fileprivate var account: FCMServiceAccount
         /// False once FCM refused the token this send used: the async `send` fetches a new one
@@ -153,7 +153,7 @@ public final class FCMClient: Sendable {
 
     /// Finishes a send the callback `send` could not, with the async `send`'s rules. Throws only
     /// when no FCM answer arrived.
-    public func send(continuing pending: PendingSend) async throws(FCMClientError) -> FCMResponse {
+    package func send(continuing pending: PendingSend) async throws(FCMClientError) -> FCMResponse {
         try await self.send(pending.request, account: pending.account, refreshOn401: pending.refreshOn401)
     }
 
@@ -204,7 +204,7 @@ public final class FCMClient: Sendable {
     }
 
     /// Closes every connection. Sends after this throw `.shutDown`.
-    public func shutdown() async throws {
+    package func shutdown() async throws {
         guard !self.isShutDown.exchange(true, ordering: .relaxed) else { return }
         var firstError: (any Error)?
         do { try await self.connections.shutdown() } catch { firstError = error }

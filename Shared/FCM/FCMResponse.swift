@@ -1,22 +1,22 @@
 import Foundation
 
 /// FCM's answer to one send, parsed: the name on success, Google's error envelope otherwise.
-public struct FCMResponse: Sendable, Equatable {
-    public var status: Int
+package struct FCMResponse: Sendable, Equatable {
+    package var status: Int
     /// `projects/<p>/messages/<id>` on 200.
-    public var name: String?
+    package var name: String?
     /// `error.details[].errorCode` of the `google.firebase.fcm.v1.FcmError` detail; nil if absent.
-    public var errorCode: FCMErrorCode?
+    package var errorCode: FCMErrorCode?
     /// `error.status`, e.g. `INVALID_ARGUMENT`.
-    public var errorStatus: String?
+    package var errorStatus: String?
     /// `error.message` (Google's text; it carries no credentials).
-    public var errorMessage: String?
+    package var errorMessage: String?
     /// `field` of each `google.rpc.BadRequest` field violation, e.g. `message.token`.
-    public var fieldViolations: [String]
+    package var fieldViolations: [String]
     /// The `Retry-After` header, seconds or HTTP date, as a delay from the time of the answer.
-    public var retryAfter: Duration?
+    package var retryAfter: Duration?
 
-    public init(
+    package init(
         status: Int,
         name: String? = nil,
         errorCode: FCMErrorCode? = nil,
@@ -36,7 +36,7 @@ public struct FCMResponse: Sendable, Equatable {
 
     /// Parses a body and a `Retry-After` value. A body that is not JSON leaves the fields nil, so
     /// the outcome falls back to the HTTP status.
-    public init(status: Int, body: some Collection<UInt8>, retryAfterHeader: String?, now: Date = Date()) {
+    package init(status: Int, body: some Collection<UInt8>, retryAfterHeader: String?, now: Date = Date()) {
         self.init(status: status, retryAfter: retryAfterHeader.flatMap { Self.parseRetryAfter($0, now: now) })
         if status == 200, let name = Self.successName(body) {
             self.name = name
@@ -92,7 +92,7 @@ public struct FCMResponse: Sendable, Equatable {
     }
 
     /// `Retry-After` as delta-seconds or an HTTP date (RFC 9110); past dates give zero.
-    public static func parseRetryAfter(_ value: String, now: Date) -> Duration? {
+    package static func parseRetryAfter(_ value: String, now: Date) -> Duration? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         if let seconds = Int(trimmed) {
             return .seconds(max(0, seconds))

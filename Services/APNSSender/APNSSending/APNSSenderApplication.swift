@@ -16,7 +16,7 @@ public enum APNSSenderApplication {
 
     /// The APNs client settings: `APNS_PRODUCTION_URL`, `APNS_SANDBOX_URL`, `APNS_CA_FILE`,
     /// `APNS_CONNECTIONS_PER_POOL`.
-    public static func clientConfiguration(environment: EnvironmentSettings) throws -> APNSClientConfiguration {
+    package static func clientConfiguration(environment: EnvironmentSettings) throws -> APNSClientConfiguration {
         var configuration = APNSClientConfiguration()
         configuration.productionBaseURL = environment.string("APNS_PRODUCTION_URL", default: configuration.productionBaseURL)
         configuration.sandboxBaseURL = environment.string("APNS_SANDBOX_URL", default: configuration.sandboxBaseURL)

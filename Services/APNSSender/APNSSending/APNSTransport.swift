@@ -12,7 +12,7 @@ public struct APNSTransport: MessageTransport {
     let client: APNSClient
     let credentials: ProviderCredentials<APNSCredentials>
 
-    public init(client: APNSClient, credentials: AppCredentialCache, suspensions: CredentialSuspensions, now: @escaping @Sendable () -> Date = Date.init) {
+    package init(client: APNSClient, credentials: AppCredentialCache, suspensions: CredentialSuspensions, now: @escaping @Sendable () -> Date = Date.init) {
         self.client = client
         self.credentials = ProviderCredentials(cache: credentials, suspensions: suspensions, now: now, parse: Self.credentials(for:))
     }

@@ -20,7 +20,7 @@ public struct PostgresAPNSProviderTokenStore: APNSProviderTokenStore {
         self.logger = logger
     }
 
-    public func exchange(_ candidate: APNSSharedProviderToken, replacingIssuedBefore bound: Date) async throws -> APNSSharedProviderToken {
+    package func exchange(_ candidate: APNSSharedProviderToken, replacingIssuedBefore bound: Date) async throws -> APNSSharedProviderToken {
         let context = Self.context(teamId: candidate.teamId, keyId: candidate.keyId, keyFingerprint: candidate.keyFingerprint)
         let sealed = try cipher.seal(Data(candidate.jwt.utf8), context: context)
         try await postgres.query(
@@ -39,7 +39,7 @@ public struct PostgresAPNSProviderTokenStore: APNSProviderTokenStore {
         return stored
     }
 
-    public func current(teamId: String, keyId: String, keyFingerprint: String) async throws -> APNSSharedProviderToken? {
+    package func current(teamId: String, keyId: String, keyFingerprint: String) async throws -> APNSSharedProviderToken? {
         let rows = try await postgres.query(
             """
             SELECT sealed_token, issued_at FROM push.apns_provider_tokens

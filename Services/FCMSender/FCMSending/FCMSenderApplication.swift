@@ -16,7 +16,7 @@ public enum FCMSenderApplication {
     public static let defaults = SenderSettings(group: "push-fcm-sender", maxInFlight: 200)
 
     /// The FCM client settings: `FCM_BASE_URL`, `FCM_TOKEN_URL`, `FCM_CA_FILE`, `FCM_CONNECTIONS`.
-    public static func clientConfiguration(environment: EnvironmentSettings) throws -> FCMClientConfiguration {
+    package static func clientConfiguration(environment: EnvironmentSettings) throws -> FCMClientConfiguration {
         var configuration = FCMClientConfiguration()
         configuration.baseURL = environment.string("FCM_BASE_URL", default: configuration.baseURL)
         let tokenURL = environment.string("FCM_TOKEN_URL", default: "")

@@ -11,7 +11,7 @@ public struct FCMTransport: MessageTransport {
     let credentials: ProviderCredentials<FCMServiceAccount>
     let now: @Sendable () -> Date
 
-    public init(client: FCMClient, credentials: AppCredentialCache, suspensions: CredentialSuspensions, now: @escaping @Sendable () -> Date = Date.init) {
+    package init(client: FCMClient, credentials: AppCredentialCache, suspensions: CredentialSuspensions, now: @escaping @Sendable () -> Date = Date.init) {
         self.client = client
         self.credentials = ProviderCredentials(cache: credentials, suspensions: suspensions, now: now) { entry in
             guard entry.secret.kind == "fcm-service-account", let json = entry.secret.serviceAccount else { throw ProviderCredentials<FCMServiceAccount>.Unusable() }

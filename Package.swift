@@ -77,8 +77,11 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
-        // MARK: Shared: events and their codecs (no dependency at all: every service reads them)
-        .target(name: "PushEvents", path: "Shared/PushEvents", swiftSettings: swiftSettings),
+        // MARK: Shared: the wire's small pieces, spelled once (base64url, UUID text, Duration in seconds, provider header names; no dependency)
+        .target(name: "PushWire", path: "Shared/PushWire", swiftSettings: swiftSettings),
+
+        // MARK: Shared: events and their codecs (only the wire's pieces below them: every service reads them)
+        .target(name: "PushEvents", dependencies: ["PushWire"], path: "Shared/PushEvents", swiftSettings: swiftSettings),
 
         // MARK: Shared: the Kafka client over librdkafka
         .systemLibrary(
@@ -110,24 +113,24 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
-        // MARK: Shared: the HTTP/2 client under both provider clients (no project module)
+        // MARK: Shared: the HTTP/2 client under both provider clients (only the wire's pieces below it)
         .target(
             name: "PushHTTP2",
-            dependencies: [nioCore, nioPosix, nioHTTP2, nioHPACK, nioTLS, nioSSL],
+            dependencies: ["PushWire", nioCore, nioPosix, nioHTTP2, nioHPACK, nioTLS, nioSSL],
             path: "Shared/PushHTTP2",
             swiftSettings: swiftSettings
         ),
 
-        // MARK: Shared: the provider clients (only the HTTP/2 client below them; the senders compose them)
+        // MARK: Shared: the provider clients (only the HTTP/2 client and the wire's pieces below them; the senders compose them)
         .target(
             name: "APNS",
-            dependencies: ["PushHTTP2", "PushEvents", nioCore, nioHPACK, nioSSL, crypto, logging, metrics],
+            dependencies: ["PushHTTP2", "PushWire", nioCore, nioHPACK, nioSSL, crypto, logging, metrics],
             path: "Shared/APNS",
             swiftSettings: swiftSettings
         ),
         .target(
             name: "FCM",
-            dependencies: ["PushHTTP2", "PushEvents", asyncHTTPClient, nioCore, nioPosix, nioHTTP2, nioHPACK, nioSSL, cryptoExtras, logging, metrics],
+            dependencies: ["PushHTTP2", "PushWire", asyncHTTPClient, nioCore, nioPosix, nioHTTP2, nioHPACK, nioSSL, cryptoExtras, logging, metrics],
             path: "Shared/FCM",
             swiftSettings: swiftSettings
         ),
@@ -177,7 +180,7 @@ let package = Package(
         // (docs/benchmarks.md). Each sender's executable is its own `Main/`.
         .target(
             name: "PushSending",
-            dependencies: ["Kafka", "PushCredentials", "PushEvents", "PushStore", "PushRuntime", "APNS", "FCM", postgresNIO, nioCore, nioPosix, logging, metrics, serviceLifecycle],
+            dependencies: ["Kafka", "PushCredentials", "PushEvents", "PushWire", "PushStore", "PushRuntime", "APNS", "FCM", postgresNIO, nioCore, nioPosix, logging, metrics, serviceLifecycle],
             path: "Services",
             exclude: ["Registration", "DeliveryPlanning", "TrackingIngestion", "APNSSender/Main", "FCMSender/Main"],
             sources: ["SenderCore", "APNSSender/APNSSending", "FCMSender/FCMSending"],
@@ -216,7 +219,7 @@ let package = Package(
         // MARK: Tools: pushctl (migrations, topics, catalog, projections, reports)
         .executableTarget(
             name: "PushCtl",
-            dependencies: ["Kafka", "PushEvents", "PushStore", "PushRuntime", "PushRegistration", "PushPlanning", "PushTracking", postgresNIO, logging, serviceLifecycle, argumentParser],
+            dependencies: ["Kafka", "PushEvents", "PushWire", "PushStore", "PushRuntime", "PushRegistration", "PushPlanning", "PushTracking", postgresNIO, logging, serviceLifecycle, argumentParser],
             path: "Tools/PushCtl",
             swiftSettings: swiftSettings
         ),
@@ -246,7 +249,7 @@ let package = Package(
         // MARK: Simulators: APNs and FCM over HTTP/2 + TLS, for tests, the demo and benchmarks
         .target(
             name: "ProviderSimulatorCore",
-            dependencies: [nioCore, nioPosix, nioHTTP1, nioHTTP2, nioHPACK, nioSSL, crypto, cryptoExtras, x509, swiftASN1, logging, argumentParser],
+            dependencies: ["PushWire", nioCore, nioPosix, nioHTTP1, nioHTTP2, nioHPACK, nioSSL, crypto, cryptoExtras, x509, swiftASN1, logging, argumentParser],
             path: "Simulators/ProviderSimulatorCore",
             swiftSettings: swiftSettings
         ),
@@ -266,7 +269,7 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .testTarget(name: "PushEventsTests", dependencies: ["PushEvents"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushEventsTests", dependencies: ["PushEvents", "PushWire"], swiftSettings: swiftSettings),
         .testTarget(name: "KafkaTests", dependencies: ["Kafka", logging], swiftSettings: swiftSettings),
         .testTarget(name: "PushHTTP2Tests", dependencies: ["PushHTTP2"], swiftSettings: swiftSettings),
         .testTarget(
@@ -306,7 +309,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SimulatorTests",
-            dependencies: ["ProviderSimulatorCore", asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioHTTP2, nioHPACK, nioSSL, crypto, cryptoExtras, logging, x509],
+            dependencies: ["ProviderSimulatorCore", "PushWire", asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioHTTP2, nioHPACK, nioSSL, crypto, cryptoExtras, logging, x509],
             swiftSettings: swiftSettings
         ),
     ],

@@ -15,7 +15,7 @@ extension MessageSender {
     func send(_ work: Work) {
         sending.wrappingAdd(1, ordering: .relaxed)
         let started = ContinuousClock.now
-        transport.send(work.message) { [self] outcome in
+        transport.send(work.message, waiting: waitingSends) { [self] outcome in
             metrics.sendLatency.recordNanoseconds(Int64((ContinuousClock.now - started) / .nanoseconds(1)))
             let wake = waiting.withLock { waiting in
                 waiting.finished.append(.sent(work, outcome))

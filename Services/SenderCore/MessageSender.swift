@@ -3,6 +3,7 @@ import Kafka
 import Logging
 import PushEvents
 import PushStore
+import PushWire
 import ServiceLifecycle
 import Synchronization
 
@@ -59,6 +60,8 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     let scheduleChanged = Wakeup()
     /// The longest the schedule waits without reading the wall clock again (`runSchedule`).
     static var scheduleRecheck: Duration { .seconds(1) }
+    /// The sends that must wait (a token, a resend), run in `run()`'s task group.
+    let waitingSends = WaitingSends()
     /// Records finished by a provider or otherwise whose events wait to be published, and
     /// whether a task is publishing them: apart from `state`, so that the event loops handing
     /// answers over do not contend with the reader and the offsets for one lock.
@@ -195,6 +198,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
                 group.addTask { try await self.runSchedule() }
                 group.addTask { try await self.runCommits(consumer) }
                 group.addTask { await self.runPublisher() }
+                group.addTask { await self.waitingSends.run() }
                 // A reader waiting for room stops waiting when the sender is asked to stop.
                 try await withGracefulShutdownHandler {
                     reading: for try await batch in consumer.batches.cancelOnGracefulShutdown() {
@@ -219,6 +223,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
                 scheduleChanged.signal()
                 await handBack(waiting)
                 try? await inFlight.acquire(settings.maxInFlight)
+                waitingSends.finish()
                 wakeUp.finish()
             }
         } catch {

@@ -11,6 +11,8 @@ package protocol MessageTransport: Sendable {
 
     /// Sends one message and calls `completion` once with what became of it, on whatever thread
     /// the answer arrives (usually the HTTP/2 connection's event loop): no task per message.
-    /// Never fails: a transport failure is a `.retry` (or `.failed` when retrying cannot help).
-    func send(_ message: Message, completion: @escaping @Sendable (SendOutcome) -> Void)
+    /// A send that must wait (a token to obtain, a resend) continues in `waiting`, which the
+    /// caller runs in its task group. Never fails: a transport failure is a `.retry` (or
+    /// `.failed` when retrying cannot help).
+    func send(_ message: Message, waiting: WaitingSends, completion: @escaping @Sendable (SendOutcome) -> Void)
 }

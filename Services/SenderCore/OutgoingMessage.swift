@@ -1,5 +1,6 @@
 import Foundation
 import PushEvents
+import PushWire
 
 /// A planned message as a sender reads it from its message topic or its retry topic.
 package protocol OutgoingMessage: SingleEventDecodable {

@@ -1,5 +1,6 @@
 import Foundation
 import PushEvents
+import PushWire
 import Synchronization
 
 /// An app's credentials as a transport sends with them: looked up in the cache, checked against
@@ -39,9 +40,11 @@ final class ProviderCredentials<Parsed: Sendable>: Sendable {
 
     /// Calls `ready` with the app's parsed credentials and their fingerprint, or `completion` with
     /// the outcome when the send does not happen: at once when the answer is known (nearly
-    /// always), after reading the credential store in a task otherwise. The transports' start.
+    /// always), after reading the credential store in `waiting` (the sender's task group)
+    /// otherwise. The transports' start.
     func withCredentials(
-        appId: UUID, completion: @escaping @Sendable (SendOutcome) -> Void, ready: @escaping @Sendable (Parsed, _ fingerprint: String) -> Void
+        appId: UUID, waiting: WaitingSends, completion: @escaping @Sendable (SendOutcome) -> Void,
+        ready: @escaping @Sendable (Parsed, _ fingerprint: String) -> Void
     ) {
         let deliver: @Sendable (Lookup) -> Void = { lookup in
             switch lookup {
@@ -50,7 +53,7 @@ final class ProviderCredentials<Parsed: Sendable>: Sendable {
             }
         }
         guard let known = immediateLookup(appId: appId) else {
-            Task { deliver(await self.lookup(appId: appId)) }
+            waiting.start { deliver(await self.lookup(appId: appId)) }
             return
         }
         deliver(known)

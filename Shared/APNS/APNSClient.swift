@@ -11,7 +11,7 @@ import Synchronization
 /// respecting the 20-minute floor, and one resend), and a connection APNs wants replaced
 /// (UnrelatedKeyIdInToken, IdleTimeout: one new connection and one resend). Everything else is
 /// the caller's, classified by `APNSResponse.outcome`.
-public final class APNSClient: Sendable {
+package final class APNSClient: Sendable {
     private struct PoolKey: Hashable {
         var environment: APNSEnvironment
         var credentialsId: String
@@ -37,7 +37,7 @@ public final class APNSClient: Sendable {
     ///   - metricsFactory: where `push_apns_token_refreshes_total` and `push_apns_connections` go.
     ///   - tokenStore: where the processes of a deployment agree on one provider token per key
     ///     (nil: one token per key in this process only).
-    public init(
+    package init(
         configuration: APNSClientConfiguration,
         eventLoopGroup: any EventLoopGroup,
         logger: Logger,
@@ -55,7 +55,10 @@ public final class APNSClient: Sendable {
     }
 
     /// Open HTTP/2 connections across all pools.
-    public var openConnections: Int { self.connectionCount.value }
+    package var openConnections: Int { self.connectionCount.value }
+
+    /// How many times a request that provably did not reach APNs is sent again at once.
+    static let unsentResends = 3
 
     /// Sends one notification on the pool for (environment, credentials.id), creating the pool on
     /// first use. Returns APNs's answer whatever its status; throws only when no answer came.
@@ -63,40 +66,36 @@ public final class APNSClient: Sendable {
     /// token store's token when APNs refused this process's (TooManyProviderTokenUpdates), on a
     /// new connection (UnrelatedKeyIdInToken, IdleTimeout), and when a closing connection
     /// provably did not send the request.
-    /// How many times a request that provably did not reach APNs is sent again at once.
-    static let unsentResends = 3
-
-    public func send(_ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment) async throws(APNSClientError) -> APNSResponse {
+    package func send(_ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment) async throws(APNSClientError) -> APNSResponse {
         try await self.send(request, credentials: credentials, environment: environment, first: nil)
     }
 
-    /// `send` without a task when nothing needs waiting for: the pool exists or is created at
-    /// once, its provider token is current, and APNs's answer needs no resend. `completion` is
-    /// called once, usually on the connection's event loop; the rare cases that wait (a first or
-    /// refreshed token, a resend) continue in a task with the async `send`'s rules.
-    public func send(
+    /// `send` without a task, for callers that send many notifications from callbacks (the
+    /// apns-sender): `completion` is called once, usually on the connection's event loop.
+    ///
+    /// It takes the path that needs no waiting: the pool exists or is created at once, its
+    /// provider token is current, and APNs's answer needs no resend. When the send needs to wait
+    /// (a first or refreshed token, a resend on a new connection or with another token),
+    /// `completion` gets `.needsAsync` and the caller continues it with `send(continuing:)` from
+    /// a task it owns; the async `send`'s rules apply from there, and the answer already received
+    /// is not sent again.
+    package func send(
         _ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment,
-        completion: @escaping @Sendable (Result<APNSResponse, APNSClientError>) -> Void
+        completion: @escaping @Sendable (CallbackResult) -> Void
     ) {
-        let slowly: @Sendable (FirstAnswer?) -> Void = { first in
-            Task {
-                do throws(APNSClientError) {
-                    completion(.success(try await self.send(request, credentials: credentials, environment: environment, first: first)))
-                } catch {
-                    completion(.failure(error))
-                }
-            }
-        }
         let pool: APNSConnectionPool
         do {
             pool = try self.pool(for: credentials, environment: environment)
         } catch {
-            completion(.failure(error))
+            completion(.failed(error))
             return
+        }
+        let needsAsync: @Sendable (FirstAnswer?) -> Void = { first in
+            completion(.needsAsync(PendingSend(request: request, credentials: credentials, environment: environment, first: first)))
         }
         var bearer: APNSProviderToken.Minted?
         if let providerToken = pool.providerToken {
-            guard let current = providerToken.currentToken() else { return slowly(nil) }
+            guard let current = providerToken.currentToken() else { return needsAsync(nil) }
             bearer = current
         }
         pool.start(request, authorization: bearer?.authorization) { [bearer] result in
@@ -104,20 +103,45 @@ public final class APNSClient: Sendable {
             case .success(let answer):
                 switch answer.response.reason {
                 case .expiredProviderToken?, .tooManyProviderTokenUpdates?, .unrelatedKeyIdInToken?, .idleTimeout?:
-                    slowly(FirstAnswer(answer: answer, bearer: bearer))
+                    needsAsync(FirstAnswer(answer: answer, bearer: bearer))
                 default:
-                    completion(.success(answer.response))
+                    completion(.answered(answer.response))
                 }
             case .failure(let error) where error.code == .connectionClosed && !error.mayHaveBeenDelivered:
-                slowly(nil)
+                needsAsync(nil)
             case .failure(let error):
-                completion(.failure(error))
+                completion(.failed(error))
             }
         }
     }
 
+    /// What the callback `send` ends with.
+    package enum CallbackResult: Sendable {
+        /// APNs's answer, whatever its status.
+        case answered(APNSResponse)
+        /// No answer came, and none will (the async `send` would throw this too).
+        case failed(APNSClientError)
+        /// The send must wait for something: continue it with `send(continuing:)`.
+        case needsAsync(PendingSend)
+    }
+
+    /// A send the callback `send` leaves to the async one: the request, and the answer it got
+    /// when that answer asks for a resend.
+    package struct PendingSend: Sendable {
+        fileprivate var request: APNSRequest
+        fileprivate var credentials: APNSCredentials
+        fileprivate var environment: APNSEnvironment
+        fileprivate var first: FirstAnswer?
+    }
+
+    /// Finishes a send the callback `send` could not: obtains the provider token, resends as the
+    /// async `send` does. Returns APNs's answer whatever its status; throws only when no answer came.
+    package func send(continuing pending: PendingSend) async throws(APNSClientError) -> APNSResponse {
+        try await self.send(pending.request, credentials: pending.credentials, environment: pending.environment, first: pending.first)
+    }
+
     /// An answer the callback `send` got and leaves to the async one (a resend to decide).
-    private struct FirstAnswer: Sendable {
+    fileprivate struct FirstAnswer: Sendable {
         var answer: APNSConnectionPool.Answer
         var bearer: APNSProviderToken.Minted?
     }
@@ -188,7 +212,7 @@ public final class APNSClient: Sendable {
     /// Removes pools whose credentials are no longer used (after a rotation): their connections
     /// close once the requests they carry are answered. Provider tokens of keys no pool uses any
     /// more are forgotten.
-    public func retirePools(except activeIds: Set<String>) async {
+    package func retirePools(except activeIds: Set<String>) async {
         let retired: [APNSConnectionPool] = self.state.withLock { state in
             let retired = state.pools.filter { !activeIds.contains($0.key.credentialsId) }
             for key in retired.keys { state.pools[key] = nil }
@@ -203,7 +227,7 @@ public final class APNSClient: Sendable {
     }
 
     /// Closes every pool once its requests are answered; later sends throw `shutDown`.
-    public func shutdown() async throws {
+    package func shutdown() async throws {
         let pools: [APNSConnectionPool] = self.state.withLock { state in
             state.isShutDown = true
             defer { state.pools = [:] }

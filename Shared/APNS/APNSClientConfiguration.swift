@@ -1,27 +1,27 @@
 /// How an `APNSClient` reaches APNs. Every field has the default a production sender wants;
 /// tests point the base URLs at the simulator and set `trustedCAPEM` to its CA.
-public struct APNSClientConfiguration: Sendable {
+package struct APNSClientConfiguration: Sendable {
     /// Base URL of the production service (scheme, host, optional port; no path).
-    public var productionBaseURL: String
+    package var productionBaseURL: String
     /// Base URL of the development (sandbox) service.
-    public var sandboxBaseURL: String
+    package var sandboxBaseURL: String
     /// When set, only these PEM roots are trusted (the simulator's CA, a TLS-inspecting proxy);
     /// otherwise the system roots.
-    public var trustedCAPEM: String?
+    package var trustedCAPEM: String?
     /// Long-lived HTTP/2 connections per (environment, credentials) pool.
-    public var connectionsPerPool: Int
+    package var connectionsPerPool: Int
     /// Time to establish TCP + TLS + HTTP/2 before a send fails with `connectFailed`/`timeout`.
-    public var connectTimeout: Duration
+    package var connectTimeout: Duration
     /// Deadline of one HTTP exchange (queueing for a stream included).
-    public var requestTimeout: Duration
+    package var requestTimeout: Duration
     /// Age at which a provider token is replaced. Clamped to 20...59 minutes: APNs refuses a new
     /// token within 20 minutes of the previous one and an older one after 60.
-    public var tokenRefreshInterval: Duration
+    package var tokenRefreshInterval: Duration
     /// A connection without any request for this long is closed (APNs closes idle ones too, with
     /// `IdleTimeout`). Long by default: connections are meant to live.
-    public var connectionIdleTimeout: Duration
+    package var connectionIdleTimeout: Duration
 
-    public init(
+    package init(
         productionBaseURL: String = "https://api.push.apple.com",
         sandboxBaseURL: String = "https://api.sandbox.push.apple.com",
         trustedCAPEM: String? = nil,
@@ -42,9 +42,9 @@ public struct APNSClientConfiguration: Sendable {
     }
 
     /// APNs refuses a new token less than 20 minutes after the previous one.
-    public static let minimumTokenRefreshInterval: Duration = .seconds(20 * 60)
+    package static let minimumTokenRefreshInterval: Duration = .seconds(20 * 60)
     /// APNs refuses tokens older than 60 minutes; one minute of margin for clock skew.
-    public static let maximumTokenRefreshInterval: Duration = .seconds(59 * 60)
+    package static let maximumTokenRefreshInterval: Duration = .seconds(59 * 60)
 
     /// `tokenRefreshInterval` within the bounds APNs enforces.
     var effectiveTokenRefreshInterval: Duration {

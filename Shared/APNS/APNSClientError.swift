@@ -1,54 +1,54 @@
 /// A send that got no APNs answer, or a credential that could not be loaded. The description
 /// never holds keys, tokens or payloads.
-public struct APNSClientError: Error, Sendable, CustomStringConvertible {
+package struct APNSClientError: Error, Sendable, CustomStringConvertible {
     /// What went wrong, as an open set of codes with a short metric-safe label.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         /// Short label for metrics and logs.
-        public let label: String
+        package let label: String
 
         private init(_ label: String) {
             self.label = label
         }
 
-        public var description: String { self.label }
+        package var description: String { self.label }
 
         /// TCP connect failed (refused, unreachable, DNS) or the pool is backing off after such
         /// failures. The request never left this process.
-        public static let connectFailed = Code("connect_failed")
+        package static let connectFailed = Code("connect_failed")
         /// The TLS handshake failed (untrusted server certificate, refused client certificate).
-        public static let tlsFailed = Code("tls_failed")
+        package static let tlsFailed = Code("tls_failed")
         /// The connection closed or reset before the answer came.
-        public static let connectionClosed = Code("connection_closed")
+        package static let connectionClosed = Code("connection_closed")
         /// No answer before the request deadline.
-        public static let timeout = Code("timeout")
+        package static let timeout = Code("timeout")
         /// The credentials could not be read (key does not parse, PKCS#12 password wrong).
-        public static let badCredentials = Code("bad_credentials")
+        package static let badCredentials = Code("bad_credentials")
         /// The client was shut down.
-        public static let shutDown = Code("shut_down")
+        package static let shutDown = Code("shut_down")
         /// The calling task was cancelled while the request was under way.
-        public static let cancelled = Code("cancelled")
+        package static let cancelled = Code("cancelled")
         /// The request is not a well-formed HTTP/2 request (a line break or NUL in the device
         /// token, topic, push type or collapse id): never sent, and sending it again cannot help.
-        public static let invalidRequest = Code("invalid_request")
+        package static let invalidRequest = Code("invalid_request")
     }
 
-    public var code: Code
+    package var code: Code
     /// Whether sending the same request again later may succeed.
-    public var isRetriable: Bool
+    package var isRetriable: Bool
     /// Whether the request may have reached APNs (so a resend may duplicate it on the device;
     /// the collapse id makes that harmless).
-    public var mayHaveBeenDelivered: Bool
+    package var mayHaveBeenDelivered: Bool
     /// Detail for operators: never secrets.
-    public var detail: String
+    package var detail: String
 
-    public init(code: Code, isRetriable: Bool, mayHaveBeenDelivered: Bool, detail: String) {
+    package init(code: Code, isRetriable: Bool, mayHaveBeenDelivered: Bool, detail: String) {
         self.code = code
         self.isRetriable = isRetriable
         self.mayHaveBeenDelivered = mayHaveBeenDelivered
         self.detail = detail
     }
 
-    public var description: String {
+    package var description: String {
         "APNSClientError(\(self.code.label), retriable: \(self.isRetriable), mayHaveBeenDelivered: \(self.mayHaveBeenDelivered)): \(self.detail)"
     }
 

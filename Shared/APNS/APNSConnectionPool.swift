@@ -3,8 +3,8 @@ import Logging
 import NIOCore
 import NIOHPACK
 import NIOSSL
-import PushEvents
 import PushHTTP2
+import PushWire
 import Synchronization
 
 /// The connections of one (environment, credentials) pair: `connectionsPerPool` slots, each a
@@ -199,18 +199,18 @@ final class APNSConnectionPool: Sendable {
     private func httpRequest(for request: APNSRequest, authorization: String?) -> HTTP2Request {
         var headers = HPACKHeaders()
         headers.reserveCapacity(8)
-        if let authorization { headers.add(name: "authorization", value: authorization) }
-        headers.add(name: "apns-topic", value: request.topic)
-        headers.add(name: "apns-push-type", value: request.pushType)
-        headers.add(name: "apns-priority", value: String(request.priority))
+        if let authorization { headers.add(name: HTTPHeaderName.authorization, value: authorization) }
+        headers.add(name: HTTPHeaderName.apnsTopic, value: request.topic)
+        headers.add(name: HTTPHeaderName.apnsPushType, value: request.pushType)
+        headers.add(name: HTTPHeaderName.apnsPriority, value: String(request.priority))
         if let expiration = request.expiration {
-            headers.add(name: "apns-expiration", value: String(Int64(max(0, expiration.timeIntervalSince1970.rounded(.down)))))
+            headers.add(name: HTTPHeaderName.apnsExpiration, value: String(Int64(max(0, expiration.timeIntervalSince1970.rounded(.down)))))
         }
-        if let collapseId = request.collapseId { headers.add(name: "apns-collapse-id", value: collapseId) }
+        if let collapseId = request.collapseId { headers.add(name: HTTPHeaderName.apnsCollapseID, value: collapseId) }
         // apns-id and the path (device token) differ on every request: not indexed, so HPACK's
         // dynamic table keeps the headers that repeat (authorization, topic, expiration).
-        headers.add(name: "apns-id", value: request.apnsId.lowercaseText, indexing: .nonIndexable)
-        headers.add(name: "content-type", value: "application/json")
+        headers.add(name: HTTPHeaderName.apnsID, value: request.apnsId.lowercaseText, indexing: .nonIndexable)
+        headers.add(name: HTTPHeaderName.contentType, value: "application/json")
         return HTTP2Request(
             path: self.devicePath + request.deviceToken, headers: headers, body: request.payload, pathIndexing: .nonIndexable
         )
@@ -266,11 +266,4 @@ private final class SlotHealth: Sendable {
     func opened() { self.slot.withLock { $0.slot }?.connectionOpened() }
 
     func closed(generation: Int) { self.slot.withLock { $0.slot }?.connectionClosed(generation: generation) }
-}
-
-extension TimeAmount {
-    init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
 }

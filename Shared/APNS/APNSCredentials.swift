@@ -5,13 +5,13 @@ import NIOSSL
 /// The credentials of one pool: a provider-token key (.p8) or a client certificate. `id` names
 /// them without the secret (the caller's fingerprint, e.g. "sha256:..."); pools are keyed by
 /// (environment, id). `description` never shows key material.
-public struct APNSCredentials: Sendable, CustomStringConvertible {
+package struct APNSCredentials: Sendable, CustomStringConvertible {
     enum Material: Sendable {
         case token(teamId: String, keyId: String, key: P256.Signing.PrivateKey)
         case certificate(chain: [NIOSSLCertificate], key: NIOSSLPrivateKey)
     }
 
-    public let id: String
+    package let id: String
     let material: Material
 
     private init(id: String, material: Material) {
@@ -20,7 +20,7 @@ public struct APNSCredentials: Sendable, CustomStringConvertible {
     }
 
     /// Token auth with a .p8 key (PKCS#8 PEM, P-256), its key id and the team id.
-    public static func token(id: String, teamId: String, keyId: String, privateKeyPEM: String) throws(APNSClientError) -> APNSCredentials {
+    package static func token(id: String, teamId: String, keyId: String, privateKeyPEM: String) throws(APNSClientError) -> APNSCredentials {
         guard !teamId.isEmpty, !keyId.isEmpty else {
             throw .badCredentials("credentials \(id): team id and key id must not be empty")
         }
@@ -34,7 +34,7 @@ public struct APNSCredentials: Sendable, CustomStringConvertible {
     }
 
     /// Certificate auth: the PEM certificate chain (leaf first) and its PEM private key.
-    public static func certificate(id: String, certificateChainPEM: String, privateKeyPEM: String) throws(APNSClientError) -> APNSCredentials {
+    package static func certificate(id: String, certificateChainPEM: String, privateKeyPEM: String) throws(APNSClientError) -> APNSCredentials {
         let chain: [NIOSSLCertificate]
         let key: NIOSSLPrivateKey
         do {
@@ -52,7 +52,7 @@ public struct APNSCredentials: Sendable, CustomStringConvertible {
     }
 
     /// Certificate auth from a base64 PKCS#12 (.p12) bundle.
-    public static func pkcs12(id: String, base64: String, password: String?) throws(APNSClientError) -> APNSCredentials {
+    package static func pkcs12(id: String, base64: String, password: String?) throws(APNSClientError) -> APNSCredentials {
         guard let data = Data(base64Encoded: base64, options: .ignoreUnknownCharacters) else {
             throw .badCredentials("credentials \(id): the PKCS#12 bundle is not base64")
         }
@@ -68,7 +68,7 @@ public struct APNSCredentials: Sendable, CustomStringConvertible {
         return APNSCredentials(id: id, material: .certificate(chain: bundle.certificateChain, key: bundle.privateKey))
     }
 
-    public var description: String {
+    package var description: String {
         switch self.material {
         case .token(let teamId, let keyId, _):
             "APNSCredentials(token, id: \(self.id), team: \(teamId), key: \(keyId))"

@@ -2,7 +2,7 @@ import Foundation
 
 /// What the sender must do with an APNs answer (the reference table, applied after the client's
 /// own handling of ExpiredProviderToken, UnrelatedKeyIdInToken and IdleTimeout).
-public enum APNSOutcome: Sendable, Equatable {
+package enum APNSOutcome: Sendable, Equatable {
     /// Accepted; `apnsId` as APNs echoed it.
     case sent(apnsId: String)
     /// The device token is dead for this app (BadDeviceToken, DeviceTokenNotForTopic, Unregistered,
@@ -22,7 +22,7 @@ extension APNSResponse {
     /// The action the reference table prescribes for this answer. Known reasons decide; an unknown
     /// reason falls back on the status (410 dead token, 403 credential, 429/5xx retry, other 4xx
     /// rejected). A reason is never trusted to turn a 200 into a failure.
-    public var outcome: APNSOutcome {
+    package var outcome: APNSOutcome {
         if (200..<300).contains(self.status) {
             return .sent(apnsId: self.apnsId ?? "")
         }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Logging
+import PushWire
 import Synchronization
 
 /// The provider token (ES256 JWT) of one signing key, shared by every connection and pool of an
@@ -26,9 +27,26 @@ final class APNSProviderToken: Sendable {
         }
     }
 
+    /// A caller waiting for the refresh another caller performs: resumed with its result, or
+    /// with nil when that caller was cancelled before it finished (the waiter decides again).
+    private typealias Waiter = CheckedContinuation<Result<Minted, APNSClientError>?, Never>
+
     private struct State {
         var current: Minted?
-        var refreshing: Task<Minted, any Error>?
+        /// Whether a caller is obtaining a new token now; the others wait for it.
+        var refreshing = false
+        var waiters: [UInt64: Waiter] = [:]
+        var nextWaiterID: UInt64 = 0
+        /// Waiters decided but not yet registered with their continuation.
+        var unregisteredWaiters: Set<UInt64> = []
+        /// Waiters cancelled before they registered their continuation.
+        var cancelledWaiters: Set<UInt64> = []
+
+        mutating func newWaiter() -> UInt64 {
+            self.nextWaiterID += 1
+            self.unregisteredWaiters.insert(self.nextWaiterID)
+            return self.nextWaiterID
+        }
     }
 
     let teamId: String
@@ -89,27 +107,37 @@ final class APNSProviderToken: Sendable {
         }
     }
 
-    /// The token to send now: the current one while younger than `refreshInterval`.
+    /// The token to send now: the current one while younger than `refreshInterval`; else the
+    /// one a refresh obtains (this caller's, or the one under way when it came).
     func token() async throws(APNSClientError) -> Minted {
-        let now = self.now()
-        let next: Next = self.state.withLock { state in
-            if let existing = state.current, now.timeIntervalSince(existing.issuedAt) < self.refreshInterval.seconds {
-                return .ready(existing)
+        while true {
+            let now = self.now()
+            let next: Next = self.state.withLock { state in
+                if let existing = state.current, now.timeIntervalSince(existing.issuedAt) < self.refreshInterval.seconds {
+                    return .ready(existing)
+                }
+                if state.refreshing { return .wait(state.newWaiter()) }
+                state.refreshing = true
+                return .obtain(replacingIssuedBefore: now.addingTimeInterval(-self.refreshInterval.seconds))
             }
-            if let refreshing = state.refreshing { return .wait(refreshing) }
-            let task = Task { try await self.obtain(at: now, replacingIssuedBefore: now.addingTimeInterval(-self.refreshInterval.seconds)) }
-            state.refreshing = task
-            return .wait(task)
-        }
-        switch next {
-        case .ready(let token): return token
-        case .wait(let task): return try await Self.value(of: task)
+            switch next {
+            case .ready(let token):
+                return token
+            case .obtain(let bound):
+                return try await self.obtain(at: now, replacingIssuedBefore: bound).get()
+            case .wait(let waiterID):
+                if let result = await self.wait(waiterID) { return try result.get() }
+                // The caller refreshing was cancelled: decide again (one waiter takes it over).
+            }
         }
     }
 
+    /// What a caller does about the token: use one, obtain one (every other caller waits for
+    /// it), or wait for the refresh under way.
     private enum Next {
         case ready(Minted)
-        case wait(Task<Minted, any Error>)
+        case obtain(replacingIssuedBefore: Date)
+        case wait(UInt64)
     }
 
     /// APNs answered ExpiredProviderToken for `rejected`. Returns the token to resend with: a
@@ -117,25 +145,32 @@ final class APNSProviderToken: Sendable {
     /// least 20 minutes old, or nil when replacing it now would break the 20-minute floor (a
     /// clock problem: the sender gets the answer).
     func replace(expired rejected: Minted) async throws(APNSClientError) -> Minted? {
-        let now = self.now()
-        let next: Next? = self.state.withLock { state in
-            if let refreshing = state.refreshing { return .wait(refreshing) }
-            if let existing = state.current, existing != rejected { return .ready(existing) }
-            guard now.timeIntervalSince(rejected.issuedAt) >= APNSClientConfiguration.minimumTokenRefreshInterval.seconds else {
-                return nil
+        while true {
+            let now = self.now()
+            let next: Next? = self.state.withLock { state in
+                if state.refreshing { return .wait(state.newWaiter()) }
+                if let existing = state.current, existing != rejected { return .ready(existing) }
+                guard now.timeIntervalSince(rejected.issuedAt) >= APNSClientConfiguration.minimumTokenRefreshInterval.seconds else {
+                    return nil
+                }
+                // Replace the rejected token (or anything as old) for everyone.
+                state.refreshing = true
+                return .obtain(replacingIssuedBefore: rejected.issuedAt.addingTimeInterval(1))
             }
-            // Replace the rejected token (or anything as old) for everyone.
-            let task = Task { try await self.obtain(at: now, replacingIssuedBefore: rejected.issuedAt.addingTimeInterval(1)) }
-            state.refreshing = task
-            return .wait(task)
+            let replacement: Minted
+            switch next {
+            case nil:
+                return nil
+            case .ready(let token):
+                replacement = token
+            case .obtain(let bound):
+                replacement = try await self.obtain(at: now, replacingIssuedBefore: bound).get()
+            case .wait(let waiterID):
+                guard let result = await self.wait(waiterID) else { continue }
+                replacement = try result.get()
+            }
+            return replacement == rejected ? nil : replacement
         }
-        let replacement: Minted
-        switch next {
-        case nil: return nil
-        case .ready(let token): replacement = token
-        case .wait(let task): replacement = try await Self.value(of: task)
-        }
-        return replacement == rejected ? nil : replacement
     }
 
     /// APNs answered TooManyProviderTokenUpdates for `refused`: another process put a token for
@@ -157,42 +192,84 @@ final class APNSProviderToken: Sendable {
         }
     }
 
-    /// Mints a candidate and, with a store, lets the store pick the token in force; records the
-    /// result as current. Runs once per refresh (callers wait on its task).
-    private func obtain(at now: Date, replacingIssuedBefore bound: Date) async throws -> Minted {
-        defer { self.state.withLock { $0.refreshing = nil } }
-        var token = try self.mint(at: now)
-        if let store {
-            do {
-                let candidate = APNSSharedProviderToken(
-                    teamId: self.teamId, keyId: self.keyId, keyFingerprint: self.keyFingerprint, jwt: token.jwt, issuedAt: token.issuedAt
-                )
-                let agreed = try await store.exchange(candidate, replacingIssuedBefore: bound)
-                token = Minted(jwt: agreed.jwt, issuedAt: agreed.issuedAt)
-            } catch {
-                // The process's own token still works when it is the only one for the key.
-                self.logger.warning(
-                    "Could not share the APNs provider token; using this process's own",
-                    metadata: ["apns.keyId": "\(self.keyId)", "error": "\(error)"]
-                )
+    /// Waits for the refresh another caller performs. Cancelling this caller ends its wait only
+    /// (with `cancelled`); the refresh and the other waiters carry on.
+    private func wait(_ waiterID: UInt64) async -> Result<Minted, APNSClientError>? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: Waiter) in
+                let resumeNow: Result<Minted, APNSClientError>?? = self.state.withLock { state in
+                    state.unregisteredWaiters.remove(waiterID)
+                    if state.cancelledWaiters.remove(waiterID) != nil { return .some(.failure(Self.cancelled)) }
+                    guard state.refreshing else {
+                        // The refresh finished between the decision and now: decide again.
+                        return .some(nil)
+                    }
+                    state.waiters[waiterID] = continuation
+                    return .none
+                }
+                if let resumeNow { continuation.resume(returning: resumeNow) }
             }
+        } onCancel: {
+            let waiter: Waiter? = self.state.withLock { state in
+                if let waiter = state.waiters.removeValue(forKey: waiterID) { return waiter }
+                if state.unregisteredWaiters.remove(waiterID) != nil { state.cancelledWaiters.insert(waiterID) }
+                return nil
+            }
+            waiter?.resume(returning: .failure(Self.cancelled))
         }
-        let replaced = self.state.withLock { state in
-            defer { state.current = token }
-            return state.current != nil && state.current != token
-        }
-        if replaced { self.onRefresh() }
-        return token
     }
 
-    private static func value(of task: Task<Minted, any Error>) async throws(APNSClientError) -> Minted {
-        do {
-            return try await task.value
-        } catch let error as APNSClientError {
-            throw error
+    private static let cancelled = APNSClientError(
+        code: .cancelled, isRetriable: true, mayHaveBeenDelivered: false, detail: "cancelled while waiting for a provider token"
+    )
+
+    /// Mints a candidate and, with a store, lets the store pick the token in force; records the
+    /// result as current and hands it to the callers waiting. Runs once per refresh, in the task
+    /// of the caller that found the refresh due. If that caller is cancelled while the store
+    /// answers, the waiting callers are told to decide again (one of them refreshes) rather than
+    /// given this process's own token, which the store did not agree to.
+    private func obtain(at now: Date, replacingIssuedBefore bound: Date) async -> Result<Minted, APNSClientError> {
+        var result: Result<Minted, APNSClientError>
+        var handOver = false
+        do throws(APNSClientError) {
+            var token = try self.mint(at: now)
+            if let store {
+                do {
+                    let candidate = APNSSharedProviderToken(
+                        teamId: self.teamId, keyId: self.keyId, keyFingerprint: self.keyFingerprint, jwt: token.jwt, issuedAt: token.issuedAt
+                    )
+                    let agreed = try await store.exchange(candidate, replacingIssuedBefore: bound)
+                    token = Minted(jwt: agreed.jwt, issuedAt: agreed.issuedAt)
+                } catch where Task.isCancelled {
+                    handOver = true
+                } catch {
+                    // The process's own token still works when it is the only one for the key.
+                    self.logger.warning(
+                        "Could not share the APNs provider token; using this process's own",
+                        metadata: ["apns.keyId": "\(self.keyId)", "error": "\(error)"]
+                    )
+                }
+            }
+            result = .success(token)
         } catch {
-            throw .badCredentials("could not obtain a provider token: \(error)")
+            result = .failure(error)
         }
+        if handOver { result = .failure(Self.cancelled) }
+        let (waiters, replaced): ([Waiter], Bool) = self.state.withLock { state in
+            state.refreshing = false
+            var replaced = false
+            if !handOver, case .success(let token) = result {
+                replaced = state.current != nil && state.current != token
+                state.current = token
+            }
+            defer { state.waiters = [:] }
+            return (Array(state.waiters.values), replaced)
+        }
+        if replaced { self.onRefresh() }
+        for waiter in waiters {
+            waiter.resume(returning: handOver ? nil : result)
+        }
+        return result
     }
 
     private func mint(at date: Date) throws(APNSClientError) -> Minted {
@@ -213,23 +290,5 @@ final class APNSProviderToken: Sendable {
         } catch {
             throw .badCredentials("could not sign a provider token for key \(self.keyId)")
         }
-    }
-}
-
-/// Base64url without padding (RFC 7515 section 2).
-enum Base64URL {
-    static func encode(_ data: some DataProtocol) -> String {
-        var text = Data(data).base64EncodedString()
-        text = text.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-        while text.hasSuffix("=") { text.removeLast() }
-        return text
-    }
-}
-
-extension Duration {
-    /// Whole and fractional seconds, for `Date` arithmetic.
-    var seconds: Double {
-        let (seconds, attoseconds) = self.components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

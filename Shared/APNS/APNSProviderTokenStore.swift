@@ -1,18 +1,18 @@
 import Foundation
 
 /// A provider token as the sender processes of one deployment share it.
-public struct APNSSharedProviderToken: Sendable, Equatable {
-    public var teamId: String
-    public var keyId: String
+package struct APNSSharedProviderToken: Sendable, Equatable {
+    package var teamId: String
+    package var keyId: String
     /// SHA-256 of the signing key's public key (hex): a token is shared only between processes
     /// holding the same key material, even if two keys were given the same ids by mistake.
-    public var keyFingerprint: String
+    package var keyFingerprint: String
     /// The compact JWT; a bearer secret for an hour: never logged.
-    public var jwt: String
+    package var jwt: String
     /// The token's `iat`.
-    public var issuedAt: Date
+    package var issuedAt: Date
 
-    public init(teamId: String, keyId: String, keyFingerprint: String, jwt: String, issuedAt: Date) {
+    package init(teamId: String, keyId: String, keyFingerprint: String, jwt: String, issuedAt: Date) {
         self.teamId = teamId
         self.keyId = keyId
         self.keyFingerprint = keyFingerprint
@@ -28,7 +28,7 @@ public struct APNSSharedProviderToken: Sendable, Equatable {
 /// With a store, every `APNSClient` of the deployment uses the token the store holds and the
 /// first process due for a refresh replaces it for all. Without one (the default), the token is
 /// shared within the process only.
-public protocol APNSProviderTokenStore: Sendable {
+package protocol APNSProviderTokenStore: Sendable {
     /// Atomically: stores `candidate` for its (team, key, fingerprint) when no token is stored or the stored
     /// one was issued before `replacingIssuedBefore`; returns the token stored afterwards (the
     /// candidate, or another process's newer token).

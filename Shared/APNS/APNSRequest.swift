@@ -2,25 +2,25 @@ import Foundation
 import NIOCore
 
 /// One notification for one device, with the APNs headers it is sent with.
-public struct APNSRequest: Sendable {
+package struct APNSRequest: Sendable {
     /// Hex device token (the path component of `/3/device/<token>`).
-    public var deviceToken: String
+    package var deviceToken: String
     /// `apns-topic`: the bundle id, with the suffix the push type needs (`.voip`, ...).
-    public var topic: String
+    package var topic: String
     /// `apns-push-type`: `alert`, `background`, `voip`, ...
-    public var pushType: String
+    package var pushType: String
     /// `apns-priority`: 10, 5 or 1.
-    public var priority: Int
+    package var priority: Int
     /// `apns-expiration` in epoch seconds; nil omits the header (APNs then stores per its default).
-    public var expiration: Date?
+    package var expiration: Date?
     /// `apns-collapse-id` (at most 64 bytes).
-    public var collapseId: String?
+    package var collapseId: String?
     /// `apns-id`, sent lowercase; APNs echoes it.
-    public var apnsId: UUID
+    package var apnsId: UUID
     /// The JSON payload, sent as is (the request's body, without a further copy).
-    public var payload: ByteBuffer
+    package var payload: ByteBuffer
 
-    public init(
+    package init(
         deviceToken: String,
         topic: String,
         pushType: String = "alert",

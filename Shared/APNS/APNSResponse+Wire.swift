@@ -1,14 +1,15 @@
 import Foundation
 import NIOCore
 import NIOHPACK
+import PushWire
 
 extension APNSResponse {
     /// Reads an answer off the wire: `apns-id`, `Retry-After`, and the JSON body's `reason` and
     /// `timestamp` (milliseconds). A body that is not JSON leaves `reason` nil.
     init(status: Int, headers: HPACKHeaders, body: ByteBuffer) {
         self.init(status: status)
-        self.apnsId = headers.first(name: "apns-id")
-        self.retryAfter = headers.first(name: "retry-after").flatMap(Self.retryAfter)
+        self.apnsId = headers.first(name: HTTPHeaderName.apnsID)
+        self.retryAfter = headers.first(name: HTTPHeaderName.retryAfter).flatMap(Self.retryAfter)
         guard !(200..<300).contains(status), body.readableBytes > 0 else { return }
         struct ErrorBody: Decodable {
             var reason: String?

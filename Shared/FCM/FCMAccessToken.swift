@@ -1,19 +1,20 @@
 import Foundation
+import PushWire
 
 /// An OAuth access token for FCM and when to replace it. `description` omits the token itself.
-public struct FCMAccessToken: Sendable, Equatable, CustomStringConvertible {
+package struct FCMAccessToken: Sendable, Equatable, CustomStringConvertible {
     /// The bearer token (`ya29....`). Never log it.
-    public let value: String
+    package let value: String
     /// `Bearer <value>`, the authorization header every send carries: built once per token
     /// rather than once per request.
-    public let authorization: String
+    package let authorization: String
     /// When the token endpoint says it stops working (`expires_in` after the request).
-    public var expiresAt: Date
+    package var expiresAt: Date
     /// When a new token is fetched: `expiresAt - tokenRefreshMargin`, or half the lifetime when
     /// the token lives shorter than twice the margin.
-    public var refreshAt: Date
+    package var refreshAt: Date
 
-    public init(value: String, expiresAt: Date, refreshAt: Date) {
+    package init(value: String, expiresAt: Date, refreshAt: Date) {
         self.value = value
         self.authorization = "Bearer " + value
         self.expiresAt = expiresAt
@@ -21,7 +22,7 @@ public struct FCMAccessToken: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// A token fetched at `requestedAt` that lives `expiresIn`.
-    public init(value: String, requestedAt: Date, expiresIn: Duration, refreshMargin: Duration) {
+    package init(value: String, requestedAt: Date, expiresIn: Duration, refreshMargin: Duration) {
         let lifetime = max(0, expiresIn.seconds)
         let margin = max(0, refreshMargin.seconds)
         let usable = lifetime > 2 * margin ? lifetime - margin : lifetime / 2
@@ -32,7 +33,7 @@ public struct FCMAccessToken: Sendable, Equatable, CustomStringConvertible {
         )
     }
 
-    public var description: String {
+    package var description: String {
         "FCMAccessToken(expiresAt: \(self.expiresAt), refreshAt: \(self.refreshAt))"
     }
 }

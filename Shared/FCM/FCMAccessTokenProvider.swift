@@ -13,9 +13,9 @@ import Synchronization
 ///   many concurrent 401s on the same token cause one refresh.
 /// - A fetch that fails is not cached: its waiters get the error, the next call tries again. When
 ///   the fetching caller is cancelled, a waiting caller takes over the fetch.
-public final class FCMAccessTokenProvider: Sendable {
+package final class FCMAccessTokenProvider: Sendable {
     /// Exchanges an account's signed assertion for a token and its lifetime (`expires_in`).
-    public typealias Fetch = @Sendable (FCMServiceAccount) async throws(FCMClientError) -> (value: String, expiresIn: Duration)
+    package typealias Fetch = @Sendable (FCMServiceAccount) async throws(FCMClientError) -> (value: String, expiresIn: Duration)
 
     private typealias Waiter = CheckedContinuation<Result<FCMAccessToken, FCMClientError>?, Never>
 
@@ -47,14 +47,14 @@ public final class FCMAccessTokenProvider: Sendable {
     private let refreshes = Counter(label: "push_fcm_token_refreshes_total", dimensions: [("result", "ok")])
     private let failedRefreshes = Counter(label: "push_fcm_token_refreshes_total", dimensions: [("result", "error")])
 
-    public init(refreshMargin: Duration, now: @escaping @Sendable () -> Date = Date.init, fetch: @escaping Fetch) {
+    package init(refreshMargin: Duration, now: @escaping @Sendable () -> Date = Date.init, fetch: @escaping Fetch) {
         self.refreshMargin = refreshMargin
         self.now = now
         self.fetch = fetch
     }
 
     /// A token for the account that is valid now: cached, or fetched once for all callers.
-    public func token(for account: FCMServiceAccount) async throws(FCMClientError) -> FCMAccessToken {
+    package func token(for account: FCMServiceAccount) async throws(FCMClientError) -> FCMAccessToken {
         while true {
             if Task.isCancelled {
                 throw FCMClientError(.cancelled, "cancelled while waiting for an access token", isRetriable: true)
@@ -74,7 +74,7 @@ public final class FCMAccessTokenProvider: Sendable {
     }
 
     /// Drops `token` if it is still the cached token of the account (FCM answered 401 to it).
-    public func invalidate(accountID: String, token: FCMAccessToken) {
+    package func invalidate(accountID: String, token: FCMAccessToken) {
         self.state.withLock { state in
             if state.entries[accountID]?.token?.value == token.value {
                 state.entries[accountID]?.token = nil
@@ -83,7 +83,7 @@ public final class FCMAccessTokenProvider: Sendable {
     }
 
     /// The account's cached token while it needs no refresh: what `token(for:)` returns at once.
-    public func usableToken(accountID: String) -> FCMAccessToken? {
+    package func usableToken(accountID: String) -> FCMAccessToken? {
         let now = self.now()
         return self.state.withLock { state in
             guard let token = state.entries[accountID]?.token, now < token.refreshAt else { return nil }
@@ -92,7 +92,7 @@ public final class FCMAccessTokenProvider: Sendable {
     }
 
     /// The cached token of an account, if any (for tests and diagnostics).
-    public func cachedToken(accountID: String) -> FCMAccessToken? {
+    package func cachedToken(accountID: String) -> FCMAccessToken? {
         self.state.withLock { $0.entries[accountID]?.token }
     }
 

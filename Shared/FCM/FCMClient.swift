@@ -5,18 +5,19 @@ import NIOCore
 import NIOHPACK
 import NIOSSL
 import PushHTTP2
+import PushWire
 import Synchronization
 
 /// Sends FCM HTTP v1 messages over long-lived HTTP/2 connections, with OAuth access tokens
 /// fetched, cached and shared per service account, and a per-project pause after QUOTA_EXCEEDED.
 ///
 /// Call `shutdown()` before dropping the client.
-public final class FCMClient: Sendable {
-    public let configuration: FCMClientConfiguration
+package final class FCMClient: Sendable {
+    package let configuration: FCMClientConfiguration
     /// The per-project QUOTA_EXCEEDED pause and recovery `send` waits on.
-    public let throttle: FCMProjectThrottle
+    package let throttle: FCMProjectThrottle
     /// The cached access tokens `send` uses.
-    public let accessTokens: FCMAccessTokenProvider
+    package let accessTokens: FCMAccessTokenProvider
     private let connections: FCMSendConnections
     /// The send endpoint's path before `/v1/projects/...` (empty for FCM itself).
     private let pathPrefix: String
@@ -27,7 +28,7 @@ public final class FCMClient: Sendable {
 
     /// - Parameters:
     ///   - now: the clock for token expiry, the JWT's `iat` and the project throttle (tests inject one).
-    public init(
+    package init(
         configuration: FCMClientConfiguration,
         eventLoopGroup: any EventLoopGroup,
         logger: Logger,
@@ -60,7 +61,7 @@ public final class FCMClient: Sendable {
             configuration: HTTP2Endpoint.Configuration(
                 origin: origin,
                 sslContext: sslContext,
-                connectTimeout: Self.timeAmount(configuration.connectTimeout),
+                connectTimeout: TimeAmount(configuration.connectTimeout),
                 idleTimeout: .minutes(5)
             ),
             eventLoopGroup: eventLoopGroup
@@ -75,7 +76,7 @@ public final class FCMClient: Sendable {
     }
 
     /// HTTP/2 connections to the send endpoint open now (the token endpoint's are not counted).
-    public var openConnections: Int {
+    package var openConnections: Int {
         self.connections.openConnections
     }
 
@@ -85,58 +86,81 @@ public final class FCMClient: Sendable {
     /// QUOTA_EXCEEDED in the throttle. A 401 without an FcmError detail (the access token was not
     /// accepted) drops the token, fetches a new one and sends once more; a second 401 is returned.
     /// Throws only when no FCM answer arrived.
-    public func send(_ request: FCMRequest, account: FCMServiceAccount) async throws(FCMClientError) -> FCMResponse {
+    package func send(_ request: FCMRequest, account: FCMServiceAccount) async throws(FCMClientError) -> FCMResponse {
         try await self.send(request, account: account, refreshOn401: true)
     }
 
-    /// `send` without a task when nothing needs waiting for: the project is not paused or paced,
-    /// the account's access token is cached, a stream is free. `completion` is called once,
-    /// usually on the connection's event loop; the rare cases that wait (a token to fetch, a
-    /// paused project, a 401, a request to send again) continue in a task with the async
-    /// `send`'s rules.
-    public func send(_ request: FCMRequest, account: FCMServiceAccount, completion: @escaping @Sendable (Result<FCMResponse, FCMClientError>) -> Void) {
-        let slowly: @Sendable (_ refreshOn401: Bool) -> Void = { refreshOn401 in
-            Task {
-                do throws(FCMClientError) {
-                    completion(.success(try await self.send(request, account: account, refreshOn401: refreshOn401)))
-                } catch {
-                    completion(.failure(error))
-                }
-            }
+    /// `send` without a task, for callers that send many messages from callbacks (the
+    /// fcm-sender): `completion` is called once, usually on the connection's event loop.
+    ///
+    /// It takes the path that needs no waiting: the project is not paused or paced, the
+    /// account's access token is cached, a stream is free. When the send needs to wait (a token
+    /// to fetch, a paused project, a 401, a request to send again), `completion` gets
+    /// `.needsAsync` and the caller continues it with `send(continuing:)` from a task it owns;
+    /// the async `send`'s rules apply from there.
+    package func send(_ request: FCMRequest, account: FCMServiceAccount, completion: @escaping @Sendable (CallbackResult) -> Void) {
+        guard !self.isShutDown.load(ordering: .relaxed) else { return completion(.failed(Self.shutDownError)) }
+        let needsAsync: @Sendable (_ refreshOn401: Bool) -> Void = { refreshOn401 in
+            completion(.needsAsync(PendingSend(request: request, account: account, refreshOn401: refreshOn401)))
         }
-        guard !self.isShutDown.load(ordering: .relaxed), case .open = self.throttle.status(project: request.projectId),
-            let token = self.accessTokens.usableToken(accountID: account.id)
-        else { return slowly(true) }
-        guard let (index, endpoint) = self.connections.tryAcquire() else { return slowly(true) }
+        guard case .open = self.throttle.status(project: request.projectId), let token = self.accessTokens.usableToken(accountID: account.id) else {
+            return needsAsync(true)
+        }
+        guard let (index, endpoint) = self.connections.tryAcquire() else { return needsAsync(true) }
         let now = self.now
         let logger = self.logger
-        endpoint.send(self.httpRequest(Self.body(of: request), projectId: request.projectId, token: token), deadline: .now() + Self.timeAmount(self.configuration.requestTimeout)) {
+        endpoint.send(self.httpRequest(Self.body(of: request), projectId: request.projectId, token: token), deadline: .now() + TimeAmount(self.configuration.requestTimeout)) {
             [self] result in
             self.connections.release(index)
             switch result {
             case .success(let answer):
-                let response = FCMResponse(status: answer.status, body: answer.body.readableBytesView, retryAfterHeader: answer.headers.first(name: "retry-after"), now: now())
+                let response = FCMResponse(status: answer.status, body: answer.body.readableBytesView, retryAfterHeader: answer.headers.first(name: HTTPHeaderName.retryAfter), now: now())
                 if response.status == 401, response.errorCode == nil {
                     // As `send`: a new token and one more try, no more.
                     logger.debug("FCM refused the access token; refreshing once", metadata: ["fcm.account": "\(account.id)"])
                     self.accessTokens.invalidate(accountID: account.id, token: token)
-                    return slowly(false)
+                    return needsAsync(false)
                 }
                 self.noteQuota(response, projectId: request.projectId)
-                completion(.success(response))
+                completion(.answered(response))
             case .failure(let error):
                 let failure = FCMClientError.transport(error, endpoint: "send", requestWritten: true)
                 // Never reached FCM (its connection was closing): `send` tries it again.
-                if failure.code == .connectionClosed, !failure.mayHaveBeenDelivered { return slowly(true) }
-                completion(.failure(failure))
+                if failure.code == .connectionClosed, !failure.mayHaveBeenDelivered { return needsAsync(true) }
+                completion(.failed(failure))
             }
         }
     }
 
+    /// What the callback `send` ends with.
+    package enum CallbackResult: Sendable {
+        /// FCM's parsed answer, whatever its status.
+        case answered(FCMResponse)
+        /// No answer came, and none will (the async `send` would throw this too).
+        case failed(FCMClientError)
+        /// The send must wait for something: continue it with `send(continuing:)`.
+        case needsAsync(PendingSend)
+    }
+
+    /// A send the callback `send` leaves to the async one.
+    package struct PendingSend: Sendable {
+        fileprivate var request: FCMRequest
+        fileprivate var account: FCMServiceAccount
+        /// False once FCM refused the token this send used: the async `send` fetches a new one
+        /// and does not refresh a second time.
+        fileprivate var refreshOn401: Bool
+    }
+
+    /// Finishes a send the callback `send` could not, with the async `send`'s rules. Throws only
+    /// when no FCM answer arrived.
+    package func send(continuing pending: PendingSend) async throws(FCMClientError) -> FCMResponse {
+        try await self.send(pending.request, account: pending.account, refreshOn401: pending.refreshOn401)
+    }
+
+    private static let shutDownError = FCMClientError(.shutDown, "the client is shut down", isRetriable: false)
+
     private func send(_ request: FCMRequest, account: FCMServiceAccount, refreshOn401: Bool) async throws(FCMClientError) -> FCMResponse {
-        guard !self.isShutDown.load(ordering: .relaxed) else {
-            throw FCMClientError(.shutDown, "the client is shut down", isRetriable: false)
-        }
+        guard !self.isShutDown.load(ordering: .relaxed) else { throw Self.shutDownError }
         try await self.throttle.acquire(project: request.projectId)
 
         let body = Self.body(of: request)
@@ -174,13 +198,13 @@ public final class FCMClient: Sendable {
 
     private func httpRequest(_ body: ByteBuffer, projectId: String, token: FCMAccessToken) -> HTTP2Request {
         var headers = HPACKHeaders()
-        headers.add(name: "content-type", value: "application/json; charset=UTF-8")
-        headers.add(name: "authorization", value: token.authorization)
+        headers.add(name: HTTPHeaderName.contentType, value: "application/json; charset=UTF-8")
+        headers.add(name: HTTPHeaderName.authorization, value: token.authorization)
         return HTTP2Request(path: "\(self.pathPrefix)/v1/projects/\(projectId)/messages:send", headers: headers, body: body)
     }
 
     /// Closes every connection. Sends after this throw `.shutDown`.
-    public func shutdown() async throws {
+    package func shutdown() async throws {
         guard !self.isShutDown.exchange(true, ordering: .relaxed) else { return }
         var firstError: (any Error)?
         do { try await self.connections.shutdown() } catch { firstError = error }
@@ -192,7 +216,7 @@ public final class FCMClient: Sendable {
 
     private func post(_ body: ByteBuffer, projectId: String, token: FCMAccessToken) async throws(FCMClientError) -> FCMResponse {
         let request = self.httpRequest(body, projectId: projectId, token: token)
-        let timeout = Self.timeAmount(self.configuration.requestTimeout)
+        let timeout = TimeAmount(self.configuration.requestTimeout)
         let now = self.now
         var attempt = 1
         while true {
@@ -203,7 +227,7 @@ public final class FCMClient: Sendable {
                         return FCMResponse(
                             status: response.status,
                             body: response.body.readableBytesView,
-                            retryAfterHeader: response.headers.first(name: "retry-after"),
+                            retryAfterHeader: response.headers.first(name: HTTPHeaderName.retryAfter),
                             now: now()
                         )
                     } catch {
@@ -237,9 +261,9 @@ public final class FCMClient: Sendable {
         let url = configuration.tokenURLOverride ?? account.tokenURI
         var request = HTTPClientRequest(url: url)
         request.method = .POST
-        request.headers.add(name: "content-type", value: "application/x-www-form-urlencoded")
+        request.headers.add(name: HTTPHeaderName.contentType, value: "application/x-www-form-urlencoded")
         request.body = .bytes(ByteBuffer(string: "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=\(assertion)"))
-        let deadline = NIODeadline.now() + Self.timeAmount(configuration.requestTimeout)
+        let deadline = NIODeadline.now() + TimeAmount(configuration.requestTimeout)
         logger.debug("requesting an FCM access token", metadata: ["fcm.account": "\(account.id)"])
         let status: Int
         let body: ByteBuffer
@@ -283,7 +307,7 @@ public final class FCMClient: Sendable {
         var http = HTTPClient.Configuration(
             tlsConfiguration: tls,
             redirectConfiguration: .disallow,
-            timeout: HTTPClient.Configuration.Timeout(connect: Self.timeAmount(configuration.connectTimeout)),
+            timeout: HTTPClient.Configuration.Timeout(connect: TimeAmount(configuration.connectTimeout)),
             decompression: .disabled
         )
         http.httpVersion = .automatic
@@ -291,10 +315,5 @@ public final class FCMClient: Sendable {
         http.connectionPool.retryConnectionEstablishment = false
         http.connectionPool.idleTimeout = .minutes(5)
         return http
-    }
-
-    static func timeAmount(_ duration: Duration) -> TimeAmount {
-        let (seconds, attoseconds) = duration.components
-        return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 }

@@ -1,32 +1,32 @@
 /// How an `FCMClient` reaches FCM and its OAuth token endpoint. Every field has a default that
 /// fits Google's production endpoints; tests and proxies override `baseURL`, `tokenURLOverride`
 /// and `trustedCAPEM`.
-public struct FCMClientConfiguration: Sendable {
+package struct FCMClientConfiguration: Sendable {
     /// Scheme, host and port of the FCM HTTP v1 API (no path). Default `https://fcm.googleapis.com`.
-    public var baseURL: String
+    package var baseURL: String
     /// When set, access tokens are requested here instead of the service account's `token_uri`
     /// (simulator or egress proxy). The assertion's `aud` stays the account's `token_uri`.
-    public var tokenURLOverride: String?
+    package var tokenURLOverride: String?
     /// A PEM CA certificate (or several) to trust instead of the system roots (the simulator's CA).
-    public var trustedCAPEM: String?
+    package var trustedCAPEM: String?
     /// Long-lived HTTP/2 connections to the send endpoint; requests go to the one with the fewest
     /// outstanding requests. Default 2.
-    public var connections: Int
+    package var connections: Int
     /// Requests in flight per connection; more wait in the client, in order. Keep it at or below
     /// the server's SETTINGS_MAX_CONCURRENT_STREAMS (Google's front ends advertise 100): requests
     /// AsyncHTTPClient itself has to queue fail after `connectTimeout`. Default 100.
-    public var maxConcurrentStreamsPerConnection: Int
+    package var maxConcurrentStreamsPerConnection: Int
     /// TCP + TLS establishment limit per connection. Default 10 s.
-    public var connectTimeout: Duration
+    package var connectTimeout: Duration
     /// Limit for one HTTP exchange (send or token request), head and body. Default 30 s.
-    public var requestTimeout: Duration
+    package var requestTimeout: Duration
     /// An access token is refreshed this long before its `expires_in` runs out. Default 5 minutes.
     /// When a token lives shorter than twice the margin it is refreshed at half its lifetime.
-    public var tokenRefreshMargin: Duration
+    package var tokenRefreshMargin: Duration
     /// The per-project pause and recovery after QUOTA_EXCEEDED.
-    public var throttle: FCMProjectThrottle.Configuration
+    package var throttle: FCMProjectThrottle.Configuration
 
-    public init(
+    package init(
         baseURL: String = "https://fcm.googleapis.com",
         tokenURLOverride: String? = nil,
         trustedCAPEM: String? = nil,

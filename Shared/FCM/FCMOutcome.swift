@@ -1,5 +1,5 @@
 /// What a sender does with one FCM answer. See `FCMResponse.outcome` for the rules.
-public enum FCMOutcome: Sendable, Equatable {
+package enum FCMOutcome: Sendable, Equatable {
     /// Accepted; `name` is `projects/<p>/messages/<id>`.
     case sent(name: String)
     /// The registration token is dead or belongs elsewhere: quarantine it, do not retry.

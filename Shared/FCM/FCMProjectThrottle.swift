@@ -1,4 +1,5 @@
 import Foundation
+import PushWire
 import Synchronization
 
 /// Client-side back-off per FCM project after QUOTA_EXCEEDED, so a spent quota does not turn into
@@ -13,20 +14,20 @@ import Synchronization
 ///   35 s, well under FCM's default 600,000 messages a minute per project.
 /// - Waiters re-read the (injectable) clock at least every `recheckInterval`, so a test clock that
 ///   jumps forward releases them, and cancellation ends a wait at once.
-public final class FCMProjectThrottle: Sendable {
-    public struct Configuration: Sendable {
+package final class FCMProjectThrottle: Sendable {
+    package struct Configuration: Sendable {
         /// The least pause after QUOTA_EXCEEDED. Default 60 s.
-        public var minimumPause: Duration
+        package var minimumPause: Duration
         /// Sends per second when a pause ends. Default 100.
-        public var initialRate: Double
+        package var initialRate: Double
         /// The rate doubles after each such interval. Default 5 s.
-        public var rateDoublingInterval: Duration
+        package var rateDoublingInterval: Duration
         /// Recovery ends when the rate reaches this. Default 10,000 per second.
-        public var unthrottledRate: Double
+        package var unthrottledRate: Double
         /// Longest sleep before a waiter reads the clock again. Default 1 s.
-        public var recheckInterval: Duration
+        package var recheckInterval: Duration
 
-        public init(
+        package init(
             minimumPause: Duration = .seconds(60),
             initialRate: Double = 100,
             rateDoublingInterval: Duration = .seconds(5),
@@ -42,7 +43,7 @@ public final class FCMProjectThrottle: Sendable {
     }
 
     /// A project's throttle state at one instant.
-    public enum Status: Sendable, Equatable {
+    package enum Status: Sendable, Equatable {
         case open
         case paused(until: Date)
         /// Paced at `rate` sends per second.
@@ -63,17 +64,17 @@ public final class FCMProjectThrottle: Sendable {
         case reserved(at: Date)
     }
 
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let now: @Sendable () -> Date
     private let projects = Mutex<[String: ProjectState]>([:])
 
-    public init(configuration: Configuration = Configuration(), now: @escaping @Sendable () -> Date = Date.init) {
+    package init(configuration: Configuration = Configuration(), now: @escaping @Sendable () -> Date = Date.init) {
         self.configuration = configuration
         self.now = now
     }
 
     /// Pauses the project for `max(minimumPause, after)` from now (never shortening a pause).
-    public func recordQuotaExceeded(project: String, after: Duration) {
+    package func recordQuotaExceeded(project: String, after: Duration) {
         let until = self.now().addingTimeInterval(max(self.configuration.minimumPause, after).seconds)
         self.projects.withLock { projects in
             let pausedUntil = max(until, projects[project]?.pausedUntil ?? until)
@@ -83,7 +84,7 @@ public final class FCMProjectThrottle: Sendable {
 
     /// Returns when a send to `project` may go: at once when the project is open, after the pause
     /// and at the recovery pace otherwise. Throws `.cancelled` when the task is cancelled.
-    public func acquire(project: String) async throws(FCMClientError) {
+    package func acquire(project: String) async throws(FCMClientError) {
         while true {
             switch self.decide(project: project) {
             case .go:
@@ -97,7 +98,7 @@ public final class FCMProjectThrottle: Sendable {
         }
     }
 
-    public func status(project: String) -> Status {
+    package func status(project: String) -> Status {
         let now = self.now()
         return self.projects.withLock { projects in
             guard let state = projects[project] else { return .open }

@@ -1,6 +1,6 @@
 extension FCMResponse {
     /// The least delay after QUOTA_EXCEEDED (Firebase: wait at least a minute).
-    public static let minimumQuotaDelay: Duration = .seconds(60)
+    package static let minimumQuotaDelay: Duration = .seconds(60)
 
     /// The sender's action for this answer: on `errorCode` first, then on the HTTP status.
     ///
@@ -18,7 +18,7 @@ extension FCMResponse {
     /// 401, 403 `credentialRejected` (`send` already refreshed the access token once after a
     /// 401); 408 and 5xx `retry`; 429 `quotaExceeded`; any other status `rejected`.
     /// Reasons are the errorCode's raw value, or `http-<status>` when there is no errorCode.
-    public var outcome: FCMOutcome {
+    package var outcome: FCMOutcome {
         let reason = self.errorCode?.rawValue ?? "http-\(self.status)"
         switch self.errorCode {
         case .unregistered?, .senderIdMismatch?:
@@ -56,7 +56,7 @@ extension FCMResponse {
     /// registration token", as Firebase and the simulator say) or `message.token`. Payload
     /// problems ("Invalid value at 'message.data[...]'", "Message is too big", reserved keys)
     /// name other fields and stay `rejected`.
-    public var namesInvalidToken: Bool {
+    package var namesInvalidToken: Bool {
         if self.fieldViolations.contains(where: { $0 == "message.token" }) { return true }
         guard let message = self.errorMessage?.lowercased() else { return false }
         return message.contains("registration token") || message.contains("message.token")

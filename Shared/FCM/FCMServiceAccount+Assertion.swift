@@ -1,9 +1,10 @@
 import _CryptoExtras
 import Foundation
+import PushWire
 
 extension FCMServiceAccount {
     /// The OAuth scope FCM sends need.
-    public static let messagingScope = "https://www.googleapis.com/auth/firebase.messaging"
+    package static let messagingScope = "https://www.googleapis.com/auth/firebase.messaging"
 
     /// The signed JWT (RS256) the token endpoint exchanges for an access token: `iss` the client
     /// email, `scope` firebase.messaging, `aud` the key file's `token_uri`, valid one hour from `now`.

@@ -4,24 +4,24 @@ import Foundation
 /// A Google service-account JSON key, parsed: who signs the OAuth assertion, with which RSA key,
 /// for which project. The private key never appears in `description`, `debugDescription` or
 /// reflection (`dump`, string interpolation).
-public struct FCMServiceAccount: Sendable {
+package struct FCMServiceAccount: Sendable {
     /// The caller's identifier for this key without the secret (e.g. a fingerprint). Access
     /// tokens are cached per `id`.
-    public var id: String
-    public var clientEmail: String
-    public var projectId: String
+    package var id: String
+    package var clientEmail: String
+    package var projectId: String
     /// The OAuth token endpoint and the assertion's `aud`.
-    public var tokenURI: String
+    package var tokenURI: String
     /// `private_key_id`, sent as the JWT `kid` when present.
-    public var privateKeyId: String?
+    package var privateKeyId: String?
     let privateKey: _RSA.Signing.PrivateKey
 
     /// Google's token endpoint, used when the key file has no `token_uri`.
-    public static let defaultTokenURI = "https://oauth2.googleapis.com/token"
+    package static let defaultTokenURI = "https://oauth2.googleapis.com/token"
 
     /// Parses the key file's JSON text. Throws `FCMClientError.invalidServiceAccount` naming the
     /// missing or unusable field (never its value).
-    public init(id: String, json: String) throws {
+    package init(id: String, json: String) throws {
         func invalid(_ detail: String) -> FCMClientError {
             FCMClientError(.invalidServiceAccount, "service account \(id): \(detail)", isRetriable: false)
         }
@@ -59,13 +59,13 @@ public struct FCMServiceAccount: Sendable {
 }
 
 extension FCMServiceAccount: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
-    public var description: String {
+    package var description: String {
         "FCMServiceAccount(id: \(self.id), clientEmail: \(self.clientEmail), projectId: \(self.projectId))"
     }
 
-    public var debugDescription: String { self.description }
+    package var debugDescription: String { self.description }
 
-    public var customMirror: Mirror {
+    package var customMirror: Mirror {
         Mirror(self, children: ["id": self.id, "clientEmail": self.clientEmail, "projectId": self.projectId, "tokenURI": self.tokenURI])
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PushWire
 
 /// An event whose payload writes its own JSON: the events produced once per notification (the
 /// planned messages and the results), where `JSONEncoder` was a large share of the senders' and

@@ -21,16 +21,16 @@ import Synchronization
 ///
 /// Its state lives on one event loop; requests reach it in batches: the first `send` that finds
 /// none waiting schedules one hop, and the sends until it runs join that batch.
-public final class HTTP2Endpoint: Sendable {
-    public struct Configuration: Sendable {
-        public var origin: HTTP2Origin
+package final class HTTP2Endpoint: Sendable {
+    package struct Configuration: Sendable {
+        package var origin: HTTP2Origin
         /// From `makeSSLContext`, shared by every endpoint with the same TLS settings.
-        public var sslContext: NIOSSLContext
-        public var connectTimeout: TimeAmount
+        package var sslContext: NIOSSLContext
+        package var connectTimeout: TimeAmount
         /// A connection without streams this long closes (zero: never).
-        public var idleTimeout: TimeAmount
+        package var idleTimeout: TimeAmount
 
-        public init(origin: HTTP2Origin, sslContext: NIOSSLContext, connectTimeout: TimeAmount = .seconds(10), idleTimeout: TimeAmount = .minutes(5)) {
+        package init(origin: HTTP2Origin, sslContext: NIOSSLContext, connectTimeout: TimeAmount = .seconds(10), idleTimeout: TimeAmount = .minutes(5)) {
             self.origin = origin
             self.sslContext = sslContext
             self.connectTimeout = connectTimeout
@@ -39,7 +39,7 @@ public final class HTTP2Endpoint: Sendable {
     }
 
     /// A TLS context for `tls` that offers only `h2` in ALPN.
-    public static func makeSSLContext(_ tls: TLSConfiguration) throws -> NIOSSLContext {
+    package static func makeSSLContext(_ tls: TLSConfiguration) throws -> NIOSSLContext {
         var tls = tls
         tls.applicationProtocols = ["h2"]
         return try NIOSSLContext(configuration: tls)
@@ -56,7 +56,7 @@ public final class HTTP2Endpoint: Sendable {
         var isShutDown = false
     }
 
-    public let eventLoop: any EventLoop
+    package let eventLoop: any EventLoop
     private let configuration: Configuration
     private let authority: String
     private let state: NIOLoopBoundBox<State>
@@ -76,7 +76,7 @@ public final class HTTP2Endpoint: Sendable {
 
     /// - Parameter onConnectionOpened: called on the event loop with each connection's channel
     ///   once it is ready (metrics and health watch its `closeFuture`).
-    public init(
+    package init(
         configuration: Configuration,
         eventLoop: any EventLoop,
         onConnectionOpened: @escaping @Sendable (any Channel) -> Void = { _ in }
@@ -92,7 +92,7 @@ public final class HTTP2Endpoint: Sendable {
 
     /// Sends one request and returns the server's answer, whatever its status. Throws only when
     /// no answer came, saying whether the server may have acted on the request.
-    public func send(_ request: HTTP2Request, deadline: NIODeadline) async throws(HTTP2ClientError) -> HTTP2Response {
+    package func send(_ request: HTTP2Request, deadline: NIODeadline) async throws(HTTP2ClientError) -> HTTP2Response {
         let result = await withUnsafeContinuation { (continuation: UnsafeContinuation<Result<HTTP2Response, HTTP2ClientError>, Never>) in
             self.send(request, deadline: deadline) { continuation.resume(returning: $0) }
         }
@@ -102,7 +102,7 @@ public final class HTTP2Endpoint: Sendable {
     /// Sends one request and calls `completion` (on the event loop) with the server's answer,
     /// whatever its status, or the error saying why no answer came: `send` without a task and a
     /// continuation per request, for callers that already keep their own state.
-    public func send(
+    package func send(
         _ request: HTTP2Request, deadline: NIODeadline, completion: @escaping @Sendable (Result<HTTP2Response, HTTP2ClientError>) -> Void
     ) {
         if let malformation = request.malformation() {
@@ -134,7 +134,7 @@ public final class HTTP2Endpoint: Sendable {
     }
 
     /// Takes no new requests; completes once every connection has answered its streams and closed.
-    public func shutdown() -> EventLoopFuture<Void> {
+    package func shutdown() -> EventLoopFuture<Void> {
         self.eventLoop.flatSubmit {
             var state = self.state.value
             state.isShutDown = true

@@ -1,21 +1,22 @@
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
+import PushWire
 
 /// One request to send on a stream: the pseudo-headers come from `method`, `path` and the
 /// endpoint's authority; `headers` are the regular ones (lower-case names).
-public struct HTTP2Request: Sendable {
-    public var method: String
-    public var path: String
-    public var headers: HPACKHeaders
-    public var body: ByteBuffer
+package struct HTTP2Request: Sendable {
+    package var method: String
+    package var path: String
+    package var headers: HPACKHeaders
+    package var body: ByteBuffer
     /// Whether HPACK may add the path to the connection's dynamic table: `.nonIndexable` for a
     /// path that will not repeat (APNs puts the device token in it), so that each request
     /// neither evicts entries that do repeat (the authorization header) nor makes the server
     /// store it. Header values carry their own indexing (`HPACKHeaders.add(name:value:indexing:)`).
-    public var pathIndexing: HPACKIndexing
+    package var pathIndexing: HPACKIndexing
 
-    public init(method: String = "POST", path: String, headers: HPACKHeaders = [:], body: ByteBuffer, pathIndexing: HPACKIndexing = .indexable) {
+    package init(method: String = "POST", path: String, headers: HPACKHeaders = [:], body: ByteBuffer, pathIndexing: HPACKIndexing = .indexable) {
         self.method = method
         self.path = path
         self.headers = headers
@@ -25,12 +26,12 @@ public struct HTTP2Request: Sendable {
 }
 
 /// A whole answer: the final status, its headers and the body (trailers are ignored).
-public struct HTTP2Response: Sendable {
-    public var status: Int
-    public var headers: HPACKHeaders
-    public var body: ByteBuffer
+package struct HTTP2Response: Sendable {
+    package var status: Int
+    package var headers: HPACKHeaders
+    package var body: ByteBuffer
 
-    public init(status: Int, headers: HPACKHeaders, body: ByteBuffer) {
+    package init(status: Int, headers: HPACKHeaders, body: ByteBuffer) {
         self.status = status
         self.headers = headers
         self.body = body
@@ -43,8 +44,8 @@ public struct HTTP2Response: Sendable {
 /// opened, a stream the server refused (REFUSED_STREAM) or cut off with a GOAWAY whose
 /// last-stream-id is below it, a request whose first frame was never written. Only those are
 /// `.notSent`; every other lost answer may hide a delivered request.
-public struct HTTP2ClientError: Error, Sendable, CustomStringConvertible {
-    public enum Kind: String, Sendable {
+package struct HTTP2ClientError: Error, Sendable, CustomStringConvertible {
+    package enum Kind: String, Sendable {
         /// TCP connect failed or timed out: nothing was sent.
         case connectFailed
         /// The TLS handshake failed, or the server did not speak h2: nothing was sent.
@@ -62,18 +63,18 @@ public struct HTTP2ClientError: Error, Sendable, CustomStringConvertible {
         case invalidRequest
     }
 
-    public var kind: Kind
-    public var detail: String
+    package var kind: Kind
+    package var detail: String
     /// False only when the server provably did not receive the request.
-    public var mayHaveBeenDelivered: Bool
+    package var mayHaveBeenDelivered: Bool
 
-    public init(_ kind: Kind, _ detail: String, mayHaveBeenDelivered: Bool) {
+    package init(_ kind: Kind, _ detail: String, mayHaveBeenDelivered: Bool) {
         self.kind = kind
         self.detail = detail
         self.mayHaveBeenDelivered = mayHaveBeenDelivered
     }
 
-    public var description: String { "\(self.kind.rawValue): \(self.detail)" }
+    package var description: String { "\(self.kind.rawValue): \(self.detail)" }
 }
 
 extension HTTP2Request {
@@ -135,7 +136,7 @@ final class HTTP2Exchange {
         headers.add(name: ":authority", value: authority)
         headers.add(name: ":path", value: self.request.path, indexing: self.request.pathIndexing)
         headers.add(contentsOf: self.request.headers)
-        headers.add(name: "content-length", value: String(self.request.body.readableBytes))
+        headers.add(name: HTTPHeaderName.contentLength, value: String(self.request.body.readableBytes))
         return headers
     }
 

@@ -1,20 +1,20 @@
 /// Where an endpoint lives, read from a base URL such as `https://api.push.apple.com` or
 /// `https://127.0.0.1:8443/prefix`: only `https` is accepted (the providers speak HTTP/2 over
 /// TLS only).
-public struct HTTP2Origin: Sendable, Equatable {
-    public var host: String
-    public var port: Int
+package struct HTTP2Origin: Sendable, Equatable {
+    package var host: String
+    package var port: Int
     /// The base URL's path without its trailing slash ("" for none); request paths go after it.
-    public var pathPrefix: String
+    package var pathPrefix: String
 
-    public init(host: String, port: Int = 443, pathPrefix: String = "") {
+    package init(host: String, port: Int = 443, pathPrefix: String = "") {
         self.host = host
         self.port = port
         self.pathPrefix = pathPrefix
     }
 
     /// Nil when `url` is not `https://host[:port][/path]`.
-    public init?(url: String) {
+    package init?(url: String) {
         let scheme = "https://"
         guard url.lowercased().hasPrefix(scheme) else { return nil }
         var rest = Substring(url.dropFirst(scheme.count))

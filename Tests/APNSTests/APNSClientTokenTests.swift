@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import MetricsTestKit
 import ProviderSimulatorCore
+import Synchronization
 import Testing
 
 extension APNSClientIntegrationTests {
@@ -56,6 +57,48 @@ extension APNSClientIntegrationTests {
                     #expect(server.state.counters.byReason["ExpiredProviderToken"] == 1)
                     #expect(server.state.counters.byReason["TooManyProviderTokenUpdates"] == nil)
                     #expect(server.state.counters.accepted == 520)
+                }
+            }
+        }
+
+        @Test("a token store that answers late: 50 concurrent first sends wait for one exchange; cancelling one waiter fails only that one", arguments: SendAPI.allCases)
+        func sharedRefreshAndCancelledWaiter(api: SendAPI) async throws {
+            try await Harness.withSimulator(keys: [self.key]) { server in
+                let store = HeldTokenStore()
+                try await Harness.withClient(Harness.configuration(for: server), tokenStore: store) { client in
+                    let credentials = try self.key.credentials()
+                    try await withThrowingTaskGroup(of: Int.self) { group in
+                        // The first send finds no token and asks the store, which holds its answer.
+                        group.addTask {
+                            try await client.send(Harness.request(mId: "first"), credentials: credentials, environment: .production, via: api).status
+                        }
+                        #expect(try await Harness.eventually { store.exchanges == 1 })
+                        // A waiter cancelled while the exchange is under way.
+                        async let cancelled: APNSClientError.Code? = {
+                            await withTaskGroup(of: APNSClientError.Code?.self) { inner in
+                                inner.addTask {
+                                    do throws(APNSClientError) {
+                                        _ = try await client.send(Harness.request(mId: "cancelled"), credentials: credentials, environment: .production, via: api)
+                                        return nil
+                                    } catch {
+                                        return error.code
+                                    }
+                                }
+                                inner.cancelAll()
+                                return await inner.next()!
+                            }
+                        }()
+                        for index in 0..<49 {
+                            group.addTask {
+                                try await client.send(Harness.request(mId: "waiting-\(index)"), credentials: credentials, environment: .production, via: api).status
+                            }
+                        }
+                        #expect(await cancelled == .cancelled)
+                        store.release()
+                        let statuses = try await group.reduce(into: [Int: Int]()) { $0[$1, default: 0] += 1 }
+                        #expect(statuses == [200: 50])
+                    }
+                    #expect(store.exchanges == 1)
                 }
             }
         }
@@ -190,4 +233,40 @@ extension APNSClientIntegrationTests {
             }
         }
     }
+}
+
+/// A token store that keeps the candidate and holds every `exchange` until `release()`.
+private final class HeldTokenStore: APNSProviderTokenStore {
+    private struct State {
+        var exchanges = 0
+        var released = false
+        var held: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    var exchanges: Int { self.state.withLock { $0.exchanges } }
+
+    func release() {
+        let held = self.state.withLock { state in
+            state.released = true
+            defer { state.held = [] }
+            return state.held
+        }
+        for continuation in held { continuation.resume() }
+    }
+
+    func exchange(_ candidate: APNSSharedProviderToken, replacingIssuedBefore: Date) async throws -> APNSSharedProviderToken {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let released = self.state.withLock { state in
+                state.exchanges += 1
+                if !state.released { state.held.append(continuation) }
+                return state.released
+            }
+            if released { continuation.resume() }
+        }
+        return candidate
+    }
+
+    func current(teamId: String, keyId: String, keyFingerprint: String) async throws -> APNSSharedProviderToken? { nil }
 }

@@ -133,6 +133,7 @@ enum Harness {
         _ configuration: APNSClientConfiguration,
         clock: TestClock = TestClock(),
         metrics: TestMetrics = TestMetrics(),
+        tokenStore: (any APNSProviderTokenStore)? = nil,
         _ body: (APNSClient) async throws -> T
     ) async throws -> T {
         let client = APNSClient(
@@ -140,7 +141,8 @@ enum Harness {
             eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
             logger: Self.quietLogger,
             now: clock.now,
-            metricsFactory: metrics
+            metricsFactory: metrics,
+            tokenStore: tokenStore
         )
         do {
             let result = try await body(client)
@@ -164,7 +166,8 @@ enum Harness {
 }
 
 /// The two ways to send: the async `send`, and the callback `send` the senders use (whose rare
-/// paths continue in the async one). Tests of the client's resend rules run through both.
+/// paths the caller continues with `send(continuing:)`, as the sender does). Tests of the
+/// client's resend rules run through both.
 enum SendAPI: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case async
     case callback
@@ -178,10 +181,14 @@ extension APNSClient {
         case .async:
             return try await self.send(request, credentials: credentials, environment: environment)
         case .callback:
-            let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<APNSResponse, APNSClientError>, Never>) in
+            let result = await withCheckedContinuation { (continuation: CheckedContinuation<APNSClient.CallbackResult, Never>) in
                 self.send(request, credentials: credentials, environment: environment) { continuation.resume(returning: $0) }
             }
-            return try result.get()
+            switch result {
+            case .answered(let response): return response
+            case .failed(let error): throw error
+            case .needsAsync(let pending): return try await self.send(continuing: pending)
+            }
         }
     }
 }

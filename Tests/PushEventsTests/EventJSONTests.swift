@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import PushEvents
+import PushWire
 
 /// The hand-written JSON of the per-notification events (EventJSONWriter, EventJSONReader) must
 /// be indistinguishable from the Codable path: the same bytes out, the same values in.

@@ -9,6 +9,7 @@ import PushRegistration
 import PushRuntime
 import PushStore
 import PushTracking
+import PushWire
 import ServiceLifecycle
 
 /// `pushctl projections status | replay`: how far each PostgreSQL projection is behind its
@@ -168,10 +169,6 @@ struct Projections: AsyncParsableCommand {
         var records: Int64
         var busy: Duration
     }
-}
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 /// The projections of schema `push` that run inside the services, with the consumer groups

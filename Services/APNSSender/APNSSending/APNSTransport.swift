@@ -18,16 +18,17 @@ package struct APNSTransport: MessageTransport {
     }
 
     /// Without a task when the app's credentials are cached (nearly always): the APNs client's
-    /// callback `send` answers on the connection's event loop.
-    package func send(_ message: APNSMessagePlanned, completion: @escaping @Sendable (SendOutcome) -> Void) {
-        credentials.withCredentials(appId: message.appId, completion: completion) { apnsCredentials, fingerprint in
-            send(message, credentials: apnsCredentials, fingerprint: fingerprint, completion: completion)
+    /// callback `send` answers on the connection's event loop. The rare send that must wait (a
+    /// provider token, a resend) continues with the client's async `send` in `waiting`.
+    package func send(_ message: APNSMessagePlanned, waiting: WaitingSends, completion: @escaping @Sendable (SendOutcome) -> Void) {
+        credentials.withCredentials(appId: message.appId, waiting: waiting, completion: completion) { apnsCredentials, fingerprint in
+            send(message, credentials: apnsCredentials, fingerprint: fingerprint, waiting: waiting, completion: completion)
         }
     }
 
     private func send(
         _ message: APNSMessagePlanned, credentials apnsCredentials: APNSCredentials, fingerprint: String,
-        completion: @escaping @Sendable (SendOutcome) -> Void
+        waiting: WaitingSends, completion: @escaping @Sendable (SendOutcome) -> Void
     ) {
         guard let environment = APNSEnvironment(rawValue: message.environment) else {
             return completion(.failed(reason: "BadEnvironment"))
@@ -36,16 +37,29 @@ package struct APNSTransport: MessageTransport {
             deviceToken: message.registrationToken, topic: message.topic, pushType: message.pushType, priority: message.priority,
             expiration: message.validUntil, collapseId: message.collapseId, apnsId: message.messageId, payload: ByteBuffer(string: message.payload)
         )
-        client.send(request, credentials: apnsCredentials, environment: environment) { result in
+        client.send(request, credentials: apnsCredentials, environment: environment) { [client] result in
             switch result {
-            case .success(let response):
+            case .answered(let response):
                 completion(Self.outcome(of: response, credential: fingerprint))
-            case .failure(let error):
-                if error.isRetriable { return completion(.retry(reason: "transport-\(error.code)")) }
-                if error.code == .badCredentials { return completion(.credentialRejected(reason: "UnusableCredentials", credential: fingerprint)) }
-                completion(.failed(reason: "transport-\(error.code)"))
+            case .failed(let error):
+                completion(Self.outcome(of: error, credential: fingerprint))
+            case .needsAsync(let pending):
+                waiting.start {
+                    do throws(APNSClientError) {
+                        completion(Self.outcome(of: try await client.send(continuing: pending), credential: fingerprint))
+                    } catch {
+                        completion(Self.outcome(of: error, credential: fingerprint))
+                    }
+                }
             }
         }
+    }
+
+    /// The sender's reading of a send that got no APNs answer.
+    static func outcome(of error: APNSClientError, credential: String) -> SendOutcome {
+        if error.isRetriable { return .retry(reason: "transport-\(error.code)") }
+        if error.code == .badCredentials { return .credentialRejected(reason: "UnusableCredentials", credential: credential) }
+        return .failed(reason: "transport-\(error.code)")
     }
 
     /// The sender's reading of an APNs answer (the reference's table).

@@ -21,14 +21,19 @@ package struct FCMTransport: MessageTransport {
     }
 
     /// Without a task when the app's credentials are cached (nearly always): the FCM client's
-    /// callback `send` answers on the connection's event loop.
-    package func send(_ message: FCMMessagePlanned, completion: @escaping @Sendable (SendOutcome) -> Void) {
-        credentials.withCredentials(appId: message.appId, completion: completion) { account, fingerprint in
-            send(message, account: account, fingerprint: fingerprint, completion: completion)
+    /// callback `send` answers on the connection's event loop. The rare send that must wait (an
+    /// access token, a paced project, a resend) continues with the client's async `send` in
+    /// `waiting`.
+    package func send(_ message: FCMMessagePlanned, waiting: WaitingSends, completion: @escaping @Sendable (SendOutcome) -> Void) {
+        credentials.withCredentials(appId: message.appId, waiting: waiting, completion: completion) { account, fingerprint in
+            send(message, account: account, fingerprint: fingerprint, waiting: waiting, completion: completion)
         }
     }
 
-    private func send(_ message: FCMMessagePlanned, account: FCMServiceAccount, fingerprint: String, completion: @escaping @Sendable (SendOutcome) -> Void) {
+    private func send(
+        _ message: FCMMessagePlanned, account: FCMServiceAccount, fingerprint: String, waiting: WaitingSends,
+        completion: @escaping @Sendable (SendOutcome) -> Void
+    ) {
         // A project paused after QUOTA_EXCEEDED: the message waits on the retry topic instead of
         // inside the client, so it holds none of the instance's in-flight slots meanwhile and
         // other projects' messages keep going.
@@ -37,16 +42,29 @@ package struct FCMTransport: MessageTransport {
         }
         let remaining = max(0, Int(message.validUntil.timeIntervalSince(now()).rounded(.down)))
         let body = Self.withTTL(message.message, seconds: remaining)
-        client.send(FCMRequest(projectId: message.projectId, message: body), account: account) { result in
+        client.send(FCMRequest(projectId: message.projectId, message: body), account: account) { [client] result in
             switch result {
-            case .success(let response):
+            case .answered(let response):
                 completion(Self.outcome(of: response, credential: fingerprint))
-            case .failure(let error):
-                if error.isRetriable { return completion(.retry(reason: "transport-\(error.code)")) }
-                if error.code == .tokenEndpointFailed { return completion(.credentialRejected(reason: "TokenEndpointRefused", credential: fingerprint)) }
-                completion(.failed(reason: "transport-\(error.code)"))
+            case .failed(let error):
+                completion(Self.outcome(of: error, credential: fingerprint))
+            case .needsAsync(let pending):
+                waiting.start {
+                    do throws(FCMClientError) {
+                        completion(Self.outcome(of: try await client.send(continuing: pending), credential: fingerprint))
+                    } catch {
+                        completion(Self.outcome(of: error, credential: fingerprint))
+                    }
+                }
             }
         }
+    }
+
+    /// The sender's reading of a send that got no FCM answer.
+    static func outcome(of error: FCMClientError, credential: String) -> SendOutcome {
+        if error.isRetriable { return .retry(reason: "transport-\(error.code)") }
+        if error.code == .tokenEndpointFailed { return .credentialRejected(reason: "TokenEndpointRefused", credential: credential) }
+        return .failed(reason: "transport-\(error.code)")
     }
 
     /// The sender's reading of an FCM answer.

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import PushWire
 import X509
 
 /// Answers `POST /3/device/<token>` like APNs: header, token, auth (client certificate or
@@ -47,8 +48,9 @@ package struct APNsBehaviour: ProviderBehaviour {
 
     private static let devicePath = "/3/device/"
     private static let checkedForDuplicates: Set<String> = [
-        "authorization", "apns-topic", "apns-push-type", "apns-priority", "apns-expiration", "apns-collapse-id",
-        "apns-id", "content-type", "content-length",
+        HTTPHeaderName.authorization, HTTPHeaderName.apnsTopic, HTTPHeaderName.apnsPushType, HTTPHeaderName.apnsPriority,
+        HTTPHeaderName.apnsExpiration, HTTPHeaderName.apnsCollapseID, HTTPHeaderName.apnsID, HTTPHeaderName.contentType,
+        HTTPHeaderName.contentLength,
     ]
 
     package let providerName = "apns"
@@ -93,7 +95,7 @@ package struct APNsBehaviour: ProviderBehaviour {
             break
         }
         if certificateTopics == nil, self.verifier.isEnabled {
-            switch self.verifier.verify(authorization: request.header("authorization")) {
+            switch self.verifier.verify(authorization: request.header(HTTPHeaderName.authorization)) {
             case .failure(let rejection):
                 return Self.error(rejection.status, rejection.rawValue)
             case .success(let identity):
@@ -108,9 +110,9 @@ package struct APNsBehaviour: ProviderBehaviour {
         let prefixRule = APNsTokenPrefix(token: token)
         if prefixRule == nil, !Self.isHexDeviceToken(token) { return Self.error(400, "BadDeviceToken") }
 
-        let pushType = request.header("apns-push-type")
+        let pushType = request.header(HTTPHeaderName.apnsPushType)
         if let pushType, !Self.pushTypes.contains(pushType) { return Self.error(400, "InvalidPushType") }
-        var topic = request.header("apns-topic")
+        var topic = request.header(HTTPHeaderName.apnsTopic)
         if let topic {
             let allowed = certificateTopics.map(Set.init) ?? self.configuration.allowedTopics
             if let reason = Self.topicProblem(topic, pushType: pushType, allowed: allowed) { return Self.error(400, reason) }
@@ -121,14 +123,14 @@ package struct APNsBehaviour: ProviderBehaviour {
         } else if self.verifier.isEnabled {
             return Self.error(400, "MissingTopic")
         }
-        let priority = request.header("apns-priority")
+        let priority = request.header(HTTPHeaderName.apnsPriority)
         if let priority, !["1", "5", "10"].contains(priority) { return Self.error(400, "BadPriority") }
-        if let expiration = request.header("apns-expiration"), Int64(expiration).map({ $0 < 0 }) ?? true {
+        if let expiration = request.header(HTTPHeaderName.apnsExpiration), Int64(expiration).map({ $0 < 0 }) ?? true {
             return Self.error(400, "BadExpirationDate")
         }
-        let collapseID = request.header("apns-collapse-id")
+        let collapseID = request.header(HTTPHeaderName.apnsCollapseID)
         if let collapseID, collapseID.utf8.count > 64 { return Self.error(400, "BadCollapseId") }
-        let requestedID = request.header("apns-id")
+        let requestedID = request.header(HTTPHeaderName.apnsID)
         if let requestedID, !Self.isLowercaseUUID(requestedID) { return Self.error(400, "BadMessageId") }
 
         let size = request.body.readableBytes
@@ -164,7 +166,7 @@ package struct APNsBehaviour: ProviderBehaviour {
                 receivedAtMs: Self.nowMilliseconds()
             )
         )
-        return SimulatorResponse(status: 200, headers: [("apns-id", apnsID)])
+        return SimulatorResponse(status: 200, headers: [(HTTPHeaderName.apnsID, apnsID)])
     }
 
     /// An APNs error answer: `{"reason": ...}`, plus `timestamp` (ms) on 410.

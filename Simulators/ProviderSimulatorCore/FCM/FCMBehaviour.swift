@@ -2,6 +2,7 @@ import Crypto
 import _CryptoExtras
 import Foundation
 import NIOCore
+import PushWire
 import Synchronization
 
 /// Answers Google's OAuth token endpoint (`POST /token`) and FCM v1 sends
@@ -107,7 +108,7 @@ package final class FCMBehaviour: ProviderBehaviour {
     // MARK: messages:send
 
     private func send(_ request: SimulatorRequest, project: String) -> SimulatorResponse {
-        guard let authorization = request.header("authorization"),
+        guard let authorization = request.header(HTTPHeaderName.authorization),
               authorization.count > 7, authorization.prefix(7).lowercased() == "bearer ",
               let grant = self.accessTokens.grant(for: String(authorization.dropFirst(7))),
               grant.projectID == project

@@ -1,3 +1,5 @@
+import PushWire
+
 /// An FCM v1 error answer: Google's error envelope with an `FcmError` detail.
 package struct FCMError: Sendable, Error {
     /// FCM's `details[].errorCode` values, with the HTTP status and Google status they come with.
@@ -49,7 +51,7 @@ package struct FCMError: Sendable, Error {
                 ],
             ] as [String: Any]
         ]
-        let headers = self.retryAfter.map { [("retry-after", String($0))] } ?? []
+        let headers = self.retryAfter.map { [(HTTPHeaderName.retryAfter, String($0))] } ?? []
         return .json(status: self.code.httpStatus, body, headers: headers, reason: self.code.errorCode)
     }
 

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHPACK
 import NIOHTTP2
+import PushWire
 
 /// Handles one HTTP/2 stream at frame level: collects HEADERS and DATA, asks the control API or
 /// the provider behaviour for an answer, writes it (after any injected latency).
@@ -105,7 +106,7 @@ final class ProviderStreamHandler: ChannelInboundHandler {
             headers.add(name: name, value: value)
         }
         if let body = response.body, body.readableBytes > 0 {
-            headers.add(name: "content-length", value: String(body.readableBytes))
+            headers.add(name: HTTPHeaderName.contentLength, value: String(body.readableBytes))
             context.write(self.wrapOutboundOut(.headers(.init(headers: headers))), promise: nil)
             context.writeAndFlush(self.wrapOutboundOut(.data(.init(data: .byteBuffer(body), endStream: true))), promise: nil)
         } else {

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHPACK
+import PushWire
 
 /// One HTTP/2 request as a provider simulator sees it: pseudo-headers split out, every regular
 /// header kept in order (duplicates included, because APNs answers `DuplicateHeaders`).
@@ -71,7 +72,7 @@ package struct SimulatorResponse: Sendable {
         let bytes = JSON.encode(object)
         var response = SimulatorResponse(
             status: status,
-            headers: [("content-type", "application/json; charset=UTF-8")] + headers,
+            headers: [(HTTPHeaderName.contentType, "application/json; charset=UTF-8")] + headers,
             body: ByteBuffer(bytes: bytes),
             reason: reason
         )

@@ -1,4 +1,5 @@
 import Foundation
+import PushWire
 
 /// A JWS in compact serialisation, split and decoded but not yet verified.
 ///

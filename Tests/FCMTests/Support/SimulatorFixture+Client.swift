@@ -69,7 +69,8 @@ struct FCMRequestBody {
 
 
 /// The two ways to send: the async `send`, and the callback `send` the senders use (whose rare
-/// paths continue in the async one). Tests of the client's token and resend rules run through both.
+/// paths the caller continues with `send(continuing:)`, as the sender does). Tests of the
+/// client's token and resend rules run through both.
 enum SendAPI: String, CaseIterable, CustomTestStringConvertible, Sendable {
     case async
     case callback
@@ -83,10 +84,14 @@ extension FCMClient {
         case .async:
             return try await self.send(request, account: account)
         case .callback:
-            let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<FCMResponse, FCMClientError>, Never>) in
+            let result = await withCheckedContinuation { (continuation: CheckedContinuation<FCMClient.CallbackResult, Never>) in
                 self.send(request, account: account) { continuation.resume(returning: $0) }
             }
-            return try result.get()
+            switch result {
+            case .answered(let response): return response
+            case .failed(let error): throw error
+            case .needsAsync(let pending): return try await self.send(continuing: pending)
+            }
         }
     }
 }

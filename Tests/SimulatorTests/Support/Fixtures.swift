@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import NIOPosix
 import ProviderSimulatorCore
+import PushWire
 
 /// Keys, tokens and simulators made at run time: nothing secret is committed.
 enum Fixtures {

@@ -2,8 +2,9 @@ import Foundation
 
 extension UUID {
     /// The UUID as 36 lower-case characters (`uuidString.lowercased()`, the form of every key,
-    /// id header and causation id the project writes), without Foundation's `snprintf` and the
-    /// second string `lowercased()` makes: senders format three or four per notification.
+    /// id header (`apns-id`) and causation id the project writes), without Foundation's
+    /// `snprintf` and the second string `lowercased()` makes: senders format three or four per
+    /// notification.
     package var lowercaseText: String {
         String(unsafeUninitializedCapacity: 36) { text in
             var position = 0
@@ -17,8 +18,8 @@ extension UUID {
 
     /// Gives the 36 bytes of the UUID's text (8-4-4-4-12 hex digits, taken from `digits`) in
     /// order: `lowercaseText` and `EventJSONWriter.uuid` (upper case, as the encoder writes).
-    @inline(__always)
-    func forEachTextByte(digits: StaticString, _ body: (UInt8) -> Void) {
+    @inlinable @inline(__always)
+    package func forEachTextByte(digits: StaticString, _ body: (UInt8) -> Void) {
         withUnsafeBytes(of: uuid) { uuid in
             for index in 0..<16 {
                 if index == 4 || index == 6 || index == 8 || index == 10 { body(UInt8(ascii: "-")) }

@@ -1,8 +1,13 @@
-/// Unpadded base64url (RFC 4648 §5), as JWTs use it.
-enum Base64URL {
+import Foundation
+
+/// Unpadded base64url (RFC 4648 section 5), as JWTs use it (RFC 7515 section 2): the APNs
+/// provider token, the FCM service-account assertion, and the simulators that check both.
+package enum Base64URL {
     private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
 
-    static func encode(_ bytes: some Collection<UInt8>) -> String {
+    /// The bytes as base64url without padding, encoded directly (no `Data` and no
+    /// replacing of `+`, `/` and `=` afterwards).
+    package static func encode(_ bytes: some Collection<UInt8>) -> String {
         let input = Array(bytes)
         var output: [UInt8] = []
         output.reserveCapacity((input.count + 2) / 3 * 4)
@@ -27,5 +32,14 @@ enum Base64URL {
             output.append(self.alphabet[Int(value >> 6 & 63)])
         }
         return String(decoding: output, as: UTF8.self)
+    }
+
+    /// The bytes of base64url text, padded or not; nil when it is not base64url.
+    package static func decode(_ text: some StringProtocol) -> Data? {
+        var base64 = String(text).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        let remainder = base64.utf8.count % 4
+        if remainder == 1 { return nil }
+        if remainder > 0 { base64 += String(repeating: "=", count: 4 - remainder) }
+        return Data(base64Encoded: base64)
     }
 }

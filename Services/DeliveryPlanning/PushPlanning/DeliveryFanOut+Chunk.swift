@@ -115,7 +115,8 @@ extension DeliveryFanOut {
     }
 
     /// Once the broker stored the chunk, one transaction moves the cursor past it, adds its
-    /// counts, clears the mark and puts its planning failures and exclusions in the outbox.
+    /// counts, clears the mark and puts its planning failures and exclusions in the outbox
+    /// (then wakes the outbox publisher).
     func advanceCursor(of fanOut: FanOutContext, past chunk: Chunk, on connection: PostgresConnection) async throws -> ChunkCounts {
         let deliveryId = fanOut.deliveryId
         let logger = fanOut.logger
@@ -141,6 +142,7 @@ extension DeliveryFanOut {
             )
             try await PlannerOutbox.insert(outbox, on: connection, logger: logger)
         }
+        if !outbox.isEmpty { outboxWritten.signal() }
         return counts
     }
 }

@@ -77,6 +77,7 @@ extension DeliveryFanOut {
             try await connection.query("UPDATE push.delivery_plans SET status = 'planning', started_at = now(), updated_at = now() WHERE delivery_id = \(deliveryId)", logger: logger)
             try await PlannerOutbox.insert([record], on: connection, logger: logger)
         }
+        outboxWritten.signal()
         logger.info("Delivery planning started")
     }
 
@@ -90,6 +91,7 @@ extension DeliveryFanOut {
             try await connection.query("UPDATE push.delivery_plans SET status = 'planned', planned_at = now(), updated_at = now() WHERE delivery_id = \(deliveryId)", logger: logger)
             try await PlannerOutbox.insert([record], on: connection, logger: logger)
         }
+        outboxWritten.signal()
         logger.info("Delivery planned", metadata: ["targeted": "\(state.targeted)", "excluded": "\(state.excluded)", "failed": "\(state.failed)"])
     }
 }

@@ -37,19 +37,36 @@ package final class DeliveryFanOut: Service {
     let recovered = Counter(label: "push_planner_recovered_chunks_total")
     let alreadyPublished = Counter(label: "push_planner_messages_total", dimensions: [("outcome", "already_published")])
 
-    package init(postgres: PostgresClient, producer: KafkaProducer, reader: KafkaLogReader, catalog: TopicCatalog, settings: PlanningSettings, logger: Logger) {
+    /// Raised by the intake after a commit that accepted a delivery: there may be work.
+    let deliveriesAccepted: Wakeup
+    /// Raised here after each commit that wrote to the outbox, for `PlannerOutboxPublisher`.
+    let outboxWritten: Wakeup
+
+    package init(
+        postgres: PostgresClient, producer: KafkaProducer, reader: KafkaLogReader, catalog: TopicCatalog, settings: PlanningSettings,
+        deliveriesAccepted: Wakeup = Wakeup(), outboxWritten: Wakeup = Wakeup(), logger: Logger
+    ) {
         self.postgres = postgres
         self.producer = producer
         self.reader = reader
         self.catalog = catalog
         self.settings = settings
+        self.deliveriesAccepted = deliveriesAccepted
+        self.outboxWritten = outboxWritten
         self.logger = logger
     }
 
+    /// Plans what is due, then waits for the next work: a delivery the intake accepted (its
+    /// signal), the next `sendAt` of a scheduled delivery (a clock deadline), or at most
+    /// `idleWaitMilliseconds`, the backstop for what no signal of this process announces (a
+    /// delivery another instance accepted while busy, a fan-out a dead instance left). After a
+    /// failure it retries with a backoff instead.
     package func run() async throws {
-        let interval = Duration.milliseconds(settings.pollIntervalMilliseconds)
+        let retryInterval = Duration.milliseconds(settings.pollIntervalMilliseconds)
+        let idleWait = Duration.milliseconds(settings.idleWaitMilliseconds)
         var failures = 0
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
+            let wait: Duration
             do {
                 let due = try await dueDeliveries()
                 for deliveryId in due {
@@ -57,14 +74,15 @@ package final class DeliveryFanOut: Service {
                     try await planIfFree(deliveryId)
                 }
                 failures = 0
+                wait = try await timeUntilNextSendAt().map { min($0, idleWait) } ?? idleWait
             } catch {
                 if Task.isCancelled || Task.isShuttingDownGracefully { break }
                 failures += 1
                 logger.error("Delivery planning failed; it resumes from its last chunk", metadata: ["error": "\(String(reflecting: error))"])
-                try? await Task.sleep(for: min(interval * (1 << min(failures, 5)), .seconds(10)))
+                try? await Task.sleep(for: min(retryInterval * (1 << min(failures, 5)), .seconds(10)))
                 continue
             }
-            try? await Task.sleep(for: interval)
+            await deliveriesAccepted.wait(atMost: wait)
         }
     }
 
@@ -77,6 +95,19 @@ package final class DeliveryFanOut: Service {
         var ids: [String] = []
         for try await id in rows.decode(String.self) { ids.append(id) }
         return ids
+    }
+
+    /// How long until the earliest `sendAt` of a plan not yet due, by PostgreSQL's clock (the
+    /// one `dueDeliveries` compares with); nil when there is none.
+    func timeUntilNextSendAt() async throws -> Duration? {
+        let rows = try await postgres.query(
+            "SELECT EXTRACT(EPOCH FROM min(send_at) - now())::float8 FROM push.delivery_plans WHERE status <> 'planned' AND send_at > now()",
+            logger: logger
+        )
+        var seconds: Double?
+        for try await value in rows.decode(Double?.self) { seconds = value }
+        // A millisecond more, so that the plan is due when the wait ends.
+        return seconds.map { .milliseconds(Int64(($0 * 1000).rounded(.up)) + 1) }
     }
 
     /// Plans the delivery unless another instance holds it.

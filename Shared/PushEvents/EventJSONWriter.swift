@@ -13,34 +13,54 @@ package protocol EventJSONWritable {
     func writeMembers(to writer: inout EventJSONWriter)
 }
 
-/// Appends compact JSON to a byte buffer the way `EventJSON.encoder` formats it: no spaces,
-/// `/` not escaped, control characters as `\b \t \n \f \r` or `\u00xx`, UUIDs upper case, dates
-/// as ISO 8601 UTC with milliseconds (truncated, as `Date.ISO8601FormatStyle` does).
+/// Appends compact JSON to a byte buffer: the project's one hand-written JSON writer. It writes
+/// the events the way `EventJSON.encoder` formats them: no spaces, `/` not escaped, control
+/// characters as `\b \t \n \f \r` or `\u00xx`, UUIDs upper case, dates as ISO 8601 UTC with
+/// milliseconds (truncated, as `Date.ISO8601FormatStyle` does). The planner also writes the
+/// provider payloads with it (`MessageFactory`), with `controlCharacters: .unicode` and keys
+/// known only at run time (`string(key:_:)`).
 ///
-/// Members are written in the order they are called; callers write them in sorted key order.
+/// Members are written in the order they are called; event writers call them in sorted key
+/// order.
 package struct EventJSONWriter {
+    /// How the control characters that JSON can also write short (`\b`, `\f`) are escaped;
+    /// `\t \n \r` are always short, the others always `\u00xx`.
+    package enum ControlCharacters: Sendable {
+        /// `\b` and `\f`, as `JSONEncoder` writes them: the events.
+        case short
+        /// `\u0008` and `\u000c`: the provider payloads, whose bytes are kept as they were.
+        case unicode
+    }
+
     package private(set) var bytes: [UInt8] = []
     /// Whether the object being written has no member yet.
     private var empty = true
+    private let controlCharacters: ControlCharacters
 
-    package init(capacity: Int = 512) {
+    package init(capacity: Int = 512, controlCharacters: ControlCharacters = .short) {
         bytes.reserveCapacity(capacity)
+        self.controlCharacters = controlCharacters
     }
 
-    /// A whole object; `body` writes its members.
-    package mutating func object(_ body: (inout EventJSONWriter) -> Void) {
+    /// A whole object; `body` writes its members. Returns the object's size in bytes.
+    @discardableResult
+    package mutating func object(_ body: (inout EventJSONWriter) -> Void) -> Int {
+        let start = bytes.count
         bytes.append(UInt8(ascii: "{"))
         let outer = empty
         empty = true
         body(&self)
         empty = outer
         bytes.append(UInt8(ascii: "}"))
+        return bytes.count - start
     }
 
-    /// A member whose value is an object.
-    package mutating func object(_ key: StaticString, _ body: (inout EventJSONWriter) -> Void) {
+    /// A member whose value is an object. Returns the object's size in bytes (the key not
+    /// counted).
+    @discardableResult
+    package mutating func object(_ key: StaticString, _ body: (inout EventJSONWriter) -> Void) -> Int {
         self.key(key)
-        object(body)
+        return object(body)
     }
 
     package mutating func string(_ key: StaticString, _ value: String) {
@@ -51,6 +71,26 @@ package struct EventJSONWriter {
     /// Omitted when nil, like a synthesized `encodeIfPresent`.
     package mutating func string(_ key: StaticString, _ value: String?) {
         if let value { string(key, value) }
+    }
+
+    /// A string member whose key is known only at run time (a payload's variable name): the key
+    /// is escaped like a value.
+    package mutating func string(key: String, _ value: String) {
+        if empty { empty = false } else { bytes.append(UInt8(ascii: ",")) }
+        appendQuoted(key)
+        bytes.append(UInt8(ascii: ":"))
+        appendQuoted(value)
+    }
+
+    /// A number: an integral value under 10^15 without a fraction (`1`, not `1.0`), any other
+    /// as Swift's shortest representation (`0.25`).
+    package mutating func number(_ key: StaticString, _ value: Double) {
+        self.key(key)
+        if value == value.rounded() && abs(value) < 1e15 {
+            appendDecimal(Int(value))
+        } else {
+            bytes.append(contentsOf: String(value).utf8)
+        }
     }
 
     package mutating func int(_ key: StaticString, _ value: Int) {
@@ -96,10 +136,10 @@ package struct EventJSONWriter {
                 bytes.append(UInt8(ascii: "\\"))
                 switch unit {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(unit)
-                case 0x08: bytes.append(UInt8(ascii: "b"))
+                case 0x08 where controlCharacters == .short: bytes.append(UInt8(ascii: "b"))
                 case 0x09: bytes.append(UInt8(ascii: "t"))
                 case 0x0A: bytes.append(UInt8(ascii: "n"))
-                case 0x0C: bytes.append(UInt8(ascii: "f"))
+                case 0x0C where controlCharacters == .short: bytes.append(UInt8(ascii: "f"))
                 case 0x0D: bytes.append(UInt8(ascii: "r"))
                 default:
                     let hex: StaticString = "0123456789abcdef"

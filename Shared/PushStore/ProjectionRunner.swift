@@ -21,6 +21,15 @@ package protocol Projection: Sendable {
     /// Applies events, in offset order per partition, inside the runner's open transaction.
     /// Touch the database only through `connection`; throw to roll back and retry the batch.
     func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws
+
+    /// Called after a transaction that applied events committed: what `apply` wrote is now
+    /// visible to other connections, so a part of the same process that reads it (an outbox
+    /// publisher) can be woken here instead of polling. Does nothing by default.
+    func didCommit()
+}
+
+extension Projection {
+    package func didCommit() {}
 }
 
 /// An event with the Kafka coordinates of the record it came from.
@@ -232,6 +241,7 @@ package final class ProjectionRunner<P: Projection>: Service {
             )
             return applying ? fresh.count : 0
         }
+        if appliedCount > 0 { projection.didCommit() }
         appliedCounter.increment(by: appliedCount)
         deadLetterCounter.increment(by: letters.count)
     }

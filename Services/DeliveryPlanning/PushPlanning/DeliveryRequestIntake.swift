@@ -20,15 +20,25 @@ package struct DeliveryRequestIntake: Projection {
     package let topics: [String]
     let catalog: TopicCatalog
     let clock: @Sendable () -> Date
+    /// Raised after each commit: an applied request wrote a plan and outbox rows (a duplicate
+    /// writes nothing, and only costs the waiters one look).
+    let committed: [Wakeup]
     private let accepted = Counter(label: "push_planner_requests_total", dimensions: [("outcome", "accepted")])
     private let rejected = Counter(label: "push_planner_requests_total", dimensions: [("outcome", "rejected")])
     private let duplicates = Counter(label: "push_planner_requests_total", dimensions: [("outcome", "duplicate")])
 
-    package init(name: String = "push-delivery-planner", catalog: TopicCatalog, clock: @escaping @Sendable () -> Date = Date.init) {
+    /// `wakeOnCommit`: the parts that read what the intake writes (the fan-out reads the plans,
+    /// the outbox publisher the outbox), woken once a batch committed.
+    package init(name: String = "push-delivery-planner", catalog: TopicCatalog, wakeOnCommit: [Wakeup] = [], clock: @escaping @Sendable () -> Date = Date.init) {
         self.name = name
         self.topics = [catalog.deliveryRequests.name]
         self.catalog = catalog
+        self.committed = wakeOnCommit
         self.clock = clock
+    }
+
+    package func didCommit() {
+        for wakeup in committed { wakeup.signal() }
     }
 
     package func decode(_ record: KafkaConsumerRecord) throws -> Event? {

@@ -111,30 +111,30 @@ package struct MessageFactory: Sendable {
         let ios = delivery.content.ios
         let hasAlert = title != nil || subtitle != nil || body != nil
         let silent = !hasAlert && ios?.contentAvailable == true
-        var json = JSONText()
-        json.openObject()
-        json.openObject("aps")
-        if hasAlert {
-            json.openObject("alert")
-            if let title { json.string("title", title) }
-            if let subtitle { json.string("subtitle", subtitle) }
-            if let body { json.string("body", body) }
-            json.closeObject()
-            if let badge = ios?.badge { json.number("badge", badge) }
-            if let sound = ios?.sound { json.string("sound", sound) }
+        var json = EventJSONWriter(capacity: 512, controlCharacters: .unicode)
+        json.object { json in
+            json.object("aps") { aps in
+                if hasAlert {
+                    aps.object("alert") { alert in
+                        alert.string("title", title)
+                        alert.string("subtitle", subtitle)
+                        alert.string("body", body)
+                    }
+                    if let badge = ios?.badge { aps.int("badge", badge) }
+                    aps.string("sound", ios?.sound)
+                }
+                aps.string("category", ios?.category)
+                aps.string("thread-id", ios?.threadId)
+                if ios?.mutableContent == true, hasAlert { aps.int("mutable-content", 1) }
+                if ios?.contentAvailable == true { aps.int("content-available", 1) }
+                if hasAlert { aps.string("interruption-level", ios?.interruptionLevel) }
+                if let score = ios?.relevanceScore { aps.number("relevance-score", score) }
+            }
+            json.string("_mId", messageId.uuidString.lowercased())
+            json.string("_dId", delivery.deliveryId)
+            for (name, value) in variables { json.string(key: name, value) }
         }
-        if let category = ios?.category { json.string("category", category) }
-        if let thread = ios?.threadId { json.string("thread-id", thread) }
-        if ios?.mutableContent == true, hasAlert { json.number("mutable-content", 1) }
-        if ios?.contentAvailable == true { json.number("content-available", 1) }
-        if hasAlert, let level = ios?.interruptionLevel { json.string("interruption-level", level) }
-        if let score = ios?.relevanceScore { json.number("relevance-score", score) }
-        json.closeObject()
-        json.string("_mId", messageId.uuidString.lowercased())
-        json.string("_dId", delivery.deliveryId)
-        for (name, value) in variables { json.string(name, value) }
-        json.closeObject()
-        return (json.text, silent)
+        return (String(decoding: json.bytes, as: UTF8.self), silent)
     }
 
     /// The FCM HTTP v1 `message` object and the size of what counts against the 4096-byte limit
@@ -142,38 +142,35 @@ package struct MessageFactory: Sendable {
     func fcmMessage(messageId: UUID, token: String, title: String?, body: String?, variables: [(String, String)], plannedAt: Date) -> (message: String, contentBytes: Int) {
         let android = delivery.content.android
         let notificationMode = android?.mode == "notification"
-        var data = JSONText()
-        data.openObject()
-        data.string("_mId", messageId.uuidString.lowercased())
-        data.string("_dId", delivery.deliveryId)
-        if !notificationMode {
-            if let body { data.string("_msg", body) }
-            if let title { data.string("title", title) }
-        }
-        for (name, value) in variables { data.string(name, value) }
-        data.closeObject()
-        var notification = JSONText()
-        if notificationMode {
-            notification.openObject()
-            if let title { notification.string("title", title) }
-            if let body { notification.string("body", body) }
-            notification.closeObject()
-        }
         let ttl = max(0, min(Int(delivery.validUntil.timeIntervalSince(plannedAt).rounded(.down)), Int(DeliveryRequestValidator.Limits.maximumValidity)))
-        var message = "{\"token\":" + JSONText.quoted(token) + ",\"data\":" + data.text
-        if notificationMode { message += ",\"notification\":" + notification.text }
-        var androidJSON = JSONText()
-        androidJSON.openObject()
-        androidJSON.string("priority", android?.priority ?? "high")
-        androidJSON.string("ttl", "\(ttl)s")
-        if let key = android?.collapseKey { androidJSON.string("collapse_key", key) }
-        if notificationMode, let channel = android?.channelId {
-            androidJSON.openObject("notification")
-            androidJSON.string("channel_id", channel)
-            androidJSON.closeObject()
+        var contentBytes = 0
+        var json = EventJSONWriter(capacity: 1024, controlCharacters: .unicode)
+        json.object { json in
+            json.string("token", token)
+            contentBytes += json.object("data") { data in
+                data.string("_mId", messageId.uuidString.lowercased())
+                data.string("_dId", delivery.deliveryId)
+                if !notificationMode {
+                    data.string("_msg", body)
+                    data.string("title", title)
+                }
+                for (name, value) in variables { data.string(key: name, value) }
+            }
+            if notificationMode {
+                contentBytes += json.object("notification") { notification in
+                    notification.string("title", title)
+                    notification.string("body", body)
+                }
+            }
+            json.object("android") { config in
+                config.string("priority", android?.priority ?? "high")
+                config.string("ttl", "\(ttl)s")
+                config.string("collapse_key", android?.collapseKey)
+                if notificationMode, let channel = android?.channelId {
+                    config.object("notification") { $0.string("channel_id", channel) }
+                }
+            }
         }
-        androidJSON.closeObject()
-        message += ",\"android\":" + androidJSON.text + "}"
-        return (message, data.text.utf8.count + notification.text.utf8.count)
+        return (String(decoding: json.bytes, as: UTF8.self), contentBytes)
     }
 }

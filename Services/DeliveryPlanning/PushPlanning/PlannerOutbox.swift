@@ -50,17 +50,32 @@ package enum PlannerOutbox {
 
 /// Publishes the outbox in order and deletes what the broker stored. One instance publishes at
 /// a time (a transaction-scoped advisory lock), so events of one key keep their order.
+///
+/// It does not poll the table: the outbox is written by this same process (the intake and the
+/// fan-out), which raises `outboxWritten` after each transaction that wrote to it committed,
+/// and the publisher waits for that signal once the outbox is empty. `backstop` bounds the
+/// wait only for rows no signal of this process announces: rows another instance or a previous
+/// process left (a process that starts publishes what it finds before its first wait).
 package final class PlannerOutboxPublisher: Service {
     private let postgres: PostgresClient
     private let producer: KafkaProducer
-    private let pollInterval: Duration
+    private let outboxWritten: Wakeup
+    private let backstop: Duration
+    private let busyRetry: Duration
     private let logger: Logger
     private let published = Counter(label: "push_planner_outbox_published_total")
 
-    package init(postgres: PostgresClient, producer: KafkaProducer, pollInterval: Duration = .milliseconds(100), logger: Logger) {
+    /// `busyRetry`: how soon to try again while another instance holds the outbox (it publishes
+    /// meanwhile; the rows this instance wrote may be behind its batch).
+    package init(
+        postgres: PostgresClient, producer: KafkaProducer, outboxWritten: Wakeup, backstop: Duration = .seconds(5),
+        busyRetry: Duration = .milliseconds(100), logger: Logger
+    ) {
         self.postgres = postgres
         self.producer = producer
-        self.pollInterval = pollInterval
+        self.outboxWritten = outboxWritten
+        self.backstop = backstop
+        self.busyRetry = busyRetry
         self.logger = logger
     }
 
@@ -70,7 +85,11 @@ package final class PlannerOutboxPublisher: Service {
             do {
                 let count = try await publishBatch()
                 delay = .milliseconds(200)
-                if count == 0 { try await Task.sleep(for: pollInterval) }
+                switch count {
+                case nil: try await Task.sleep(for: busyRetry)
+                case 0: await outboxWritten.wait(atMost: backstop)
+                default: continue
+                }
             } catch {
                 if Task.isCancelled || Task.isShuttingDownGracefully { break }
                 logger.warning("Publishing the planner outbox failed; retrying", metadata: ["error": "\(String(reflecting: error))", "retry.in": "\(delay)"])
@@ -80,15 +99,16 @@ package final class PlannerOutboxPublisher: Service {
         }
     }
 
-    /// Publishes up to 500 records; returns how many.
-    func publishBatch() async throws -> Int {
+    /// Publishes up to 500 records; returns how many, or nil when another instance holds the
+    /// outbox.
+    func publishBatch() async throws -> Int? {
         let producer = self.producer
         let logger = self.logger
-        let count = try await postgres.withTransaction(logger: logger) { connection -> Int in
+        let count = try await postgres.withTransaction(logger: logger) { connection -> Int? in
             let locked = try await connection.query("SELECT pg_try_advisory_xact_lock(hashtext('push-planner-outbox'))", logger: logger)
             var got = false
             for try await value in locked.decode(Bool.self) { got = value }
-            guard got else { return 0 }
+            guard got else { return nil }
             let rows = try await connection.query(
                 "SELECT seq, topic, key, value, headers::text FROM push.planner_outbox ORDER BY seq LIMIT 500",
                 logger: logger
@@ -111,7 +131,7 @@ package final class PlannerOutboxPublisher: Service {
             try await connection.query("DELETE FROM push.planner_outbox WHERE seq <= \(last)", logger: logger)
             return records.count
         }
-        published.increment(by: count)
+        published.increment(by: count ?? 0)
         return count
     }
 }

@@ -45,12 +45,17 @@ package enum PlanningApplication {
                 deadLetters: DeadLetterPublisher(producer: producer, catalog: topics, group: projection.name), logger: logger
             )
         }
+        // The signals that replace polling: raised after a commit, awaited by the part that
+        // reads what was committed (docs/planning.md, "Waiting for work").
+        let deliveriesAccepted = Wakeup()
+        let outboxWritten = Wakeup()
+        let idleWait = Duration.milliseconds(settings.idleWaitMilliseconds)
         return [
-            runner(DeliveryRequestIntake(name: groups.intake, catalog: topics)),
-            PlannerOutboxPublisher(postgres: postgres, producer: producer, logger: logger),
+            runner(DeliveryRequestIntake(name: groups.intake, catalog: topics, wakeOnCommit: [deliveriesAccepted, outboxWritten])),
+            PlannerOutboxPublisher(postgres: postgres, producer: producer, outboxWritten: outboxWritten, backstop: idleWait, logger: logger),
             DeliveryFanOut(
                 postgres: postgres, producer: producer, reader: KafkaLogReader(configuration: configuration.kafka, logger: logger),
-                catalog: topics, settings: settings, logger: logger
+                catalog: topics, settings: settings, deliveriesAccepted: deliveriesAccepted, outboxWritten: outboxWritten, logger: logger
             ),
             runner(DeliveryProjection(name: groups.deliveries, topic: topics.deliveryEvents.name)),
             runner(BroadLogProjection(name: groups.broadLog, catalog: topics)),

@@ -4,8 +4,14 @@ import PushRuntime
 package struct PlanningSettings: Sendable, Hashable {
     /// Subscriptions read and messages published per step of a fan-out (`PLANNER_CHUNK_SIZE`).
     package var chunkSize: Int = 5000
-    /// How often due deliveries are looked for (`PLANNER_POLL_INTERVAL_MS`).
+    /// The first retry delay after a failed fan-out pass, doubling up to 10 s
+    /// (`PLANNER_POLL_INTERVAL_MS`; the name is older than the signals: nothing polls at this
+    /// interval any more).
     package var pollIntervalMilliseconds: Int = 500
+    /// The longest the fan-out and the outbox publisher wait for a signal before looking for
+    /// work anyway (`PLANNER_IDLE_WAIT_MS`): the backstop for work no signal of this process
+    /// announces (rows or plans left by another instance or a previous process).
+    package var idleWaitMilliseconds: Int = 5000
     /// How often the message topics' end offsets are re-read during a fan-out
     /// (`PLANNER_RECOVERY_MARK_INTERVAL_MS`): after a crash, at most this much of the topics is
     /// read back to find what was already published.
@@ -16,6 +22,7 @@ package struct PlanningSettings: Sendable, Hashable {
     package init(environment: EnvironmentSettings) throws {
         chunkSize = try environment.int("PLANNER_CHUNK_SIZE", default: chunkSize, in: 1...100_000)
         pollIntervalMilliseconds = try environment.int("PLANNER_POLL_INTERVAL_MS", default: pollIntervalMilliseconds, in: 10...60_000)
+        idleWaitMilliseconds = try environment.int("PLANNER_IDLE_WAIT_MS", default: idleWaitMilliseconds, in: 100...600_000)
         recoveryMarkIntervalMilliseconds = try environment.int("PLANNER_RECOVERY_MARK_INTERVAL_MS", default: recoveryMarkIntervalMilliseconds, in: 100...600_000)
     }
 }

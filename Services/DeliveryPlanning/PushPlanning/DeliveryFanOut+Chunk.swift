@@ -1,0 +1,148 @@
+import Foundation
+import Kafka
+import Logging
+import PostgresNIO
+import PushEvents
+
+/// The steps of one chunk of a fan-out, in the order `DeliveryFanOut.plan` runs them.
+extension DeliveryFanOut {
+    /// What stays the same for the whole fan-out of one delivery, read once before the first
+    /// chunk.
+    struct FanOutContext {
+        var deliveryId: String { delivery.deliveryId }
+        let delivery: DeliveryAccepted
+        let factory: MessageFactory
+        /// The platform of each targeted app, for the exclusions.
+        let platforms: [UUID: Platform]
+        /// The message topics this delivery publishes to, sorted.
+        let topics: [String]
+        /// The service's logger with `delivery.id`.
+        let logger: Logger
+    }
+
+    /// One page of the audience made into what is published and what is recorded.
+    struct Chunk {
+        var messages: [PlannedMessage]
+        var exclusions: [DeliveryExclusionsRecorded.Exclusion]
+        /// The last subscription of the page: the cursor once the chunk is done.
+        var end: Cursor
+        var plannedAt: Date
+    }
+
+    /// End offsets of the message topics and when they were read: the mark written with each
+    /// chunk, re-read only every `recoveryMarkIntervalMilliseconds` (an older mark is lower,
+    /// which only means reading back more after a crash).
+    struct TopicsMark {
+        var offsets: [String: [Int32: Int64]]
+        var at: ContinuousClock.Instant
+    }
+
+    /// Reads the delivery's apps from the catalog projection and parses its templates once:
+    /// everything the chunks share.
+    func prepare(_ delivery: DeliveryAccepted, on connection: PostgresConnection) async throws -> FanOutContext {
+        var logger = self.logger
+        logger[metadataKey: "delivery.id"] = .string(delivery.deliveryId)
+        let apps = try await ServiceCatalog.apps(ids: delivery.apps.map(\.appId), on: connection, logger: logger)
+        return FanOutContext(
+            delivery: delivery,
+            factory: try MessageFactory(delivery: delivery, apps: apps),
+            platforms: Dictionary(apps.map { ($0.appId, $0.platform) }, uniquingKeysWith: { first, _ in first }),
+            topics: Set(apps.map { $0.platform == .ios ? catalog.apnsMessages.name : catalog.fcmMessages.name }).sorted(),
+            logger: logger
+        )
+    }
+
+    /// The next page of the audience after the cursor (keyset pagination); when a chunk is
+    /// pending, exactly that chunk again, up to its recorded end.
+    func readAudiencePage(of fanOut: FanOutContext, after state: PlanState, on connection: PostgresConnection) async throws -> [TargetedSubscription] {
+        try await TargetingQuery.next(
+            delivery: fanOut.delivery, after: state.cursor, through: state.pending?.end, limit: settings.chunkSize,
+            withParams: fanOut.factory.needsParams, on: connection, logger: fanOut.logger
+        )
+    }
+
+    /// Each enabled device's message (or its failure at planning) and each disabled one's
+    /// exclusion. This is the per-message path: no I/O, one pass over the page.
+    func buildChunk(of fanOut: FanOutContext, from rows: [TargetedSubscription], pending: PendingChunk?) -> Chunk {
+        let plannedAt = Date()
+        var messages: [PlannedMessage] = []
+        var exclusions: [DeliveryExclusionsRecorded.Exclusion] = []
+        for row in rows {
+            if row.disabled {
+                // The audience is read from `apps`, so every row's app has a platform.
+                guard let platform = fanOut.platforms[row.appId] else { continue }
+                exclusions.append(.init(appId: row.appId, registrationToken: row.registrationToken, platform: platform, reason: "quarantined: \(row.disabledReason ?? "disabled")"))
+            } else if let message = fanOut.factory.message(for: row, plannedAt: plannedAt) {
+                messages.append(message)
+            }
+        }
+        // An empty page only comes with a pending chunk (otherwise the plan is finished).
+        let end = rows.last.map { Cursor(appId: $0.appId, token: $0.registrationToken) } ?? pending!.end
+        return Chunk(messages: messages, exclusions: exclusions, end: end, plannedAt: plannedAt)
+    }
+
+    /// Records in the plan row that the chunk ending at `end` is being published, with the
+    /// message topics' end offsets from before its first record: what a planner that finds
+    /// the row after a crash reads back from.
+    func markChunk(of fanOut: FanOutContext, ending end: Cursor, mark: inout TopicsMark?, on connection: PostgresConnection) async throws -> PendingChunk {
+        let markInterval = Duration.milliseconds(settings.recoveryMarkIntervalMilliseconds)
+        if mark == nil || ContinuousClock.now - mark!.at > markInterval {
+            var offsets: [String: [Int32: Int64]] = [:]
+            for topic in fanOut.topics { offsets[topic] = try await reader.endOffsets(topic: topic) }
+            mark = TopicsMark(offsets: offsets, at: .now)
+        }
+        let pending = PendingChunk(end: end, offsets: mark!.offsets)
+        let json = String(decoding: try JSONEncoder().encode(pending), as: UTF8.self)
+        let deliveryId = fanOut.deliveryId
+        try await connection.query("UPDATE push.delivery_plans SET pending_chunk = \(json)::jsonb, updated_at = now() WHERE delivery_id = \(deliveryId)", logger: fanOut.logger)
+        return pending
+    }
+
+    /// Sends the records (paced when the delivery is throttled) and returns once the broker
+    /// stored all of them; throws if any was not stored (the chunk is then resumed).
+    func publish(_ records: [KafkaProducerRecord], limiter: inout FanOutRateLimiter?) async throws {
+        guard !records.isEmpty else { return }
+        let slice = limiter?.sliceSize ?? records.count
+        var start = 0
+        while start < records.count {
+            let part = Array(records[start..<min(start + slice, records.count)])
+            if limiter != nil { try await limiter!.acquire(part.count) }
+            for result in await producer.send(part) {
+                _ = try result.get()
+            }
+            start += part.count
+        }
+    }
+
+    /// Once the broker stored the chunk, one transaction moves the cursor past it, adds its
+    /// counts, clears the mark and puts its planning failures and exclusions in the outbox
+    /// (then wakes the outbox publisher).
+    func advanceCursor(of fanOut: FanOutContext, past chunk: Chunk, on connection: PostgresConnection) async throws -> ChunkCounts {
+        let deliveryId = fanOut.deliveryId
+        let logger = fanOut.logger
+        let correlationId = fanOut.delivery.requestId
+        let failures = chunk.messages.compactMap { if case .failed(let failure) = $0 { failure } else { nil } }
+        var outbox = try failures.map { try PlannerOutbox.record(topic: catalog.messageResults.name, key: $0.message.messageId.uuidString.lowercased(), payload: $0, correlationId: correlationId) }
+        if !chunk.exclusions.isEmpty {
+            outbox.append(try PlannerOutbox.record(
+                topic: catalog.deliveryEvents.name, key: deliveryId,
+                payload: DeliveryExclusionsRecorded(deliveryId: deliveryId, exclusions: chunk.exclusions, excludedAt: chunk.plannedAt), correlationId: correlationId
+            ))
+        }
+        let counts = ChunkCounts(targeted: chunk.messages.count, excluded: chunk.exclusions.count, failed: failures.count)
+        let (targeted, excluded, failed, end) = (counts.targeted, counts.excluded, counts.failed, chunk.end)
+        try await connection.withTransaction(logger: logger) { connection in
+            try await connection.query(
+                """
+                UPDATE push.delivery_plans SET cursor_app = \(end.appId), cursor_token = \(end.token), pending_chunk = NULL,
+                    targeted = targeted + \(targeted), excluded = excluded + \(excluded), failed = failed + \(failed), updated_at = now()
+                WHERE delivery_id = \(deliveryId)
+                """,
+                logger: logger
+            )
+            try await PlannerOutbox.insert(outbox, on: connection, logger: logger)
+        }
+        if !outbox.isEmpty { outboxWritten.signal() }
+        return counts
+    }
+}

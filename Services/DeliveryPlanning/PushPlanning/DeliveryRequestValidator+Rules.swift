@@ -1,0 +1,158 @@
+import Foundation
+import PushEvents
+
+/// The steps of `DeliveryRequestValidator`, one rule group each; every step throws the
+/// rejection of the first rule it finds broken.
+extension DeliveryRequestValidator {
+    /// A rejection of `request` (its requestId is readable once `parse` passed).
+    static func rejection(_ request: DeliveryRequest, _ reason: String) -> DeliveryRejection {
+        DeliveryRejection(requestId: request.requestId, reason: reason)
+    }
+
+    /// The envelope: the type and contract version this planner reads, and a requestId that
+    /// can key a delivery (printable, no spaces, bounded).
+    static func checkEnvelope(_ request: DeliveryRequest, readableId: String?) throws(DeliveryRejection) {
+        guard request.type == "DeliveryRequested" else {
+            throw DeliveryRejection(requestId: readableId, reason: "type must be DeliveryRequested")
+        }
+        guard request.version == 1 else {
+            throw DeliveryRejection(requestId: readableId, reason: "version \(request.version) is not supported; this planner reads version 1")
+        }
+        guard Limits.requestIdLength.contains(request.requestId.count),
+              request.requestId.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F })
+        else {
+            throw DeliveryRejection(requestId: nil, reason: "requestId must be 1 to 200 printable characters without spaces")
+        }
+    }
+
+    /// The apps the request targets: the ones it names by integration key (each once, in the
+    /// request's order), or every app of the service; never none.
+    static func targetedApps(of request: DeliveryRequest, in service: PlanningService) throws(DeliveryRejection) -> [PlanningApp] {
+        var apps = service.apps
+        if let keys = request.apps {
+            guard !keys.isEmpty else { throw rejection(request, "apps is empty: leave it out to target every app of the service") }
+            var chosen: [PlanningApp] = []
+            for key in keys {
+                guard let app = service.apps.first(where: { $0.integrationKey == key }) else {
+                    throw rejection(request, "unknown app '\(key.prefix(128))' in service '\(service.name)'")
+                }
+                if !chosen.contains(app) { chosen.append(app) }
+            }
+            apps = chosen
+        }
+        guard !apps.isEmpty else { throw rejection(request, "service '\(service.name)' has no apps") }
+        return apps
+    }
+
+    /// The audience: exactly one form (all, userKeys, where), not empty, within its bound.
+    static func checkAudience(of request: DeliveryRequest) throws(DeliveryRejection) {
+        let audience = request.audience
+        let forms = [audience.all != nil, audience.userKeys != nil, audience.where != nil].filter { $0 }.count
+        guard forms == 1 else { throw rejection(request, "audience must have exactly one of all, userKeys, where") }
+        if let all = audience.all, !all { throw rejection(request, "audience.all must be true (or use userKeys or where)") }
+        if let keys = audience.userKeys {
+            guard !keys.isEmpty else { throw rejection(request, "audience.userKeys is empty") }
+            guard Limits.userKeys.contains(keys.count) else { throw rejection(request, "audience.userKeys has more than 100000 keys: use where, or split the request") }
+        }
+        if let conditions = audience.where {
+            guard !conditions.isEmpty else { throw rejection(request, "audience.where is empty") }
+            guard Limits.whereConditions.contains(conditions.count) else { throw rejection(request, "audience.where has more than 20 conditions") }
+        }
+    }
+
+    /// The texts: each within the providers' limit, and a body whenever the message shows
+    /// something (only a silent iOS push or an Android data message may go without one).
+    static func checkTexts(of request: DeliveryRequest, apps: [PlanningApp]) throws(DeliveryRejection) {
+        let content = request.content
+        for (field, text) in [("title", content.title), ("subtitle", content.subtitle), ("body", content.body)] {
+            if let text, text.utf8.count > Limits.textBytes { throw rejection(request, "content.\(field) is longer than 4096 bytes") }
+        }
+        let body = content.body.flatMap { $0.isEmpty ? nil : $0 }
+        if body == nil {
+            if content.title != nil || content.subtitle != nil { throw rejection(request, "content.body is required when there is a title or subtitle") }
+            if apps.contains(where: { $0.platform == .ios }), content.ios?.contentAvailable != true {
+                throw rejection(request, "content.body is required unless the push is silent (ios.contentAvailable true and no alert text)")
+            }
+            if apps.contains(where: { $0.platform == .android }), (content.android?.mode ?? "data") != "data" {
+                throw rejection(request, "content.body is required for an Android notification message (android.mode notification)")
+            }
+        }
+    }
+
+    /// The templates: every variable declared by at least one targeted app, and every text
+    /// and variable a template that parses (checked here so that a fan-out never meets a bad
+    /// one).
+    static func checkTemplates(of request: DeliveryRequest, apps: [PlanningApp]) throws(DeliveryRejection) {
+        let content = request.content
+        var templates: [(String, String)] = [("title", content.title ?? ""), ("subtitle", content.subtitle ?? ""), ("body", content.body ?? "")]
+        let declared = apps.reduce(into: Set<String>()) { $0.formUnion($1.variables) }
+        for (name, value) in (content.variables ?? [:]).sorted(by: { $0.key < $1.key }) {
+            guard declared.contains(name) else {
+                throw rejection(request, "variable '\(name.prefix(64))' is not declared by any targeted app (declared: \(declared.sorted().joined(separator: ", ")))")
+            }
+            templates.append(("variables.\(name)", value))
+        }
+        for (field, text) in templates {
+            do {
+                _ = try MessageTemplate(parsing: text)
+            } catch {
+                throw rejection(request, "content.\(field): \(error)")
+            }
+        }
+    }
+
+    /// The APNs options: values APNs accepts (badge, interruption level, relevance score,
+    /// collapse id, sound).
+    static func checkIOSOptions(of request: DeliveryRequest) throws(DeliveryRejection) {
+        guard let ios = request.content.ios else { return }
+        if let badge = ios.badge, badge < 0 { throw rejection(request, "content.ios.badge must be 0 or more") }
+        if let level = ios.interruptionLevel, !interruptionLevels.contains(level) {
+            throw rejection(request, "content.ios.interruptionLevel must be one of passive, active, time-sensitive, critical")
+        }
+        if let score = ios.relevanceScore, !(0...1).contains(score) { throw rejection(request, "content.ios.relevanceScore must be between 0 and 1") }
+        if let collapseId = ios.collapseId, collapseId.utf8.count > Limits.collapseIdBytes || collapseId.isEmpty {
+            throw rejection(request, "content.ios.collapseId must be 1 to 64 bytes")
+        }
+        if let sound = ios.sound, sound.isEmpty { throw rejection(request, "content.ios.sound must not be empty") }
+    }
+
+    /// The FCM options: values FCM accepts (mode, priority, collapse key).
+    static func checkAndroidOptions(of request: DeliveryRequest) throws(DeliveryRejection) {
+        guard let android = request.content.android else { return }
+        if let mode = android.mode, mode != "data", mode != "notification" { throw rejection(request, "content.android.mode must be data or notification") }
+        if let priority = android.priority, priority != "high", priority != "normal" { throw rejection(request, "content.android.priority must be high or normal") }
+        if let key = android.collapseKey, key.isEmpty || key.utf8.count > 64 { throw rejection(request, "content.android.collapseKey must be 1 to 64 bytes") }
+    }
+
+    /// The catalog's side: each targeted app has what its provider needs to address it (an
+    /// iOS app's bundleId, the APNs topic; an Android app's FCM project).
+    static func checkProviderSettings(of request: DeliveryRequest, apps: [PlanningApp]) throws(DeliveryRejection) {
+        for app in apps where app.platform == .ios && (app.bundleId ?? "").isEmpty {
+            throw rejection(request, "iOS app '\(app.integrationKey)' has no bundleId (the APNs topic)")
+        }
+        for app in apps where app.platform == .android && (app.fcmProjectId ?? "").isEmpty {
+            throw rejection(request, "Android app '\(app.integrationKey)' has no fcmProjectId")
+        }
+    }
+
+    /// When the delivery is sent and until when it is worth delivering: `sendAt` (never in the
+    /// past) and `validUntil` (default a day after `sendAt`), which must be after both now and
+    /// `sendAt`, and within the 28 days FCM keeps a message.
+    static func schedule(of request: DeliveryRequest, now: Date) throws(DeliveryRejection) -> (sendAt: Date, validUntil: Date) {
+        let sendAt = max(request.sendAt ?? now, now)
+        let validUntil = request.validUntil ?? sendAt.addingTimeInterval(Limits.defaultValidity)
+        guard validUntil > now else { throw rejection(request, "validUntil is in the past") }
+        guard validUntil > sendAt else { throw rejection(request, "validUntil must be after sendAt") }
+        guard validUntil.timeIntervalSince(now) <= Limits.maximumValidity else {
+            throw rejection(request, "validUntil is more than 28 days away (FCM keeps a message at most 28 days)")
+        }
+        return (sendAt, validUntil)
+    }
+
+    /// The throttle, when there is one: between 1 and 1,000,000 messages per second.
+    static func checkThrottle(of request: DeliveryRequest) throws(DeliveryRejection) {
+        if let throttle = request.throttle, !Limits.throttle.contains(throttle.perSecond) {
+            throw rejection(request, "throttle.perSecond must be between 1 and 1000000")
+        }
+    }
+}

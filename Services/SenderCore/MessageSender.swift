@@ -2,6 +2,7 @@ import Foundation
 import Kafka
 import Logging
 import PushEvents
+import PushRuntime
 import PushStore
 import PushWire
 import ServiceLifecycle
@@ -301,7 +302,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
             if closed { return }
             // Nothing scheduled: wait for the first record (its insert signals).
             let untilDue = next.map { Duration.milliseconds(Int64(max(0, $0.timeIntervalSince(now())) * 1000) + 1) }
-            await scheduleChanged.wait(timeout: untilDue.map { min($0, Self.scheduleRecheck) })
+            await scheduleChanged.wait(atMost: untilDue.map { min($0, Self.scheduleRecheck) })
         }
     }
 

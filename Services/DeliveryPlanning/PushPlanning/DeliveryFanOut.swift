@@ -4,6 +4,7 @@ import Logging
 import Metrics
 import PostgresNIO
 import PushEvents
+import PushRuntime
 import PushStore
 import ServiceLifecycle
 
@@ -82,7 +83,7 @@ package final class DeliveryFanOut: Service {
                 try? await Task.sleep(for: min(retryInterval * (1 << min(failures, 5)), .seconds(10)))
                 continue
             }
-            await deliveriesAccepted.wait(atMost: wait)
+            await deliveriesAccepted.wait(atMost: wait, orGracefulShutdown: true)
         }
     }
 

@@ -4,6 +4,7 @@ import Logging
 import Metrics
 import PostgresNIO
 import PushEvents
+import PushRuntime
 import PushStore
 
 /// Reads `push.delivery-requests` exactly once (a `Projection`: its position commits with the

@@ -5,6 +5,7 @@ import Metrics
 import NIOCore
 import PostgresNIO
 import PushEvents
+import PushRuntime
 import PushStore
 import ServiceLifecycle
 
@@ -87,7 +88,7 @@ package final class PlannerOutboxPublisher: Service {
                 delay = .milliseconds(200)
                 switch count {
                 case nil: try await Task.sleep(for: busyRetry)
-                case 0: await outboxWritten.wait(atMost: backstop)
+                case 0: await outboxWritten.wait(atMost: backstop, orGracefulShutdown: true)
                 default: continue
                 }
             } catch {

@@ -146,7 +146,7 @@ let package = Package(
         // MARK: Services: registration (SDK endpoints, admin API, catalog and subscription projections)
         .target(
             name: "PushRegistration",
-            dependencies: ["Kafka", "PushCredentials", "PushEvents", "PushStore", "PushRuntime", hummingbird, postgresNIO, crypto, cryptoExtras, nioCore, nioSSL, logging, metrics, serviceLifecycle],
+            dependencies: ["Kafka", "PushCredentials", "PushEvents", "PushWire", "PushStore", "PushRuntime", hummingbird, postgresNIO, crypto, cryptoExtras, nioCore, nioSSL, logging, metrics, serviceLifecycle],
             path: "Services/Registration/PushRegistration",
             swiftSettings: swiftSettings
         ),

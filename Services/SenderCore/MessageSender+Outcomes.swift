@@ -1,3 +1,4 @@
+import PushWire
 import Foundation
 import Kafka
 import Logging
@@ -54,7 +55,7 @@ extension MessageSender {
             return ([try result(failed, of: work)], Tally(outcome: "failed", reason: reason, failureType: "soft"))
         case .retry(let reason, let after, let atLeast):
             let delay = settings.retryPolicy.delay(afterAttempt: message.attempt, after: after, atLeast: atLeast)
-            let due = now.addingTimeInterval(Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+            let due = now.addingTimeInterval(delay.seconds)
             guard due < message.validUntil else { return ([try expired(work, at: now)], Tally(outcome: "expired", reason: reason)) }
             var next = message
             next.attempt += 1

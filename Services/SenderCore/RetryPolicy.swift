@@ -1,3 +1,4 @@
+import PushWire
 import Foundation
 
 /// When a message that failed transiently is tried again: exponential backoff with jitter,
@@ -19,15 +20,11 @@ package struct RetryPolicy: Sendable, Hashable {
         random: (ClosedRange<Double>) -> Double = { Double.random(in: $0) }
     ) -> Duration {
         let exponent = min(max(attempt - 1, 0), 30)
-        let uncapped = seconds(base) * pow(2, Double(exponent))
-        let ceiling = min(uncapped, seconds(maximum))
+        let uncapped = base.seconds * pow(2, Double(exponent))
+        let ceiling = min(uncapped, maximum.seconds)
         var delay = ceiling / 2 + random(0...1) * ceiling / 2
-        if let after { delay = max(delay, seconds(after)) }
-        if let atLeast { delay = max(delay, seconds(atLeast)) }
+        if let after { delay = max(delay, after.seconds) }
+        if let atLeast { delay = max(delay, atLeast.seconds) }
         return .milliseconds(Int64((delay * 1000).rounded(.up)))
-    }
-
-    private func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }

@@ -1,3 +1,4 @@
+import PushWire
 import Synchronization
 
 /// Token buckets per key (an integration key, a client address): `rate` requests per second
@@ -27,7 +28,7 @@ package final class RateLimiter: Sendable {
             }
             var bucket = buckets[key] ?? Bucket(tokens: burst, updated: now)
             let elapsed = now - bucket.updated
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = elapsed.seconds
             bucket.tokens = min(burst, bucket.tokens + seconds * rate)
             bucket.updated = now
             defer { buckets[key] = bucket }

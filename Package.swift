@@ -269,46 +269,61 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .testTarget(name: "PushEventsTests", dependencies: ["PushEvents", "PushWire"], swiftSettings: swiftSettings),
-        .testTarget(name: "KafkaTests", dependencies: ["Kafka", logging], swiftSettings: swiftSettings),
-        .testTarget(name: "PushHTTP2Tests", dependencies: ["PushHTTP2"], swiftSettings: swiftSettings),
+        // Unit tests (`<Module>UnitTests`) need nothing running: `swift test --filter UnitTests`
+        // runs them in seconds without the stack. Integration tests (`<Module>IntegrationTests`)
+        // talk to the real PostgreSQL, broker, simulators and built executables that
+        // `scripts/test` provides (docs/testing.md).
+
+        /// What the harnesses share: ephemeral ports, the stack's settings, starting and stopping
+        /// the built executables. Test-only: no product depends on it.
+        .target(name: "PushTestSupport", path: "Tests/PushTestSupport", swiftSettings: swiftSettings),
+        .testTarget(name: "PushEventsUnitTests", dependencies: ["PushEvents", "PushWire"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushRuntimeUnitTests", dependencies: ["PushRuntime", "PushStore", "Kafka"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushHTTP2UnitTests", dependencies: ["PushHTTP2"], swiftSettings: swiftSettings),
+        .testTarget(name: "APNSUnitTests", dependencies: ["APNS"], swiftSettings: swiftSettings),
+        .testTarget(name: "FCMUnitTests", dependencies: ["FCM", "PushTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushRegistrationUnitTests", dependencies: ["PushRegistration", "PushEvents", "PushTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushPlanningUnitTests", dependencies: ["PushPlanning", "PushEvents", "PushTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushSendingUnitTests", dependencies: ["PushSending", "PushRuntime"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushTrackingUnitTests", dependencies: ["PushTracking", "PushEvents"], swiftSettings: swiftSettings),
+        .testTarget(name: "KafkaIntegrationTests", dependencies: ["Kafka", "PushTestSupport", logging], swiftSettings: swiftSettings),
         .testTarget(
-            name: "PushStoreTests",
-            dependencies: ["PushStore", "PushRuntime", "Kafka", "PushEvents", logging, postgresNIO, serviceLifecycle],
+            name: "PushStoreIntegrationTests",
+            dependencies: ["PushStore", "PushRuntime", "Kafka", "PushEvents", "PushTestSupport", logging, postgresNIO, serviceLifecycle],
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "APNSTests",
+            name: "APNSIntegrationTests",
             dependencies: ["APNS", "ProviderSimulatorCore", nioCore, nioPosix, nioSSL, crypto, logging, metrics, metricsTestKit],
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "FCMTests",
-            dependencies: ["FCM", "ProviderSimulatorCore", asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioSSL, cryptoExtras, logging],
+            name: "FCMIntegrationTests",
+            dependencies: ["FCM", "ProviderSimulatorCore", "PushTestSupport", asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioSSL, cryptoExtras, logging],
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "PushRegistrationTests",
-            dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle, crypto, cryptoExtras, logging, postgresNIO],
+            name: "PushRegistrationIntegrationTests",
+            dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushStore", "PushEvents", "Kafka", "PushTestSupport", serviceLifecycle, crypto, cryptoExtras, logging, postgresNIO],
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "PushPlanningTests",
-            dependencies: ["PushPlanning", "PushRegistration", "PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle, logging, postgresNIO],
+            name: "PushPlanningIntegrationTests",
+            dependencies: ["PushPlanning", "PushRegistration", "PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka", "PushTestSupport", serviceLifecycle, logging, postgresNIO],
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "SendersTests",
-            dependencies: ["PushSending", "APNS", "ProviderSimulatorCore", "PushCredentials", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle, crypto, cryptoExtras, nioPosix, postgresNIO, logging],
+            name: "PushSendingIntegrationTests",
+            dependencies: ["PushSending", "APNS", "ProviderSimulatorCore", "PushCredentials", "PushRuntime", "PushStore", "PushEvents", "Kafka", "PushTestSupport", serviceLifecycle, crypto, cryptoExtras, nioPosix, postgresNIO, logging],
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "PushTrackingTests",
-            dependencies: ["PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka", serviceLifecycle, logging, postgresNIO],
+            name: "PushTrackingIntegrationTests",
+            dependencies: ["PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka", "PushTestSupport", serviceLifecycle, logging, postgresNIO],
             swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "SimulatorTests",
+            name: "SimulatorIntegrationTests",
             dependencies: ["ProviderSimulatorCore", "PushWire", asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioHTTP2, nioHPACK, nioSSL, crypto, cryptoExtras, logging, x509],
             swiftSettings: swiftSettings
         ),

@@ -1,0 +1,222 @@
+import Foundation
+import Kafka
+import PushEvents
+import PushPlanning
+import PushTestSupport
+import Testing
+
+/// The planner end to end on the real broker and PostgreSQL: a request on Kafka in, message
+/// records, delivery events and the analysts' tables out.
+@Suite("Delivery planning against the real broker and PostgreSQL", .serialized)
+struct DeliveryPlanningTests {
+    @Test("audience all: one message per (app, token) on the platform's topic, keyed by device, with the ids in payload and headers")
+    func audienceAll() async throws {
+        try await PlanningHarness.run { h in
+            let (service, apps) = try await h.defineService()
+            let (ios, android) = (apps[0], apps[1])
+            try await h.addSubscriptions(ios, count: 120)
+            try await h.addSubscriptions(android, count: 80)
+            let requestId = "all-\(h.suffix)"
+            try await h.publishRequest(requestJSON(
+                requestId: requestId, service: service,
+                content: #"{"title": "Hi {{userKey}}", "body": "See {{param.city}} ({{param.tier|none}})", "variables": {"url": "https://example.com/{{param.nickname}}"}}"#
+            ), key: requestId)
+            let deliveryId = try await h.waitPlanned(requestId)
+
+            let apns = try await h.records(h.topics.apnsMessages.name)
+            let fcm = try await h.records(h.topics.fcmMessages.name)
+            #expect(apns.count == 120)
+            #expect(fcm.count == 80)
+            #expect(Set((apns + fcm).map { $0.headers.string("push-message-id") }).count == 200, "one message id per device")
+            for record in apns + fcm {
+                let envelope = try #require(try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any])
+                let data = try #require(envelope["data"] as? [String: Any])
+                let appId = try #require(data["appId"] as? String)
+                let token = try #require(data["registrationToken"] as? String)
+                #expect(record.keyString == "\(appId.lowercased()):\(token)", "keyed by device")
+                #expect(record.headers.string("push-delivery-id") == deliveryId)
+                #expect((data["messageId"] as? String)?.lowercased() == record.headers.string("push-message-id"))
+            }
+            // Personalization reached the payloads.
+            let first = try #require(apns.first)
+            let apnsEvent = try EventJSON.decoder.decode(EnvelopeProbe<APNSMessagePlanned>.self, from: Data(first.value)).data
+            let payload = try #require(try JSONSerialization.jsonObject(with: Data(apnsEvent.payload.utf8)) as? [String: Any])
+            let alert = try #require((payload["aps"] as? [String: Any])?["alert"] as? [String: String])
+            #expect(alert["title"]?.hasPrefix("Hi user") == true)
+            #expect(alert["body"]?.hasPrefix("See Lisbon (") == true)
+            #expect((payload["url"] as? String)?.hasPrefix("https://example.com/n") == true)
+            #expect(payload["_dId"] as? String == deliveryId)
+            #expect(payload["_mId"] as? String == apnsEvent.messageId.uuidString.lowercased())
+            #expect(apnsEvent.topic == "com.example.trips")
+            #expect(apnsEvent.attempt == 1)
+
+            // Analysts' tables.
+            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND status = 'pending'") == 200)
+            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND platform = 'ios'") == 120)
+            #expect(try await h.int("SELECT targeted::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == 200)
+            #expect(try await h.text("SELECT service_name FROM push.deliveries WHERE delivery_id = \(deliveryId)") == service)
+            let types = try await h.deliveryEvents().compactMap { $0["type"] as? String }
+            #expect(types == ["DeliveryAccepted", "DeliveryPlanningStarted", "DeliveryPlanned"])
+        }
+    }
+
+    @Test("audience userKeys and where (equality on subscription params), limited to a subset of apps")
+    func audienceForms() async throws {
+        try await PlanningHarness.run { h in
+            let (service, apps) = try await h.defineService()
+            let (ios, android) = (apps[0], apps[1])
+            try await h.addSubscriptions(ios, count: 40)
+            try await h.addSubscriptions(android, count: 40)
+
+            try await h.publishRequest(requestJSON(requestId: "keys-\(h.suffix)", service: service, audience: #"{"userKeys": ["user3", "user7", "user99"]}"#))
+            let byKeys = try await h.waitPlanned("keys-\(h.suffix)")
+            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(byKeys)") == 4, "user3 and user7 on both apps")
+
+            try await h.publishRequest(requestJSON(requestId: "where-\(h.suffix)", service: service, apps: [android.integrationKey], audience: #"{"where": {"tier": "gold", "city": "Lisbon"}}"#))
+            let byParams = try await h.waitPlanned("where-\(h.suffix)")
+            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(byParams)") == 20, "the even user numbers of the Android app only")
+            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(byParams) AND app_id <> \(android.appId)") == 0)
+
+            try await h.publishRequest(requestJSON(requestId: "none-\(h.suffix)", service: service, audience: #"{"where": {"tier": "platinum"}}"#))
+            let nobody = try await h.waitPlanned("none-\(h.suffix)")
+            #expect(try await h.int("SELECT targeted::int FROM push.deliveries WHERE delivery_id = \(nobody)") == 0, "a delivery to nobody is planned with zero messages")
+        }
+    }
+
+    @Test("disabled subscriptions are excluded and written to the exclusion log with the reason")
+    func exclusions() async throws {
+        try await PlanningHarness.run { h in
+            let (service, apps) = try await h.defineService(platforms: ["ios"])
+            try await h.addSubscriptions(apps[0], count: 30)
+            try await h.postgres.query(
+                "UPDATE push.subscriptions SET disabled = true, disabled_reason = 'Unregistered', disabled_at = now() WHERE app_id = \(apps[0].appId) AND user_key IN ('user1', 'user2', 'user3')",
+                logger: h.logger
+            )
+            let requestId = "excl-\(h.suffix)"
+            try await h.publishRequest(requestJSON(requestId: requestId, service: service))
+            let deliveryId = try await h.waitPlanned(requestId)
+            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId)") == 27)
+            try await h.eventually("exclusion log written") {
+                try await h.int("SELECT count(*)::int FROM push.exclusion_log WHERE delivery_id = \(deliveryId)") == 3
+            }
+            #expect(try await h.text("SELECT DISTINCT reason FROM push.exclusion_log WHERE delivery_id = \(deliveryId)") == "quarantined: Unregistered")
+            #expect(try await h.int("SELECT excluded::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == 3)
+            let excludedTokens = try await h.int(
+                "SELECT count(*)::int FROM push.broad_log b JOIN push.subscriptions s USING (app_id, registration_token) WHERE b.delivery_id = \(deliveryId) AND s.disabled"
+            )
+            #expect(excludedTokens == 0, "no message to a disabled token")
+        }
+    }
+
+    @Test("an invalid request: DeliveryRejected with the reason, the raw record on the DLQ, and the next request is still planned")
+    func rejection() async throws {
+        try await PlanningHarness.run { h in
+            let (service, _) = try await h.defineService(platforms: ["android"])
+            try await h.publishRequest(requestJSON(requestId: "bad-\(h.suffix)", service: service, content: #"{"body": "x", "variables": {"coupon": "1"}}"#))
+            try await h.publishRequest("this is not JSON", key: "garbage")
+            try await h.publishRequest(requestJSON(requestId: "good-\(h.suffix)", service: service))
+            try await h.waitPlanned("good-\(h.suffix)")
+
+            try await h.eventually("two rejections recorded") {
+                try await h.int("SELECT count(*)::int FROM push.delivery_rejections WHERE request_id = \("bad-\(h.suffix)") OR request_id IS NULL AND reason LIKE 'the record is not%'") >= 2
+            }
+            let rejections = try await h.deliveryEvents().filter { $0["type"] as? String == "DeliveryRejected" }.compactMap { $0["data"] as? [String: Any] }
+            #expect(rejections.count == 2)
+            #expect(rejections.contains { $0["requestId"] as? String == "bad-\(h.suffix)" && ($0["reason"] as? String)?.contains("variable 'coupon' is not declared") == true })
+            #expect(rejections.contains { $0["requestId"] == nil && $0["reason"] as? String == "the record is not a JSON object" })
+            let letters = try await h.records(h.topics.deliveryRequestsDLQ.name)
+            #expect(letters.count == 2)
+            #expect(letters.contains { String(decoding: $0.value, as: UTF8.self) == "this is not JSON" && $0.headers.string("dlq.reason") == "the record is not a JSON object" })
+            #expect(letters.allSatisfy { $0.headers.string("dlq.source.topic") == h.topics.deliveryRequests.name })
+        }
+    }
+
+    @Test("the same requestId twice, also across a restart of the planner, makes one delivery")
+    func idempotency() async throws {
+        let suffix = PlanningHarness.makeSuffix()
+        let requestId = "same-\(suffix)"
+        let service = try await PlanningHarness.run(suffix: suffix) { h in
+            let (service, apps) = try await h.defineService(platforms: ["ios"])
+            try await h.addSubscriptions(apps[0], count: 25)
+            try await h.publishRequest(requestJSON(requestId: requestId, service: service))
+            try await h.publishRequest(requestJSON(requestId: requestId, service: service, content: #"{"body": "changed"}"#))
+            try await h.waitPlanned(requestId)
+            return service
+        }
+        try await PlanningHarness.run(suffix: suffix) { h in
+            try await h.publishRequest(requestJSON(requestId: requestId, service: service))
+            try await h.publishRequest(requestJSON(requestId: "after-\(suffix)", service: service))
+            try await h.waitPlanned("after-\(suffix)")
+            let deliveryId = DeliveryRequestValidator.deliveryId(forRequestId: requestId)
+            #expect(try await h.int("SELECT count(*)::int FROM push.deliveries WHERE request_id = \(requestId)") == 1)
+            let messages = try await h.records(h.topics.apnsMessages.name).filter { $0.headers.string("push-delivery-id") == deliveryId }
+            #expect(messages.count == 25, "one message per device, not one per request copy")
+            #expect(try await h.deliveryEvents().filter { $0["type"] as? String == "DeliveryAccepted" }.count == 2, "one for the repeated id, one for the next request")
+        }
+    }
+
+    @Test("a payload over the limit ends failed, soft, payload-too-large in the broad log and is not sent")
+    func payloadLimit() async throws {
+        try await PlanningHarness.run { h in
+            let (service, apps) = try await h.defineService()
+            try await h.addSubscriptions(apps[0], count: 5)
+            try await h.addSubscriptions(apps[1], count: 5)
+            let long = String(repeating: "x", count: 4000)
+            let requestId = "big-\(h.suffix)"
+            try await h.publishRequest(requestJSON(requestId: requestId, service: service, content: #"{"title": "\#(long)", "body": "b"}"#))
+            let deliveryId = try await h.waitPlanned(requestId)
+            try await h.eventually("failures projected") {
+                try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND status = 'failed' AND failure_type = 'soft' AND failure_reason = 'payload-too-large'") == 10
+            }
+            #expect(try await h.messageRecords().filter { $0.headers.string("push-delivery-id") == deliveryId }.isEmpty)
+            #expect(try await h.int("SELECT failed_at_planning::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == 10)
+        }
+    }
+
+    @Test("sendAt in the future: nothing before it, everything after, and a planner restart in between loses nothing")
+    func scheduled() async throws {
+        let suffix = PlanningHarness.makeSuffix()
+        let requestId = "later-\(suffix)"
+        // Whole seconds: the request carries sendAt without fractions.
+        let sendAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 12).rounded(.up))
+        try await PlanningHarness.run(suffix: suffix) { h in
+            let (service, apps) = try await h.defineService(platforms: ["android"])
+            try await h.addSubscriptions(apps[0], count: 10)
+            try await h.publishRequest(requestJSON(requestId: requestId, service: service, sendAt: sendAt.iso))
+            try await h.eventually("accepted") { try await h.deliveryStatus(requestId: requestId) == "accepted" }
+            #expect(try await h.messageRecords().isEmpty)
+        }
+        // The planner was stopped; a new one picks the held delivery up when it is due.
+        try await PlanningHarness.run(suffix: suffix) { h in
+            #expect(try await h.messageRecords().isEmpty, "nothing sent before sendAt")
+            try await h.waitPlanned(requestId)
+            let records = try await h.messageRecords()
+            #expect(records.count == 10)
+            let earliest = try #require(records.compactMap(\.timestampMilliseconds).min())
+            #expect(Double(earliest) / 1000 >= sendAt.timeIntervalSince1970 - 0.001, "no record before sendAt")
+        }
+    }
+
+    @Test("throttle.perSecond: the fan-out never exceeds it in any second")
+    func throttled() async throws {
+        try await PlanningHarness.run { h in
+            let (service, apps) = try await h.defineService(platforms: ["android"])
+            try await h.addSubscriptions(apps[0], count: 250)
+            let requestId = "slow-\(h.suffix)"
+            try await h.publishRequest(requestJSON(requestId: requestId, service: service, throttle: 80))
+            try await h.waitPlanned(requestId)
+            let times = try await h.messageRecords().compactMap(\.timestampMilliseconds).sorted()
+            #expect(times.count == 250)
+            for (index, time) in times.enumerated() {
+                let inWindow = times[index...].prefix { $0 < time + 1000 }.count
+                #expect(inWindow <= 80, "at most 80 records in the second after \(time)")
+            }
+            #expect(times.last! - times.first! >= 2_000, "250 records at 80/s take at least 2 s")
+        }
+    }
+}
+
+/// Reads an envelope's `data` as a given payload type.
+struct EnvelopeProbe<Payload: Decodable>: Decodable {
+    var data: Payload
+}

@@ -1,0 +1,243 @@
+import Foundation
+import Kafka
+import Logging
+import PostgresNIO
+import PushEvents
+import PushPlanning
+import PushRuntime
+import PushStore
+import PushTestSupport
+import ServiceLifecycle
+import Synchronization
+import Testing
+
+/// Runs the delivery planner in-process (the same `PlanningApplication.build` the executable
+/// uses) on its own topics and consumer groups, against the real broker and PostgreSQL of
+/// `scripts/test`. Services, apps and subscriptions are written straight into their projection
+/// tables: they are the planner's input, kept by the registration service in production.
+struct PlanningHarness: Sendable {
+    let suffix: String
+    let postgres: PostgresClient
+    let configuration: RuntimeConfiguration
+    let logger: Logger
+
+    var topics: TopicCatalog { configuration.topics }
+
+    /// The environment that points a planner at this run's topics and groups (also used to
+    /// start the real executable).
+    static func environment(suffix: String) throws -> [String: String] {
+        try TestStack.require()
+        let environment = TestStack.environment
+        var overrides = environment
+        for (id, name, partitions) in [
+            ("DELIVERY_REQUESTS", "requests", 2), ("DELIVERY_REQUESTS_DLQ", "requests.dlq", 1), ("DELIVERY_EVENTS", "delivery-events", 2),
+            ("APNS_MESSAGES", "apns", 4), ("FCM_MESSAGES", "fcm", 4), ("MESSAGE_RESULTS", "results", 2),
+            ("TRACKING", "tracking", 2),
+        ] {
+            overrides["PUSH_TOPIC_\(id)"] = "test.\(name).\(suffix)"
+            overrides["PUSH_TOPIC_\(id)_PARTITIONS"] = String(partitions)
+        }
+        overrides["PLANNER_INTAKE_GROUP"] = "test.planner.\(suffix)"
+        overrides["PLANNER_DELIVERIES_GROUP"] = "test.deliveries.\(suffix)"
+        overrides["PLANNER_BROAD_LOG_GROUP"] = "test.broad-log.\(suffix)"
+        overrides["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
+        return overrides
+    }
+
+    static func makeSuffix() -> String { String(UUID().uuidString.prefix(8).lowercased()) }
+
+    /// Creates the run's topics and gives a harness without a running planner.
+    static func prepare(suffix: String) async throws -> (RuntimeConfiguration, Logger) {
+        var configuration = try RuntimeConfiguration(service: "planning-tests", defaultOpsPort: 0, environment: EnvironmentSettings(environment(suffix: suffix)))
+        configuration.kafkaSessionTimeoutMilliseconds = 6_000
+        var logger = Logger(label: "planning-tests")
+        logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .error
+        let admin = try KafkaAdmin(configuration: configuration.kafka, logger: logger)
+        let catalog = configuration.topics
+        let dlqs = [catalog.deliveryEvents, catalog.apnsMessages, catalog.fcmMessages, catalog.messageResults, catalog.tracking].map { KafkaTopicSpecification(name: "\($0.name).dlq", partitions: 1) }
+        _ = try await admin.createTopics([catalog.deliveryRequests, catalog.deliveryRequestsDLQ, catalog.deliveryEvents, catalog.apnsMessages, catalog.fcmMessages, catalog.messageResults, catalog.tracking].map {
+            KafkaTopicSpecification(name: $0.name, partitions: $0.partitions)
+        } + dlqs)
+        await admin.close()
+        return (configuration, logger)
+    }
+
+    /// Runs `body` with a planner running; `suffix` names topics and groups (the same suffix is
+    /// the same deployment restarted). `more` adds services to run alongside (e.g. another
+    /// service's projection), given the run's configuration, client and producer.
+    static func run<T: Sendable>(
+        suffix: String = makeSuffix(), planner: Bool = true, settings: PlanningSettings = testSettings,
+        more: (RuntimeConfiguration, PostgresClient, KafkaProducer, Logger) throws -> [any Service] = { _, _, _, _ in [] },
+        _ body: @escaping @Sendable (PlanningHarness) async throws -> T
+    ) async throws -> T {
+        let (configuration, logger) = try await prepare(suffix: suffix)
+        let postgres = PostgresClient(configuration: configuration.postgres.clientConfiguration, backgroundLogger: logger)
+        let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
+        let parts = planner ? try PlanningApplication.build(
+            configuration: configuration, settings: settings, postgres: postgres, producer: producer, logger: logger,
+            groups: .init(environment: EnvironmentSettings(environment(suffix: suffix)))
+        ) : []
+        let extra = try more(configuration, postgres, producer, logger)
+        let group = ServiceGroup(configuration: .init(services: ([postgres, producer] + parts + extra).map { .init(service: $0) }, logger: logger))
+        let harness = PlanningHarness(suffix: suffix, postgres: postgres, configuration: configuration, logger: logger)
+        return try await withThrowingTaskGroup(of: T?.self) { tasks in
+            tasks.addTask {
+                try await group.run()
+                return nil
+            }
+            do {
+                try await Migrator(client: postgres, logger: logger).migrate()
+                let result = try await body(harness)
+                await group.triggerGracefulShutdown()
+                try await tasks.waitForAll()
+                return result
+            } catch {
+                tasks.cancelAll()
+                throw error
+            }
+        }
+    }
+
+    static var testSettings: PlanningSettings {
+        var settings = PlanningSettings()
+        settings.pollIntervalMilliseconds = 100
+        settings.chunkSize = 500
+        return settings
+    }
+
+    // MARK: catalog and subscriptions (projection tables)
+
+    struct TestApp: Sendable {
+        var appId: UUID
+        var integrationKey: String
+        var platform: String
+    }
+
+    /// A service with one app per platform given, each declaring `variables`.
+    func defineService(platforms: [String] = ["ios", "android"], variables: [String] = ["url", "mediaUrl"]) async throws -> (name: String, apps: [TestApp]) {
+        let serviceId = UUID()
+        let name = "svc-\(suffix)-\(serviceId.uuidString.prefix(6).lowercased())"
+        try await postgres.query(
+            "INSERT INTO push.services (service_id, name, label, created_at, updated_at) VALUES (\(serviceId), \(name), 'Test', now(), now())",
+            logger: logger
+        )
+        let declared = String(decoding: try JSONEncoder().encode(variables), as: UTF8.self)
+        var apps: [TestApp] = []
+        for platform in platforms {
+            let appId = UUID()
+            let key = "key-\(appId.uuidString.prefix(13).lowercased())"
+            try await postgres.query(
+                """
+                INSERT INTO push.apps (app_id, service_id, integration_key, platform, environment, label, bundle_id, fcm_project_id, variables, created_at, updated_at)
+                VALUES (\(appId), \(serviceId), \(key), \(platform), 'production', 'Test app',
+                        \(platform == "ios" ? "com.example.trips" : nil), \(platform == "android" ? "example-project" : nil), \(declared)::jsonb, now(), now())
+                """,
+                logger: logger
+            )
+            apps.append(TestApp(appId: appId, integrationKey: key, platform: platform))
+        }
+        return (name, apps)
+    }
+
+    /// `count` subscriptions of `app`: tokens `<prefix><n>` (hex for iOS), user keys `user<n>`,
+    /// params `tier` (gold for even n, silver for odd) and `city` = Lisbon.
+    func addSubscriptions(_ app: TestApp, count: Int, first: Int = 1) async throws {
+        try await postgres.query(
+            """
+            INSERT INTO push.subscriptions (app_id, registration_token, platform, user_key, params, registered_at, updated_at)
+            SELECT \(app.appId), CASE WHEN \(app.platform) = 'ios' THEN md5(\(app.integrationKey) || g) ELSE 'fcm-' || \(app.integrationKey) || '-' || g END,
+                   \(app.platform), 'user' || g,
+                   jsonb_build_object('tier', CASE WHEN g % 2 = 0 THEN 'gold' ELSE 'silver' END, 'city', 'Lisbon', 'nickname', 'n' || g),
+                   now(), now()
+            FROM generate_series(\(first), \(first + count - 1)) AS g
+            """,
+            logger: logger
+        )
+    }
+
+    func token(_ app: TestApp, _ n: Int) async throws -> String {
+        let rows = try await postgres.query("SELECT registration_token FROM push.subscriptions WHERE app_id = \(app.appId) AND user_key = \("user\(n)")", logger: logger)
+        for try await token in rows.decode(String.self) { return token }
+        throw CancellationError()
+    }
+
+    // MARK: Kafka
+
+    func publishRequest(_ json: String, key: String? = nil) async throws {
+        let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
+        try await producer.send(KafkaProducerRecord(topic: topics.deliveryRequests.name, key: key.map { Array($0.utf8) }, value: Array(json.utf8)))
+        await producer.close()
+    }
+
+    /// Every record of `topic` so far.
+    func records(_ topic: String) async throws -> [KafkaConsumerRecord] {
+        let reader = KafkaLogReader(configuration: configuration.kafka, logger: logger)
+        let collected = Mutex<[KafkaConsumerRecord]>([])
+        try await reader.read(topic: topic) { records in collected.withLock { $0 += records } }
+        return collected.withLock { $0 }
+    }
+
+    /// The delivery events of this run, decoded loosely as JSON objects.
+    func deliveryEvents() async throws -> [[String: Any]] {
+        try await records(topics.deliveryEvents.name).compactMap { try JSONSerialization.jsonObject(with: Data($0.value)) as? [String: Any] }
+    }
+
+    func messageRecords() async throws -> [KafkaConsumerRecord] {
+        try await records(topics.apnsMessages.name) + records(topics.fcmMessages.name)
+    }
+
+    // MARK: database
+
+    func int(_ query: PostgresQuery) async throws -> Int {
+        let rows = try await postgres.query(query, logger: logger)
+        for try await value in rows.decode(Int.self) { return value }
+        return 0
+    }
+
+    func text(_ query: PostgresQuery) async throws -> String? {
+        let rows = try await postgres.query(query, logger: logger)
+        for try await value in rows.decode(String?.self) { return value }
+        return nil
+    }
+
+    func deliveryStatus(requestId: String) async throws -> String? {
+        try await text("SELECT status FROM push.deliveries WHERE request_id = \(requestId)")
+    }
+
+    func eventually(within limit: Duration = .seconds(60), _ what: String, _ condition: () async throws -> Bool) async throws {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if try await condition() { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        Issue.record("timed out after \(limit): \(what)")
+        throw CancellationError()
+    }
+
+    /// Waits until the delivery of `requestId` is planned and its broad log complete.
+    @discardableResult
+    func waitPlanned(_ requestId: String, within limit: Duration = .seconds(60)) async throws -> String {
+        let deliveryId = DeliveryRequestValidator.deliveryId(forRequestId: requestId)
+        try await eventually(within: limit, "delivery \(requestId) planned") {
+            try await deliveryStatus(requestId: requestId) == "planned"
+        }
+        let targeted = try await int("SELECT targeted::int FROM push.deliveries WHERE delivery_id = \(deliveryId)")
+        try await eventually(within: limit, "broad log of \(requestId) complete") {
+            try await int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId)") == targeted
+        }
+        return deliveryId
+    }
+
+    /// The delivery's messages as `broad_log` lists them, ordered by message id.
+    func plannedMessages(_ deliveryId: String) async throws -> [MessageReference] {
+        var messages: [MessageReference] = []
+        let rows = try await postgres.query(
+            "SELECT message_id, app_id, registration_token, platform FROM push.broad_log WHERE delivery_id = \(deliveryId) ORDER BY message_id",
+            logger: logger
+        )
+        for try await (id, app, token, platform) in rows.decode((UUID, UUID, String, String).self) {
+            messages.append(MessageReference(messageId: id, deliveryId: deliveryId, appId: app, registrationToken: token, platform: try #require(Platform(rawValue: platform))))
+        }
+        return messages
+    }
+}

@@ -1,0 +1,171 @@
+import Crypto
+import Foundation
+import PushRegistration
+import PushTestSupport
+import Testing
+
+@Suite("Admin API against the real broker and PostgreSQL", .serialized)
+struct AdminAPITests {
+    static func object(_ answer: RegistrationHarness.Answer) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any], "\(answer.body)")
+    }
+
+    @Test("create a service and its apps, then register devices with the generated integration key")
+    func lifecycle() async throws {
+        try await RegistrationHarness.run { harness in
+            let name = "svc-\(UUID().uuidString.prefix(8).lowercased())"
+            let created = try await harness.admin("POST", "/services", json: #"{"name": "\#(name)", "label": "Neo Trips"}"#)
+            #expect(created.status == 201, "\(created.body)")
+            #expect(try Self.object(created)["name"] as? String == name)
+            #expect(try await harness.admin("POST", "/services", json: #"{"name": "\#(name)", "label": "Again"}"#).status == 409)
+
+            let ios = try await harness.admin("POST", "/services/\(name)/apps", json: #"""
+                {"platform": "ios", "label": "Trips iOS", "environment": "sandbox", "bundleId": "com.neotrips.app",
+                 "variables": ["url"], "sounds": [{"name": "chime", "label": "Chime"}],
+                 "subscriptionParameters": [{"name": "email", "type": "string"}]}
+                """#)
+            #expect(ios.status == 201, "\(ios.body)")
+            let iosApp = try Self.object(ios)
+            let key = try #require(iosApp["integrationKey"] as? String)
+            #expect(UUID(uuidString: key) != nil, "an integration key is generated when not given")
+            #expect(iosApp["environment"] as? String == "sandbox")
+
+            let android = try await harness.admin("POST", "/services/\(name)/apps", json: #"{"platform": "android", "label": "Trips Android", "integrationKey": "neotrips-android-\#(name)", "fcmProjectId": "neotrips"}"#)
+            #expect(android.status == 201, "\(android.body)")
+            let duplicateKey = try await harness.admin("POST", "/services/\(name)/apps", json: #"{"platform": "android", "label": "Copy", "integrationKey": "neotrips-android-\#(name)", "fcmProjectId": "neotrips"}"#)
+            #expect(duplicateKey.status == 409)
+
+            let listed = try await harness.admin("GET", "/services/\(name)/apps")
+            #expect(listed.status == 200)
+            let apps = try #require(try JSONSerialization.jsonObject(with: Data(listed.body.utf8)) as? [[String: Any]])
+            #expect(apps.count == 2)
+
+            // The app is usable by the SDK right away (read-your-writes through the projection).
+            let token = RegistrationEndpointTests.hexToken()
+            let registered = try await harness.post("/nms/mobile/1/registerIOS.jssp", body: RegistrationEndpointTests.iosBody(key: key, token: token))
+            #expect(registered.status == 200, "\(registered.body)")
+
+            // Update, delete the apps, then the service.
+            let appId = try #require(iosApp["appId"] as? String)
+            let updated = try await harness.admin("PUT", "/apps/\(appId)", json: #"{"platform": "ios", "label": "Renamed", "bundleId": "com.neotrips.app"}"#)
+            #expect(updated.status == 200, "\(updated.body)")
+            #expect(try Self.object(try await harness.admin("GET", "/apps/\(appId)"))["label"] as? String == "Renamed")
+            #expect(try Self.object(updated)["integrationKey"] as? String == key, "the key is kept when not given")
+            #expect(try await harness.admin("DELETE", "/services/\(name)").status == 409, "a service with apps is not deleted")
+            for app in apps {
+                #expect(try await harness.admin("DELETE", "/apps/\(try #require(app["appId"] as? String))").status == 204)
+            }
+            #expect(try await harness.admin("DELETE", "/services/\(name)").status == 204)
+            #expect(try await harness.admin("GET", "/services/\(name)").status == 404)
+            let gone = try await harness.post("/nms/mobile/1/registerIOS.jssp", body: RegistrationEndpointTests.iosBody(key: key, token: token))
+            #expect(gone.status == 404, "a deleted app's key is unknown")
+        }
+    }
+
+    @Test("every admin route requires the bearer token")
+    func authorization() async throws {
+        try await RegistrationHarness.run { harness in
+            for (method, path) in [("GET", "/services"), ("POST", "/services"), ("GET", "/apps"), ("DELETE", "/apps/\(UUID())")] {
+                for token: String? in [nil, "wrong-token-wrong-token"] {
+                    let answer = try await harness.admin(method, path, json: method == "POST" ? #"{"name": "x", "label": "x"}"# : nil, token: token)
+                    #expect(answer.status == 401, "\(method) \(path)")
+                    #expect(answer.body.contains("bearer token"))
+                }
+            }
+        }
+    }
+
+    @Test("invalid input is a 400 that names the field", arguments: [
+        (#"{"label": "x"}"#, "name is required"),
+        (#"{"name": "bad name!", "label": "x"}"#, "name must be"),
+        (#"{"name": "ok", "label": ""}"#, "label must be"),
+        (#"{"name": 3, "label": "x"}"#, "invalid JSON body"),
+        (#"{"name": "ok", "label": "Neo\u0000Trips"}"#, "contains a NUL character"),
+    ])
+    func invalidServices(json: String, reason: String) async throws {
+        try await RegistrationHarness.run { harness in
+            let answer = try await harness.admin("POST", "/services", json: json)
+            #expect(answer.status == 400)
+            #expect((try Self.object(answer)["error"] as? String)?.contains(reason) == true, "\(answer.body)")
+        }
+    }
+
+    @Test("invalid apps are 400s that name the field")
+    func invalidApps() async throws {
+        try await RegistrationHarness.run { harness in
+            let name = "svc-\(UUID().uuidString.prefix(8).lowercased())"
+            #expect(try await harness.admin("POST", "/services", json: #"{"name": "\#(name)", "label": "x"}"#).status == 201)
+            let cases = [
+                (#"{"platform": "windows", "label": "x"}"#, "platform must be ios or android"),
+                (#"{"platform": "ios", "label": "x"}"#, "bundleId"),
+                (#"{"platform": "android", "label": "x"}"#, "fcmProjectId is required"),
+                (#"{"platform": "android", "label": "x", "fcmProjectId": "p", "environment": "sandbox"}"#, "must be production"),
+                (#"{"platform": "android", "label": "x", "fcmProjectId": "p", "variables": ["google.x"]}"#, "variable name google.x is reserved"),
+                (#"{"platform": "android", "label": "x", "fcmProjectId": "p", "variables": ["_mId"]}"#, "reserved"),
+                (#"{"platform": "android", "label": "x", "fcmProjectId": "p", "subscriptionParameters": [{"name": "a", "type": "blob"}]}"#, "subscription parameters"),
+            ]
+            for (json, reason) in cases {
+                let answer = try await harness.admin("POST", "/services/\(name)/apps", json: json)
+                #expect(answer.status == 400, "\(json)")
+                #expect((try Self.object(answer)["error"] as? String)?.contains(reason) == true, "\(answer.body)")
+            }
+            #expect(try await harness.admin("POST", "/services/no-such-service/apps", json: #"{"platform": "android", "label": "x", "fcmProjectId": "p"}"#).status == 404)
+        }
+    }
+}
+
+@Suite("pushctl services and apps against the running admin API", .serialized)
+struct PushCtlAdminTests {
+    /// Runs the built `pushctl` with the harness's URL and token; returns status and output.
+    static func pushctl(_ arguments: [String], harness: RegistrationHarness, token: String = RegistrationHarness.adminToken) async throws -> (status: Int32, output: String) {
+        var environment = TestStack.environment
+        environment["PUSH_ADMIN_URL"] = harness.baseURL.absoluteString
+        environment["PUSH_ADMIN_TOKEN"] = token
+        return try await BuiltExecutable.run("pushctl", arguments: arguments, environment: environment)
+    }
+
+    @Test("create, list and delete a service and an app from the command line")
+    func commandLine() async throws {
+        try await RegistrationHarness.run { harness in
+            let name = "cli-\(UUID().uuidString.prefix(8).lowercased())"
+            let created = try await Self.pushctl(["services", "create", "--name", name, "--label", "From the CLI"], harness: harness)
+            #expect(created.status == 0, "\(created.output)")
+            #expect(created.output.contains("\"name\" : \"\(name)\""))
+
+            let app = try await Self.pushctl([
+                "apps", "create", "--service", name, "--platform", "ios", "--label", "CLI app", "--bundle-id", "com.example.cli",
+                "--variable", "url", "--sound", "chime:Chime", "--param", "email:string",
+            ], harness: harness)
+            #expect(app.status == 0, "\(app.output)")
+            let appJSON = try #require(try JSONSerialization.jsonObject(with: Data(app.output.utf8)) as? [String: Any])
+            #expect(appJSON["bundleId"] as? String == "com.example.cli")
+            #expect((appJSON["sounds"] as? [[String: String]])?.first?["label"] == "Chime")
+            let appId = try #require(appJSON["appId"] as? String)
+
+            // Credentials from a file: the answer shows the fingerprint, never the key.
+            let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("AuthKey_\(UUID()).p8")
+            try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(to: keyFile)
+            defer { try? FileManager.default.removeItem(at: keyFile) }
+            let credentials = try await Self.pushctl(["apps", "credentials", "--id", appId, "--p8", keyFile.path, "--key-id", "ABC123DEFG", "--team-id", "TEAM123456"], harness: harness)
+            #expect(credentials.status == 0, "\(credentials.output)")
+            #expect(credentials.output.contains("sha256:"))
+            #expect(!credentials.output.contains("PRIVATE KEY"))
+            #expect(try await Self.pushctl(["apps", "credentials", "--id", appId], harness: harness).output.contains("ABC123DEFG"))
+
+            let listed = try await Self.pushctl(["apps", "list", "--service", name], harness: harness)
+            #expect(listed.status == 0)
+            #expect(listed.output.contains(appId))
+
+            let refused = try await Self.pushctl(["services", "delete", "--name", name], harness: harness)
+            #expect(refused.status != 0)
+            #expect(refused.output.contains("admin API answered 409"), "\(refused.output)")
+
+            #expect(try await Self.pushctl(["apps", "delete", "--id", appId], harness: harness).status == 0)
+            #expect(try await Self.pushctl(["services", "delete", "--name", name], harness: harness).status == 0)
+
+            let unauthorized = try await Self.pushctl(["services", "list"], harness: harness, token: "not-the-right-token")
+            #expect(unauthorized.status != 0)
+            #expect(unauthorized.output.contains("401"), "\(unauthorized.output)")
+        }
+    }
+}

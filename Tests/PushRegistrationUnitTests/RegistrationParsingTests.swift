@@ -1,0 +1,104 @@
+import PushEvents
+import PushRegistration
+import PushTestSupport
+import Testing
+
+@Suite("Parsing what the Campaign SDKs send")
+struct RegistrationParsingTests {
+    // The literal requests of the SDKs' own tests (reference/campaign-sdk-protocol.md), shared
+    // with the endpoint's integration tests.
+    static let iosBody = SDKRegistrationBody.ios
+    static let androidBody = SDKRegistrationBody.android
+
+    @Test("the iOS SDK's literal request")
+    func iosLiteral() throws {
+        let registration = try DeviceRegistration(fields: try FormFields(encoded: Self.iosBody), platform: .ios)
+        #expect(registration.integrationKey == "integrationKey")
+        #expect(registration.registrationToken == "70757368546f6b656e")
+        #expect(registration.userKey == "userkey")
+        #expect(registration.deviceName == "My iPhone")
+        #expect(registration.deviceBrand == "Apple")
+        #expect(registration.osVersion == "iOS 17.0")
+        #expect(registration.osLanguage == "en-US")
+        #expect(registration.deviceImei == nil)
+        #expect(registration.params == ["email": "email@email.com", "userPoints": "3233"])
+    }
+
+    @Test("the Android SDK's literal request")
+    func androidLiteral() throws {
+        let registration = try DeviceRegistration(fields: try FormFields(encoded: Self.androidBody), platform: .android)
+        #expect(registration.integrationKey == "testIntegrationKey")
+        #expect(registration.registrationToken == "testToken")
+        #expect(registration.deviceImei == "12345")
+        #expect(registration.osVersion == "mockOSName mockOSVersion")
+        #expect(registration.params == ["key": "value"])
+    }
+
+    @Test("'+' is a space, an empty userKey is kept empty, uppercase hex tokens are lowered")
+    func variants() throws {
+        let fields = try FormFields(encoded: "registrationToken=ABCDEF01&mobileAppUuid=k&userKey=&deviceName=My+iPhone&additionalParams=")
+        let registration = try DeviceRegistration(fields: fields, platform: .ios)
+        #expect(registration.deviceName == "My iPhone")
+        #expect(registration.userKey == "")
+        #expect(registration.registrationToken == "abcdef01")
+        #expect(registration.params.isEmpty)
+    }
+
+    @Test("query-string fields fill in what the body lacks; the body wins")
+    func queryString() throws {
+        let body = try FormFields(encoded: "registrationToken=aa&userKey=body")
+        let query = try FormFields(encoded: "mobileAppUuid=k&userKey=query")
+        let merged = body.filling(from: query)
+        #expect(merged["mobileAppUuid"] == "k")
+        #expect(merged["userKey"] == "body")
+    }
+
+    @Test("every additionalParams form the SDKs write", arguments: [
+        ("<additionalParams></additionalParams>", [String: String]()),
+        ("<additionalParams/>", [:]),
+        ("<additionalParameters></additionalParameters>", [:]),
+        (#"<additionalParams><param name="a" value="1" /></additionalParams>"#, ["a": "1"]),
+        (#"<additionalParameters><param name="a" value="1"/></additionalParameters>"#, ["a": "1"]),
+        (#"<?xml version="1.0"?><additionalParams><param value='2' name='b'></param></additionalParams>"#, ["b": "2"]),
+        (#"<additionalParams><param name="q" value="&amp; &quot; &#x27; &#39; &gt; &lt;" /></additionalParams>"#, ["q": "& \" ' ' > <"]),
+        (#"<additionalParams><param name="emoji" value="caf&#233; &#x1F600;" /></additionalParams>"#, ["emoji": "café 😀"]),
+        ("", [:]),
+    ])
+    func additionalParams(xml: String, expected: [String: String]) throws {
+        #expect(try AdditionalParams.parse(xml) == expected)
+    }
+
+    @Test("malformed XML is a 400 naming the problem", arguments: [
+        "<params></params>",
+        "<additionalParams><param name=\"a\" value=\"1\"></additionalParams>",
+        "<additionalParams><param value=\"1\"/></additionalParams>",
+        "<additionalParams><param name=a value=1/></additionalParams>",
+        "<additionalParams><param name=\"a\" value=\"&bogus;\"/></additionalParams>",
+        "<additionalParams></additionalParams>trailing",
+        "<additionalParams><other/></additionalParams>",
+        "not xml",
+    ])
+    func malformedXML(xml: String) {
+        let error = #expect(throws: RegistrationError.self) { try AdditionalParams.parse(xml) }
+        #expect(error?.status == 400)
+        #expect(error?.reason.hasPrefix("malformed additionalParams XML") == true)
+    }
+
+    @Test("invalid fields are 400s that name the field", arguments: [
+        ("registrationToken=aa&mobileAppUuid=", Platform.ios, "mobileAppUuid"),
+        ("mobileAppUuid=k", .ios, "registrationToken"),
+        ("registrationToken=abc&mobileAppUuid=k", .ios, "APNs device token"),
+        ("registrationToken=zz&mobileAppUuid=k", .ios, "APNs device token"),
+        ("registrationToken=\(String(repeating: "ab", count: 101))&mobileAppUuid=k", .ios, "APNs device token"),
+        ("registrationToken=a%01b&mobileAppUuid=k", .android, "FCM registration token"),
+        ("registrationToken=tok&mobileAppUuid=k&deviceName=%E0%A4", .android, "deviceName is not valid UTF-8"),
+        ("registrationToken=tok&mobileAppUuid=k&deviceName=%zz", .android, "malformed percent-encoding in field deviceName"),
+    ])
+    func invalidFields(body: String, platform: Platform, fragment: String) {
+        let error = #expect(throws: RegistrationError.self) {
+            try DeviceRegistration(fields: try FormFields(encoded: body), platform: platform)
+        }
+        #expect(error?.status == 400)
+        #expect(error?.reason.contains(fragment) == true, "\(error?.reason ?? "")")
+    }
+}

@@ -1,0 +1,23 @@
+import Testing
+
+/// Several apns-sender instances, rebalances, SIGTERM and SIGKILL of the real `apns-sender`
+/// executable (SenderCrashScenarios.swift); the simulator's log proves what reached "APNs".
+@Suite("APNs sender: instances, rebalances and crashes", .serialized)
+struct APNSSenderCrashTests {
+    @Test("a second instance joins mid-stream and later leaves: every message sent exactly once")
+    func rebalance() async throws {
+        try await APNSSenderHarness.with { h in
+            // About 500 sends per second per instance, so that the stream outlasts both rebalances.
+            _ = h.simulator.state.updateFaults { $0.latencyMs = 20 }
+            try await h.rebalanceScenario((0..<8_000).map { _ in h.message(token: APNSSenderHarness.token()) })
+        }
+    }
+
+    @Test("SIGTERM mid-stream sends nothing twice; SIGKILL re-sends at most what was held, loses nothing")
+    func killAndRestart() async throws {
+        try await APNSSenderHarness.with { h in
+            _ = h.simulator.state.updateFaults { $0.latencyMs = 5 }
+            try await h.killAndRestartScenario((0..<6_000).map { _ in h.message(token: APNSSenderHarness.token()) })
+        }
+    }
+}

@@ -14,7 +14,7 @@ import PackageDescription
 
 /// Swift 6 language mode everywhere (complete concurrency checking is its default).
 let swiftSettings: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("ExistentialAny")
 ]
 
 /// The long-running servers (the five services and the two simulators) allocate per record and
@@ -146,7 +146,10 @@ let package = Package(
         // MARK: Services: registration (SDK endpoints, admin API, catalog and subscription projections)
         .target(
             name: "PushRegistration",
-            dependencies: ["Kafka", "PushCredentials", "PushEvents", "PushWire", "PushStore", "PushRuntime", hummingbird, postgresNIO, crypto, cryptoExtras, nioCore, nioSSL, logging, metrics, serviceLifecycle],
+            dependencies: [
+                "Kafka", "PushCredentials", "PushEvents", "PushWire", "PushStore", "PushRuntime", hummingbird, postgresNIO, crypto, cryptoExtras, nioCore,
+                nioSSL, logging, metrics, serviceLifecycle,
+            ],
             path: "Services/Registration/PushRegistration",
             swiftSettings: swiftSettings
         ),
@@ -180,7 +183,10 @@ let package = Package(
         // (docs/benchmarks.md). Each sender's executable is its own `Main/`.
         .target(
             name: "PushSending",
-            dependencies: ["Kafka", "PushCredentials", "PushEvents", "PushWire", "PushStore", "PushRuntime", "APNS", "FCM", postgresNIO, nioCore, nioPosix, logging, metrics, serviceLifecycle],
+            dependencies: [
+                "Kafka", "PushCredentials", "PushEvents", "PushWire", "PushStore", "PushRuntime", "APNS", "FCM", postgresNIO, nioCore, nioPosix, logging,
+                metrics, serviceLifecycle,
+            ],
             path: "Services",
             exclude: ["Registration", "DeliveryPlanning", "TrackingIngestion", "APNSSender/Main", "FCMSender/Main"],
             sources: ["SenderCore", "APNSSender/APNSSending", "FCMSender/FCMSending"],
@@ -219,7 +225,10 @@ let package = Package(
         // MARK: Tools: pushctl (migrations, topics, catalog, projections, reports)
         .executableTarget(
             name: "PushCtl",
-            dependencies: ["Kafka", "PushEvents", "PushWire", "PushStore", "PushRuntime", "PushRegistration", "PushPlanning", "PushTracking", postgresNIO, logging, serviceLifecycle, argumentParser],
+            dependencies: [
+                "Kafka", "PushEvents", "PushWire", "PushStore", "PushRuntime", "PushRegistration", "PushPlanning", "PushTracking", postgresNIO, logging,
+                serviceLifecycle, argumentParser,
+            ],
             path: "Tools/PushCtl",
             swiftSettings: swiftSettings
         ),
@@ -233,7 +242,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "SenderBench",
-            dependencies: ["Kafka", "PushCredentials", "PushEvents", "PushRuntime", "PushStore", "FCM", "PushHTTP2", argumentParser, crypto, logging, nioCore, nioPosix, nioSSL, nioHPACK, postgresNIO],
+            dependencies: [
+                "Kafka", "PushCredentials", "PushEvents", "PushRuntime", "PushStore", "FCM", "PushHTTP2", argumentParser, crypto, logging, nioCore, nioPosix,
+                nioSSL, nioHPACK, postgresNIO,
+            ],
             path: "bench/SenderBench",
             swiftSettings: swiftSettings,
             // Its HTTP/2 client run is compared with the senders, which link jemalloc.
@@ -249,7 +261,9 @@ let package = Package(
         // MARK: Simulators: APNs and FCM over HTTP/2 + TLS, for tests, the demo and benchmarks
         .target(
             name: "ProviderSimulatorCore",
-            dependencies: ["PushWire", nioCore, nioPosix, nioHTTP1, nioHTTP2, nioHPACK, nioSSL, crypto, cryptoExtras, x509, swiftASN1, logging, argumentParser],
+            dependencies: [
+                "PushWire", nioCore, nioPosix, nioHTTP1, nioHTTP2, nioHPACK, nioSSL, crypto, cryptoExtras, x509, swiftASN1, logging, argumentParser,
+            ],
             path: "Simulators/ProviderSimulatorCore",
             swiftSettings: swiftSettings
         ),
@@ -304,17 +318,26 @@ let package = Package(
         ),
         .testTarget(
             name: "PushRegistrationIntegrationTests",
-            dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushStore", "PushEvents", "Kafka", "PushTestSupport", serviceLifecycle, crypto, cryptoExtras, logging, postgresNIO],
+            dependencies: [
+                "PushRegistration", "PushCredentials", "PushRuntime", "PushStore", "PushEvents", "Kafka", "PushTestSupport", serviceLifecycle, crypto,
+                cryptoExtras, logging, postgresNIO,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PushPlanningIntegrationTests",
-            dependencies: ["PushPlanning", "PushRegistration", "PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka", "PushTestSupport", serviceLifecycle, logging, postgresNIO],
+            dependencies: [
+                "PushPlanning", "PushRegistration", "PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka", "PushTestSupport", serviceLifecycle,
+                logging, postgresNIO,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PushSendingIntegrationTests",
-            dependencies: ["PushSending", "APNS", "ProviderSimulatorCore", "PushCredentials", "PushRuntime", "PushStore", "PushEvents", "Kafka", "PushTestSupport", serviceLifecycle, crypto, cryptoExtras, nioPosix, postgresNIO, logging],
+            dependencies: [
+                "PushSending", "APNS", "ProviderSimulatorCore", "PushCredentials", "PushRuntime", "PushStore", "PushEvents", "Kafka", "PushTestSupport",
+                serviceLifecycle, crypto, cryptoExtras, nioPosix, postgresNIO, logging,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -324,7 +347,10 @@ let package = Package(
         ),
         .testTarget(
             name: "SimulatorIntegrationTests",
-            dependencies: ["ProviderSimulatorCore", "PushWire", asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioHTTP2, nioHPACK, nioSSL, crypto, cryptoExtras, logging, x509],
+            dependencies: [
+                "ProviderSimulatorCore", "PushWire", asyncHTTPClient, nioCore, nioPosix, nioHTTP1, nioHTTP2, nioHPACK, nioSSL, crypto, cryptoExtras, logging,
+                x509,
+            ],
             swiftSettings: swiftSettings
         ),
     ],

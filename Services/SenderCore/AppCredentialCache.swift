@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import PushEvents
 import PushCredentials
+import PushEvents
 import Synchronization
 
 /// The apps' active provider credentials, read from `push.app_credentials` (decrypted with
@@ -42,7 +42,10 @@ package final class AppCredentialCache: Sendable {
 
     /// The app's credentials (nil when it has none); throws when the database cannot be read.
     package func credentials(appId: UUID) async throws -> Entry? {
-        enum Next { case cached(Entry?), wait, load }
+        enum Next {
+            case cached(Entry?)
+            case wait, load
+        }
         let now = ContinuousClock.now
         let next: Next = slots.withLock { slots in
             switch slots[appId] {

@@ -1,9 +1,9 @@
-import PushWire
 import Foundation
 import Kafka
 import Logging
 import PushEvents
 import PushStore
+import PushWire
 import ServiceLifecycle
 import Synchronization
 
@@ -27,12 +27,16 @@ extension MessageSender {
             return ([try result(sent, of: work)], Tally(outcome: "sent"))
         case .tokenInvalid(let reason, let invalidSince):
             let failed = MessageFailed(message: message.reference, failureType: "hard", reason: reason, attempts: message.attempt, failedAt: now)
-            let disabled = SubscriptionDisabled(appId: message.appId, registrationToken: message.registrationToken, reason: reason, invalidSince: invalidSince ?? now)
+            let disabled = SubscriptionDisabled(
+                appId: message.appId, registrationToken: message.registrationToken, reason: reason, invalidSince: invalidSince ?? now)
             let envelope = EventEnvelope(
                 key: SubscriptionRegistered.key(appId: message.appId, registrationToken: message.registrationToken), payload: disabled,
                 correlationId: message.deliveryId, causationId: work.metadata.id.lowercaseText
             )
-            return ([try result(failed, of: work), try KafkaProducerRecord(topic: topics.subscriptions, event: envelope)], Tally(outcome: "failed", reason: reason, failureType: "hard"))
+            return (
+                [try result(failed, of: work), try KafkaProducerRecord(topic: topics.subscriptions, event: envelope)],
+                Tally(outcome: "failed", reason: reason, failureType: "hard")
+            )
         case .failed(let reason):
             let failed = MessageFailed(message: message.reference, failureType: "soft", reason: reason, attempts: message.attempt, failedAt: now)
             return ([try result(failed, of: work)], Tally(outcome: "failed", reason: reason, failureType: "soft"))
@@ -47,10 +51,12 @@ extension MessageSender {
             }
             metrics.credentialErrors.increment()
             suspensions.suspend(credential, until: now.addingTimeInterval(Double(settings.credentialCooldownMilliseconds) / 1000))
-            logger.error("The provider refused the app's credentials; its messages wait while they are suspended", metadata: [
-                "app": "\(message.appId)", "delivery.id": "\(message.deliveryId)", "message.id": "\(message.reference.messageId)",
-                "reason": "\(reason)", "suspended.ms": "\(settings.credentialCooldownMilliseconds)",
-            ])
+            logger.error(
+                "The provider refused the app's credentials; its messages wait while they are suspended",
+                metadata: [
+                    "app": "\(message.appId)", "delivery.id": "\(message.deliveryId)", "message.id": "\(message.reference.messageId)",
+                    "reason": "\(reason)", "suspended.ms": "\(settings.credentialCooldownMilliseconds)",
+                ])
             let failed = MessageFailed(message: message.reference, failureType: "soft", reason: reason, attempts: message.attempt, failedAt: now)
             return ([try result(failed, of: work)], Tally(outcome: "failed", reason: reason, failureType: "soft"))
         case .retry(let reason, let after, let atLeast):

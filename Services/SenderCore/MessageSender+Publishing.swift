@@ -121,9 +121,11 @@ extension MessageSender {
         do {
             try await deadLetters.publish([(record, reason)])
             metrics.deadLetters.increment()
-            logger.warning("Record set aside to the dead-letter topic", metadata: [
-                "topic": "\(record.topic)", "partition": "\(record.partition)", "offset": "\(record.offset)", "reason": "\(reason)",
-            ])
+            logger.warning(
+                "Record set aside to the dead-letter topic",
+                metadata: [
+                    "topic": "\(record.topic)", "partition": "\(record.partition)", "offset": "\(record.offset)", "reason": "\(reason)",
+                ])
             finish(record)
         } catch {
             logger.error("Could not publish a dead letter; the record is read again later", metadata: ["error": "\(error)"])

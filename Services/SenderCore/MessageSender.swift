@@ -185,8 +185,8 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     // Specialized for the two transports: unspecialized, every lock of `state` and every
     // `Work` looked up its generic metadata at run time (about 4 % of an APNs sender's profile
     // samples; 1.3 % after, docs/benchmarks.md).
-    @_specialize(exported: false, kind: full, where Transport == APNSTransport)
-    @_specialize(exported: false, kind: full, where Transport == FCMTransport)
+    @_specialize(exported:false,kind:full,where Transport == APNSTransport)
+    @_specialize(exported:false,kind:full,where Transport == FCMTransport)
     package func run() async throws {
         let consumer = try KafkaConsumer(
             configuration: consumerConfiguration,

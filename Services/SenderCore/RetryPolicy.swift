@@ -1,5 +1,5 @@
-import PushWire
 import Foundation
+import PushWire
 
 /// When a message that failed transiently is tried again: exponential backoff with jitter,
 /// never sooner than the provider asked (Retry-After) or a floor (FCM quota: 60 s).

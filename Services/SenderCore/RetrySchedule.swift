@@ -46,7 +46,8 @@ struct RetrySchedule<Item>: Sendable where Item: Sendable {
             heap[0] = last
             var parent = 0
             while true {
-                let left = 2 * parent + 1, right = left + 1
+                let left = 2 * parent + 1
+                let right = left + 1
                 var smallest = parent
                 if left < heap.count, heap[left].due < heap[smallest].due { smallest = left }
                 if right < heap.count, heap[right].due < heap[smallest].due { smallest = right }

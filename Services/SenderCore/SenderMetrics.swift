@@ -33,9 +33,11 @@ final class SenderMetrics: Sendable {
         // metrics factory's registry every time.
         let counter = outcomes.withLock { counters in
             if let counter = counters[key] { return counter }
-            let counter = Counter(label: "push_sender_messages_total", dimensions: [
-                ("provider", provider), ("outcome", outcome), ("reason", reason), ("failure_type", failureType),
-            ])
+            let counter = Counter(
+                label: "push_sender_messages_total",
+                dimensions: [
+                    ("provider", provider), ("outcome", outcome), ("reason", reason), ("failure_type", failureType),
+                ])
             counters[key] = counter
             return counter
         }

@@ -2,8 +2,8 @@ import Foundation
 import Kafka
 import Logging
 import PostgresNIO
-import PushEvents
 import PushCredentials
+import PushEvents
 import PushRuntime
 import PushStore
 import ServiceLifecycle
@@ -13,7 +13,8 @@ enum SenderRuntime {
     /// The credential cipher: the senders cannot work without `PUSH_CREDENTIALS_KEY`.
     static func cipher(_ environment: EnvironmentSettings) throws -> CredentialCipher {
         guard let cipher = try CredentialCipher.fromEnvironment(environment.values) else {
-            throw ConfigurationError("PUSH_CREDENTIALS_KEY (or PUSH_CREDENTIALS_KEY_FILE) is required: the sender decrypts the apps' provider credentials with it")
+            throw ConfigurationError(
+                "PUSH_CREDENTIALS_KEY (or PUSH_CREDENTIALS_KEY_FILE) is required: the sender decrypts the apps' provider credentials with it")
         }
         return cipher
     }
@@ -22,7 +23,7 @@ enum SenderRuntime {
     static func caFile(_ path: String, setting: String) throws -> String? {
         guard !path.isEmpty else { return nil }
         guard let data = FileManager.default.contents(atPath: path), let text = String(data: data, encoding: .utf8),
-              text.contains("-----BEGIN CERTIFICATE-----")
+            text.contains("-----BEGIN CERTIFICATE-----")
         else {
             throw ConfigurationError("\(setting) must name a readable PEM certificate file, got \"\(path)\"")
         }

@@ -46,7 +46,8 @@ package struct SenderSettings: Sendable, Hashable {
         maxHeld = try environment.int("\(prefix)_MAX_HELD", default: max(defaults.maxHeld, maxInFlight), in: maxInFlight...1_000_000)
         retryBaseMilliseconds = try environment.int("\(prefix)_RETRY_BASE_MS", default: defaults.retryBaseMilliseconds, in: 10...600_000)
         retryMaxMilliseconds = try environment.int("\(prefix)_RETRY_MAX_MS", default: defaults.retryMaxMilliseconds, in: retryBaseMilliseconds...3_600_000)
-        credentialCooldownMilliseconds = try environment.int("\(prefix)_CREDENTIAL_COOLDOWN_MS", default: defaults.credentialCooldownMilliseconds, in: 100...3_600_000)
+        credentialCooldownMilliseconds = try environment.int(
+            "\(prefix)_CREDENTIAL_COOLDOWN_MS", default: defaults.credentialCooldownMilliseconds, in: 100...3_600_000)
         credentialCacheMilliseconds = try environment.int("\(prefix)_CREDENTIAL_CACHE_MS", default: defaults.credentialCacheMilliseconds, in: 0...3_600_000)
         commitIntervalMilliseconds = try environment.int("\(prefix)_COMMIT_INTERVAL_MS", default: defaults.commitIntervalMilliseconds, in: 10...60_000)
     }

@@ -166,7 +166,7 @@ package final class APNSClient: Sendable {
                 bearer = try await pool.providerToken?.token()
                 do {
                     answer = try await pool.execute(request, authorization: bearer?.authorization, on: chosen)
-                } catch where error.code == .connectionClosed && !error.mayHaveBeenDelivered && unsentResends < Self.unsentResends {
+                } catch  where error.code == .connectionClosed && !error.mayHaveBeenDelivered && unsentResends < Self.unsentResends {
                     // The connection was closing (GOAWAY) before the request went out: sending it
                     // on another connection cannot duplicate it. Bounded, because the other
                     // connection may be closing too (a GOAWAY on every connection at once).

@@ -127,7 +127,7 @@ final class APNSProviderToken: Sendable {
                 return try await self.obtain(at: now, replacingIssuedBefore: bound).get()
             case .wait(let waiterID):
                 if let result = await self.wait(waiterID) { return try result.get() }
-                // The caller refreshing was cancelled: decide again (one waiter takes it over).
+            // The caller refreshing was cancelled: decide again (one waiter takes it over).
             }
         }
     }
@@ -240,7 +240,7 @@ final class APNSProviderToken: Sendable {
                     )
                     let agreed = try await store.exchange(candidate, replacingIssuedBefore: bound)
                     token = Minted(jwt: agreed.jwt, issuedAt: agreed.issuedAt)
-                } catch where Task.isCancelled {
+                } catch  where Task.isCancelled {
                     handOver = true
                 } catch {
                     // The process's own token still works when it is the only one for the key.
@@ -273,8 +273,14 @@ final class APNSProviderToken: Sendable {
     }
 
     private func mint(at date: Date) throws(APNSClientError) -> Minted {
-        struct Header: Encodable { var alg = "ES256"; var kid: String }
-        struct Claims: Encodable { var iss: String; var iat: Int64 }
+        struct Header: Encodable {
+            var alg = "ES256"
+            var kid: String
+        }
+        struct Claims: Encodable {
+            var iss: String
+            var iat: Int64
+        }
         let issuedAt = Int64(date.timeIntervalSince1970.rounded(.down))
         do {
             let encoder = JSONEncoder()

@@ -68,7 +68,7 @@ package final class FCMAccessTokenProvider: Sendable {
                 if let result = await self.wait(accountID: account.id, waiterID: waiterID) {
                     return try result.get()
                 }
-                // The fetching caller was cancelled: decide again (one waiter becomes the fetcher).
+            // The fetching caller was cancelled: decide again (one waiter becomes the fetcher).
             }
         }
     }

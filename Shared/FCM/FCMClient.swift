@@ -109,12 +109,17 @@ package final class FCMClient: Sendable {
         guard let (index, endpoint) = self.connections.tryAcquire() else { return needsAsync(true) }
         let now = self.now
         let logger = self.logger
-        endpoint.send(self.httpRequest(Self.body(of: request), projectId: request.projectId, token: token), deadline: .now() + TimeAmount(self.configuration.requestTimeout)) {
+        endpoint.send(
+            self.httpRequest(Self.body(of: request), projectId: request.projectId, token: token),
+            deadline: .now() + TimeAmount(self.configuration.requestTimeout)
+        ) {
             [self] result in
             self.connections.release(index)
             switch result {
             case .success(let answer):
-                let response = FCMResponse(status: answer.status, body: answer.body.readableBytesView, retryAfterHeader: answer.headers.first(name: HTTPHeaderName.retryAfter), now: now())
+                let response = FCMResponse(
+                    status: answer.status, body: answer.body.readableBytesView, retryAfterHeader: answer.headers.first(name: HTTPHeaderName.retryAfter),
+                    now: now())
                 if response.status == 401, response.errorCode == nil {
                     // As `send`: a new token and one more try, no more.
                     logger.debug("FCM refused the access token; refreshing once", metadata: ["fcm.account": "\(account.id)"])

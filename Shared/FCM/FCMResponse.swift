@@ -43,7 +43,7 @@ package struct FCMResponse: Sendable, Equatable {
             return
         }
         guard !body.isEmpty,
-              let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
+            let object = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any]
         else { return }
         self.name = object["name"] as? String
         guard let error = object["error"] as? [String: Any] else { return }

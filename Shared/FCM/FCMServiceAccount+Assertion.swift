@@ -1,6 +1,6 @@
-import _CryptoExtras
 import Foundation
 import PushWire
+import _CryptoExtras
 
 extension FCMServiceAccount {
     /// The OAuth scope FCM sends need.

@@ -1,5 +1,5 @@
-import _CryptoExtras
 import Foundation
+import _CryptoExtras
 
 /// A Google service-account JSON key, parsed: who signs the OAuth assertion, with which RSA key,
 /// for which project. The private key never appears in `description`, `debugDescription` or

@@ -30,7 +30,9 @@ package final class KafkaAdmin: Sendable {
     private let client: RdKafkaClient
 
     package init(configuration: KafkaClientConfiguration, logger: Logger) throws(KafkaError) {
-        client = try RdKafkaClient(type: RD_KAFKA_PRODUCER, properties: configuration.baseProperties.merging(configuration.properties) { $1 }, events: 0, sink: RdKafkaEventSink(logger: logger))
+        client = try RdKafkaClient(
+            type: RD_KAFKA_PRODUCER, properties: configuration.baseProperties.merging(configuration.properties) { $1 }, events: 0,
+            sink: RdKafkaEventSink(logger: logger))
         KafkaRuntime.warnIfTooOld(logger: logger)
     }
 
@@ -51,7 +53,9 @@ package final class KafkaAdmin: Sendable {
         }
     }
 
-    private static func createTopicsBlocking(client: RdKafkaClient, topics: [KafkaTopicSpecification], timeoutMilliseconds: Int32) throws -> [String: KafkaTopicCreation] {
+    private static func createTopicsBlocking(client: RdKafkaClient, topics: [KafkaTopicSpecification], timeoutMilliseconds: Int32) throws -> [String:
+        KafkaTopicCreation]
+    {
         var errorText = [CChar](repeating: 0, count: 512)
         var newTopics: [OpaquePointer?] = []
         defer { newTopics.forEach { rd_kafka_NewTopic_destroy($0) } }
@@ -97,7 +101,8 @@ package final class KafkaAdmin: Sendable {
             case RD_KAFKA_RESP_ERR_NO_ERROR: outcome[name] = .created
             case RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS: outcome[name] = .alreadyExisted
             default:
-                throw KafkaError(code: .admin, topicErr, detail: "topic \(name): " + (rd_kafka_topic_result_error_string(topicResult).map { String(cString: $0) } ?? ""))
+                throw KafkaError(
+                    code: .admin, topicErr, detail: "topic \(name): " + (rd_kafka_topic_result_error_string(topicResult).map { String(cString: $0) } ?? ""))
             }
         }
         return outcome

@@ -201,10 +201,14 @@ package final class KafkaConsumer: Service, Sendable {
             var low: Int64 = 0
             var high: Int64 = 0
             guard rd_kafka_get_watermark_offsets(client.handle, partition.topic, partition.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR,
-                  high >= 0 else { continue }
-            Gauge(label: "push_consumer_lag", dimensions: [
-                ("group", configuration.groupID), ("topic", partition.topic), ("partition", String(partition.partition)),
-            ]).record(max(0, high - offset - 1))
+                high >= 0
+            else { continue }
+            Gauge(
+                label: "push_consumer_lag",
+                dimensions: [
+                    ("group", configuration.groupID), ("topic", partition.topic), ("partition", String(partition.partition)),
+                ]
+            ).record(max(0, high - offset - 1))
         }
     }
 
@@ -221,10 +225,11 @@ package final class KafkaConsumer: Service, Sendable {
             var valuePointer: UnsafeRawPointer?
             var size = 0
             while rd_kafka_header_get_all(headerList, index, &name, &valuePointer, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
-                headers.append(KafkaHeader(
-                    name: name.map { String(cString: $0) } ?? "",
-                    value: valuePointer.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) }
-                ))
+                headers.append(
+                    KafkaHeader(
+                        name: name.map { String(cString: $0) } ?? "",
+                        value: valuePointer.map { Array(UnsafeRawBufferPointer(start: $0, count: size)) }
+                    ))
                 index += 1
             }
         }

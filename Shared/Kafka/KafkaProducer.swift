@@ -59,7 +59,8 @@ package final class KafkaProducer: Service, Sendable {
         let logger = self.logger
         _ = try? await NIOThreadPool.singleton.runIfActive {
             if flushMilliseconds > 0, rd_kafka_flush(client.handle, flushMilliseconds) != RD_KAFKA_RESP_ERR_NO_ERROR {
-                logger.error("Kafka producer closed with undelivered records; their senders get an error", metadata: ["records": "\(rd_kafka_outq_len(client.handle))"])
+                logger.error(
+                    "Kafka producer closed with undelivered records; their senders get an error", metadata: ["records": "\(rd_kafka_outq_len(client.handle))"])
             }
             _ = rd_kafka_purge(client.handle, Int32(RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT))
             _ = rd_kafka_flush(client.handle, 1000)
@@ -88,7 +89,9 @@ package final class KafkaProducer: Service, Sendable {
             fresh.destroy()
             return
         }
-        logger.warning("Kafka producer recreated: the previous instance was fenced or hit a fatal error", metadata: ["error": "\(old.sink.fatal.map { "\($0)" } ?? "producer fenced")"])
+        logger.warning(
+            "Kafka producer recreated: the previous instance was fenced or hit a fatal error",
+            metadata: ["error": "\(old.sink.fatal.map { "\($0)" } ?? "producer fenced")"])
         await retire(old, flushMilliseconds: 0)
     }
 
@@ -259,7 +262,8 @@ final class DeliveryBatch: Sendable {
     }
 
     func complete(_ index: Int, _ result: Result<KafkaDeliveryReport, KafkaError>) {
-        let resume = state.withLock { state -> (CheckedContinuation<[Result<KafkaDeliveryReport, KafkaError>], Never>, [Result<KafkaDeliveryReport, KafkaError>])? in
+        let resume = state.withLock {
+            state -> (CheckedContinuation<[Result<KafkaDeliveryReport, KafkaError>], Never>, [Result<KafkaDeliveryReport, KafkaError>])? in
             state.results[index] = result
             state.remaining -= 1
             guard state.remaining == 0, let continuation = state.continuation else { return nil }

@@ -59,7 +59,9 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
         package var ios: IOS?
         package var android: Android?
 
-        package init(title: String? = nil, subtitle: String? = nil, body: String? = nil, variables: [String: String]? = nil, ios: IOS? = nil, android: Android? = nil) {
+        package init(
+            title: String? = nil, subtitle: String? = nil, body: String? = nil, variables: [String: String]? = nil, ios: IOS? = nil, android: Android? = nil
+        ) {
             self.title = title
             self.subtitle = subtitle
             self.body = body

@@ -93,8 +93,14 @@ package struct EventEnvelope<Payload: PushEvent>: Sendable {
     static func read(_ bytes: [UInt8]) throws(EventJSONReader.Unsupported) -> EventEnvelope
     where Payload: EventJSONReadable {
         var reader = EventJSONReader(bytes)
-        var id: UUID?, type: String?, version: Int?, occurredAt: Date?, key: String?
-        var correlationId: String??, causationId: String??, payload: Payload?
+        var id: UUID?
+        var type: String?
+        var version: Int?
+        var occurredAt: Date?
+        var key: String?
+        var correlationId: String??
+        var causationId: String??
+        var payload: Payload?
         try reader.members { reader, member throws(EventJSONReader.Unsupported) in
             switch member {
             case "id": try EventJSONReader.once(&id, try reader.uuid())

@@ -314,18 +314,27 @@ package struct EventJSONReader {
                         case UInt8(ascii: "r"): scalar = 0x0D
                         case UInt8(ascii: "t"): scalar = 0x09
                         case UInt8(ascii: "u"):
-                            guard let high = Self.hex4(input, at) else { failed = true; return }
+                            guard let high = Self.hex4(input, at) else {
+                                failed = true
+                                return
+                            }
                             at += 4
                             scalar = high
                             if (0xD800..<0xDC00).contains(high) {
                                 // A high surrogate must be followed by an escaped low one.
                                 guard input.count - at >= 6, input[at] == UInt8(ascii: "\\"), input[at + 1] == UInt8(ascii: "u"),
                                     let low = Self.hex4(input, at + 2), (0xDC00..<0xE000).contains(low)
-                                else { failed = true; return }
+                                else {
+                                    failed = true
+                                    return
+                                }
                                 at += 6
                                 scalar = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
                             }
-                            guard let character = Unicode.Scalar(scalar) else { failed = true; return }
+                            guard let character = Unicode.Scalar(scalar) else {
+                                failed = true
+                                return
+                            }
                             if !character.isASCII {
                                 ascii = false
                                 for unit in UTF8.encode(character)! {
@@ -341,7 +350,10 @@ package struct EventJSONReader {
                         output[count] = UInt8(truncatingIfNeeded: scalar)
                         count += 1
                     default:
-                        guard byte >= 0x20 else { failed = true; return }
+                        guard byte >= 0x20 else {
+                            failed = true
+                            return
+                        }
                         ascii = ascii && byte < 0x80
                         output[count] = byte
                         count += 1

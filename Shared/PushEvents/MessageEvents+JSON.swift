@@ -12,7 +12,9 @@ extension CredentialReference: EventJSONWritable, EventJSONReadable {
     }
 
     package init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
-        var credentialId: UUID?, kind: String?, fingerprint: String?
+        var credentialId: UUID?
+        var kind: String?
+        var fingerprint: String?
         try reader.members { reader, key throws(EventJSONReader.Unsupported) in
             switch key {
             case "credentialId": try EventJSONReader.once(&credentialId, try reader.uuid())
@@ -56,7 +58,12 @@ extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
 
     package init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
         var common = PlannedMessageMembers()
-        var environment: String?, topic: String?, pushType: String?, priority: Int?, collapseId: String??, payload: String?
+        var environment: String?
+        var topic: String?
+        var pushType: String?
+        var priority: Int?
+        var collapseId: String??
+        var payload: String?
         try reader.members { reader, key throws(EventJSONReader.Unsupported) in
             switch key {
             case "environment": try EventJSONReader.once(&environment, try reader.string())
@@ -96,7 +103,8 @@ extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
 
     package init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
         var common = PlannedMessageMembers()
-        var projectId: String?, message: String?
+        var projectId: String?
+        var message: String?
         try reader.members { reader, key throws(EventJSONReader.Unsupported) in
             switch key {
             case "projectId": try EventJSONReader.once(&projectId, try reader.string())

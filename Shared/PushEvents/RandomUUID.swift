@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Random (version 4) UUIDs for event ids, cut from system randomness fetched 4 KiB at a time.

@@ -53,26 +53,46 @@ package struct TopicCatalog: Sendable, Hashable {
                 purpose: purpose
             )
         }
-        subscriptions = topic("SUBSCRIPTIONS", "push.subscriptions", partitions: 12, "registrations, re-registrations and quarantines of devices; key = app + token")
-        catalog = topic("CATALOG", "push.catalog", partitions: 1, "services, apps and provider credentials (references, never secrets); one partition keeps admin changes in order")
-        deliveryRequests = topic("DELIVERY_REQUESTS", "push.delivery-requests", partitions: 6, "upstream delivery requests (versioned contract); key = requestId")
-        deliveryRequestsDLQ = topic("DELIVERY_REQUESTS_DLQ", "push.delivery-requests.dlq", partitions: 1, retention: Self.thirtyDays, "delivery requests that could not be read or were invalid, with the reason in headers")
-        deliveryEvents = topic("DELIVERY_EVENTS", "push.delivery-events", partitions: 6, "delivery lifecycle: accepted, rejected, targeted, exclusions, completed; key = delivery id")
-        apnsMessages = topic("APNS_MESSAGES", "push.apns.messages", partitions: 24, "one record per iOS device to send; key = app + token (one device's messages in order)")
+        subscriptions = topic(
+            "SUBSCRIPTIONS", "push.subscriptions", partitions: 12, "registrations, re-registrations and quarantines of devices; key = app + token")
+        catalog = topic(
+            "CATALOG", "push.catalog", partitions: 1,
+            "services, apps and provider credentials (references, never secrets); one partition keeps admin changes in order")
+        deliveryRequests = topic(
+            "DELIVERY_REQUESTS", "push.delivery-requests", partitions: 6, "upstream delivery requests (versioned contract); key = requestId")
+        deliveryRequestsDLQ = topic(
+            "DELIVERY_REQUESTS_DLQ", "push.delivery-requests.dlq", partitions: 1, retention: Self.thirtyDays,
+            "delivery requests that could not be read or were invalid, with the reason in headers")
+        deliveryEvents = topic(
+            "DELIVERY_EVENTS", "push.delivery-events", partitions: 6,
+            "delivery lifecycle: accepted, rejected, targeted, exclusions, completed; key = delivery id")
+        apnsMessages = topic(
+            "APNS_MESSAGES", "push.apns.messages", partitions: 24, "one record per iOS device to send; key = app + token (one device's messages in order)")
         fcmMessages = topic("FCM_MESSAGES", "push.fcm.messages", partitions: 24, "one record per Android device to send; key = app + token")
-        apnsRetries = topic("APNS_RETRIES", "push.apns.retries", partitions: 12, retention: Self.sevenDays, "iOS messages waiting for another attempt after a transient APNs error; notBefore in the record; key = app + token")
-        fcmRetries = topic("FCM_RETRIES", "push.fcm.retries", partitions: 12, retention: Self.sevenDays, "Android messages waiting for another attempt after a transient FCM error; key = app + token")
-        messageResults = topic("MESSAGE_RESULTS", "push.message-results", partitions: 12, "provider outcomes per message: sent, failed (hard/soft/ignored), expired; key = message id")
+        apnsRetries = topic(
+            "APNS_RETRIES", "push.apns.retries", partitions: 12, retention: Self.sevenDays,
+            "iOS messages waiting for another attempt after a transient APNs error; notBefore in the record; key = app + token")
+        fcmRetries = topic(
+            "FCM_RETRIES", "push.fcm.retries", partitions: 12, retention: Self.sevenDays,
+            "Android messages waiting for another attempt after a transient FCM error; key = app + token")
+        messageResults = topic(
+            "MESSAGE_RESULTS", "push.message-results", partitions: 12,
+            "provider outcomes per message: sent, failed (hard/soft/ignored), expired; key = message id")
         tracking = topic("TRACKING", "push.tracking", partitions: 12, "impressions and opens from the tracking URL; key = message id")
         let consumed = [subscriptions, catalog, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries, messageResults, tracking]
         deadLetters = consumed.map { source in
-            topic("\(source.id)_DLQ", "\(source.name).dlq", partitions: 1, retention: Self.thirtyDays, "records of \(source.name) that a consumer could not read, with the reason in headers")
+            topic(
+                "\(source.id)_DLQ", "\(source.name).dlq", partitions: 1, retention: Self.thirtyDays,
+                "records of \(source.name) that a consumer could not read, with the reason in headers")
         }
     }
 
     /// Every topic, for creation and documentation.
     package var all: [TopicDefinition] {
-        [subscriptions, catalog, deliveryRequests, deliveryRequestsDLQ, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries, messageResults, tracking] + deadLetters
+        [
+            subscriptions, catalog, deliveryRequests, deliveryRequestsDLQ, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries, messageResults,
+            tracking,
+        ] + deadLetters
     }
 
     /// The dead-letter topic for records of `topic`.

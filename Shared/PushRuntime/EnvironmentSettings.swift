@@ -38,7 +38,9 @@ package struct EnvironmentSettings: Sendable {
             guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber || $0 == "_") }),
                 name.first != "_", name.last != "_", !name.contains("__")
             else {
-                throw ConfigurationError("\(key): the part after \(prefix) must be a librdkafka property name in upper case, dots written as _ (for example \(prefix)SECURITY_PROTOCOL)")
+                throw ConfigurationError(
+                    "\(key): the part after \(prefix) must be a librdkafka property name in upper case, dots written as _ (for example \(prefix)SECURITY_PROTOCOL)"
+                )
             }
             properties[name.lowercased().replacingOccurrences(of: "_", with: ".")] = value
         }

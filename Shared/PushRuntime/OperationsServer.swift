@@ -41,7 +41,8 @@ package enum OperationsServer {
                 return results.sorted { $0.0 < $1.0 }
             }
             let ready = results.allSatisfy { $0.1 == nil }
-            let body = "{\"status\":\"\(ready ? "ready" : "unready")\",\"checks\":{"
+            let body =
+                "{\"status\":\"\(ready ? "ready" : "unready")\",\"checks\":{"
                 + results.map { "\"\($0.0)\":\(Self.jsonString($0.1 ?? "ok"))" }.joined(separator: ",") + "}}\n"
             return Response(
                 status: ready ? .ok : .serviceUnavailable,

@@ -18,7 +18,7 @@ package struct PostgresSettings: Sendable, CustomStringConvertible {
 
     package init(url: String, maximumConnections: Int = 10) throws(ConfigurationError) {
         guard let components = URLComponents(string: url), ["postgres", "postgresql"].contains(components.scheme ?? ""),
-              let host = components.host, !host.isEmpty
+            let host = components.host, !host.isEmpty
         else {
             throw ConfigurationError("POSTGRES_URL must look like postgres://user:password@host:5432/database")
         }

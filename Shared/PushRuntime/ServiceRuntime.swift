@@ -62,10 +62,12 @@ package struct ServiceRuntime: Sendable {
     /// Runs the shared parts, then `services`, until SIGTERM/SIGINT; shuts down in reverse order
     /// (services first, then the producer flushes, then PostgreSQL closes).
     package func run(_ services: [any Service], extraChecks: [ReadinessCheck] = []) async throws {
-        logger.info("Starting", metadata: [
-            "kafka.brokers": "\(configuration.kafka.bootstrapServers)", "postgres": "\(configuration.postgres)",
-            "librdkafka": "\(KafkaRuntime.version)", "ops.port": "\(configuration.opsPort)",
-        ])
+        logger.info(
+            "Starting",
+            metadata: [
+                "kafka.brokers": "\(configuration.kafka.bootstrapServers)", "postgres": "\(configuration.postgres)",
+                "librdkafka": "\(KafkaRuntime.version)", "ops.port": "\(configuration.opsPort)",
+            ])
         let ops = OperationsServer.build(
             host: configuration.opsHost, port: configuration.opsPort, registry: registry,
             checks: standardChecks + extraChecks, logger: logger
@@ -73,7 +75,9 @@ package struct ServiceRuntime: Sendable {
         let grace = Duration.milliseconds(configuration.shutdownGraceMilliseconds)
         // The watchdog is last: services stop in reverse order, so it hears of the shutdown first.
         var groupConfiguration = ServiceGroupConfiguration(
-            services: [.init(service: postgres), .init(service: SchemaCheck(postgres: postgres, logger: logger)), .init(service: producer), .init(service: ops)]
+            services: [
+                .init(service: postgres), .init(service: SchemaCheck(postgres: postgres, logger: logger)), .init(service: producer), .init(service: ops),
+            ]
                 + services.map { .init(service: $0) } + [.init(service: ShutdownWatchdog(limit: grace + .seconds(5), logger: logger))],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger

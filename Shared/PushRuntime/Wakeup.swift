@@ -40,7 +40,9 @@ package final class Wakeup: Sendable {
         if state.withLock({ state in
             defer { state.signalled = false }
             return state.signalled
-        }) { return }
+        }) {
+            return
+        }
         guard orGracefulShutdown else { return await wait(timeout) }
         await withGracefulShutdownHandler {
             await wait(timeout)

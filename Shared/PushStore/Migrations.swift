@@ -10,338 +10,352 @@ package struct Migration: Sendable {
 /// Every migration of schema `push`, oldest first. docs/database.md documents the tables.
 package enum Migrations {
     package static let all: [Migration] = [
-        Migration(version: 1, name: "consumer offsets and event journal", statements: [
-            """
-            CREATE TABLE push.consumer_offsets (
-                group_id    text        NOT NULL,
-                topic       text        NOT NULL,
-                partition   integer     NOT NULL,
-                next_offset bigint      NOT NULL,
-                updated_at  timestamptz NOT NULL DEFAULT now(),
-                PRIMARY KEY (group_id, topic, partition)
-            )
-            """,
-            """
-            COMMENT ON TABLE push.consumer_offsets IS
-                'Next Kafka offset to project per consumer group and partition; written in the same transaction as the projection it belongs to'
-            """,
-            """
-            CREATE TABLE push.event_journal (
-                seq            bigserial   PRIMARY KEY,
-                topic          text        NOT NULL,
-                partition      integer     NOT NULL,
-                "offset"       bigint      NOT NULL,
-                event_id       uuid        NOT NULL,
-                type           text        NOT NULL,
-                version        integer     NOT NULL,
-                aggregate_key  text        NOT NULL,
-                occurred_at    timestamptz NOT NULL,
-                correlation_id text,
-                recorded_at    timestamptz NOT NULL DEFAULT now()
-            )
-            """,
-            "CREATE INDEX event_journal_type_time ON push.event_journal (type, occurred_at)",
-            "CREATE INDEX event_journal_correlation ON push.event_journal (correlation_id) WHERE correlation_id IS NOT NULL",
-            """
-            COMMENT ON TABLE push.event_journal IS
-                'One row per event read from the journaled topics (metadata only); exactly once per Kafka record'
-            """,
-        ]),
-        Migration(version: 2, name: "app catalog and subscriptions", statements: [
-            """
-            CREATE TABLE push.services (
-                service_id uuid        PRIMARY KEY,
-                name       text        NOT NULL UNIQUE,
-                label      text        NOT NULL,
-                created_at timestamptz NOT NULL,
-                updated_at timestamptz NOT NULL
-            )
-            """,
-            """
-            CREATE TABLE push.apps (
-                app_id                  uuid        PRIMARY KEY,
-                service_id              uuid        NOT NULL,
-                integration_key         text        NOT NULL UNIQUE,
-                platform                text        NOT NULL CHECK (platform IN ('ios', 'android')),
-                environment             text        NOT NULL CHECK (environment IN ('sandbox', 'production')),
-                label                   text        NOT NULL,
-                bundle_id               text,
-                fcm_project_id          text,
-                variables               jsonb       NOT NULL DEFAULT '[]',
-                sounds                  jsonb       NOT NULL DEFAULT '[]',
-                subscription_parameters jsonb       NOT NULL DEFAULT '[]',
-                created_at              timestamptz NOT NULL,
-                updated_at              timestamptz NOT NULL
-            )
-            """,
-            "CREATE INDEX apps_service ON push.apps (service_id)",
-            """
-            CREATE TABLE push.subscriptions (
-                app_id              uuid        NOT NULL,
-                registration_token  text        NOT NULL,
-                platform            text        NOT NULL,
-                user_key            text        NOT NULL DEFAULT '',
-                device_imei         text,
-                device_name         text        NOT NULL DEFAULT '',
-                device_model        text        NOT NULL DEFAULT '',
-                device_brand        text        NOT NULL DEFAULT '',
-                device_manufacturer text        NOT NULL DEFAULT '',
-                os_name             text        NOT NULL DEFAULT '',
-                os_version          text        NOT NULL DEFAULT '',
-                os_language         text        NOT NULL DEFAULT '',
-                params              jsonb       NOT NULL DEFAULT '{}',
-                disabled            boolean     NOT NULL DEFAULT false,
-                disabled_reason     text,
-                disabled_at         timestamptz,
-                registered_at       timestamptz NOT NULL,
-                updated_at          timestamptz NOT NULL,
-                PRIMARY KEY (app_id, registration_token)
-            )
-            """,
-            "CREATE INDEX subscriptions_user_key ON push.subscriptions (app_id, user_key)",
-            "CREATE INDEX subscriptions_params ON push.subscriptions USING gin (params)",
-            "CREATE INDEX subscriptions_disabled ON push.subscriptions (disabled_at) WHERE disabled",
-        ]),
-        Migration(version: 3, name: "provider credentials", statements: [
-            """
-            CREATE TABLE push.app_credentials (
-                credential_id uuid        PRIMARY KEY,
-                app_id        uuid        NOT NULL,
-                kind          text        NOT NULL CHECK (kind IN ('apns-token', 'apns-certificate', 'fcm-service-account')),
-                fingerprint   text        NOT NULL,
-                metadata      jsonb       NOT NULL DEFAULT '{}',
-                ciphertext    bytea       NOT NULL,
-                created_at    timestamptz NOT NULL DEFAULT now()
-            )
-            """,
-            "CREATE INDEX app_credentials_app ON push.app_credentials (app_id, created_at)",
-            """
-            COMMENT ON TABLE push.app_credentials IS
-                'Provider secrets sealed with AES-GCM under PUSH_CREDENTIALS_KEY; a secret store, not a projection: events carry only fingerprints'
-            """,
-            "ALTER TABLE push.apps ADD COLUMN credential_id uuid",
-            "ALTER TABLE push.apps ADD COLUMN credential_kind text",
-            "ALTER TABLE push.apps ADD COLUMN credential_fingerprint text",
-            "ALTER TABLE push.apps ADD COLUMN credential_updated_at timestamptz",
-        ]),
-        Migration(version: 4, name: "delivery planning: plans, outbox, deliveries, broad log, exclusion log", statements: [
-            """
-            CREATE TABLE push.delivery_plans (
-                delivery_id   text        PRIMARY KEY,
-                request_id    text        NOT NULL UNIQUE,
-                accepted      jsonb       NOT NULL,
-                status        text        NOT NULL CHECK (status IN ('accepted', 'planning', 'planned')),
-                send_at       timestamptz NOT NULL,
-                cursor_app    uuid,
-                cursor_token  text,
-                targeted      bigint      NOT NULL DEFAULT 0,
-                excluded      bigint      NOT NULL DEFAULT 0,
-                failed        bigint      NOT NULL DEFAULT 0,
-                pending_chunk jsonb,
-                started_at    timestamptz,
-                planned_at    timestamptz,
-                updated_at    timestamptz NOT NULL DEFAULT now()
-            )
-            """,
-            "CREATE INDEX delivery_plans_due ON push.delivery_plans (send_at) WHERE status <> 'planned'",
-            """
-            COMMENT ON TABLE push.delivery_plans IS
-                'The delivery planner''s working state (not an analyst table): one row per accepted request, its fan-out cursor and the chunk in flight'
-            """,
-            """
-            CREATE TABLE push.planner_outbox (
-                seq        bigserial   PRIMARY KEY,
-                topic      text        NOT NULL,
-                key        bytea,
-                value      bytea       NOT NULL,
-                headers    jsonb       NOT NULL DEFAULT '[]',
-                created_at timestamptz NOT NULL DEFAULT now()
-            )
-            """,
-            """
-            COMMENT ON TABLE push.planner_outbox IS
-                'Events the planner decided in a transaction and has not yet seen stored by the broker (transactional outbox)'
-            """,
-            """
-            CREATE TABLE push.deliveries (
-                delivery_id         text        PRIMARY KEY,
-                request_id          text        NOT NULL,
-                service_id          uuid        NOT NULL,
-                service_name        text        NOT NULL,
-                status              text        NOT NULL CHECK (status IN ('accepted', 'planning', 'planned')),
-                apps                jsonb       NOT NULL,
-                audience            jsonb       NOT NULL,
-                content             jsonb       NOT NULL,
-                throttle_per_second integer,
-                targeted            bigint,
-                excluded            bigint,
-                failed_at_planning  bigint,
-                valid_until         timestamptz NOT NULL,
-                send_at             timestamptz NOT NULL,
-                accepted_at         timestamptz NOT NULL,
-                planning_started_at timestamptz,
-                planned_at          timestamptz,
-                updated_at          timestamptz NOT NULL DEFAULT now()
-            )
-            """,
-            "CREATE INDEX deliveries_request ON push.deliveries (request_id)",
-            "CREATE INDEX deliveries_accepted ON push.deliveries (accepted_at)",
-            """
-            CREATE TABLE push.delivery_rejections (
-                request_id       text,
-                reason           text        NOT NULL,
-                source_topic     text        NOT NULL,
-                source_partition integer     NOT NULL,
-                source_offset    bigint      NOT NULL,
-                rejected_at      timestamptz NOT NULL,
-                PRIMARY KEY (source_topic, source_partition, source_offset)
-            )
-            """,
-            "CREATE INDEX delivery_rejections_request ON push.delivery_rejections (request_id)",
-            """
-            CREATE TABLE push.exclusion_log (
-                delivery_id        text        NOT NULL,
-                app_id             uuid        NOT NULL,
-                registration_token text        NOT NULL,
-                platform           text        NOT NULL,
-                reason             text        NOT NULL,
-                excluded_at        timestamptz NOT NULL,
-                PRIMARY KEY (delivery_id, app_id, registration_token)
-            )
-            """,
-            """
-            CREATE TABLE push.broad_log (
-                message_id          uuid        PRIMARY KEY,
-                delivery_id         text        NOT NULL,
-                app_id              uuid        NOT NULL,
-                registration_token  text        NOT NULL,
-                platform            text        NOT NULL CHECK (platform IN ('ios', 'android')),
-                status              text        NOT NULL CHECK (status IN ('pending', 'sent', 'failed', 'expired')),
-                failure_type        text        CHECK (failure_type IN ('hard', 'soft', 'ignored')),
-                failure_reason      text,
-                provider_message_id text,
-                attempts            integer     NOT NULL DEFAULT 0,
-                created_at          timestamptz NOT NULL,
-                updated_at          timestamptz NOT NULL,
-                sent_at             timestamptz
-            )
-            """,
-            "CREATE INDEX broad_log_delivery_status ON push.broad_log (delivery_id, status)",
-            "CREATE INDEX broad_log_device ON push.broad_log (app_id, registration_token)",
-        ]),
-        Migration(version: 5, name: "tracking log", statements: [
-            """
-            CREATE TABLE push.tracking_log (
-                tracking_id     uuid        PRIMARY KEY,
-                message_id      text        NOT NULL,
-                message_id_form text        NOT NULL CHECK (message_id_form IN ('uuid', 'decimal')),
-                delivery_id     text        NOT NULL,
-                tag_id          integer     NOT NULL,
-                kind            text        NOT NULL CHECK (kind IN ('received', 'opened', 'other')),
-                occurred_at     timestamptz NOT NULL,
-                recorded_at     timestamptz NOT NULL DEFAULT now(),
-                kafka_partition integer     NOT NULL,
-                kafka_offset    bigint      NOT NULL
-            )
-            """,
-            "CREATE INDEX tracking_log_delivery_kind_message ON push.tracking_log (delivery_id, kind, message_id)",
-            "CREATE INDEX tracking_log_message ON push.tracking_log (message_id, occurred_at)",
-            """
-            COMMENT ON TABLE push.tracking_log IS
-                'One row per tracking hit (GET /r/) from push.tracking; duplicates of a device are separate rows, a re-read Kafka record is not'
-            """,
-        ]),
-        Migration(version: 6, name: "delivery indicators", statements: [
-            """
-            CREATE TABLE push.delivery_indicator_counts (
-                delivery_id    text        PRIMARY KEY,
-                to_deliver     bigint,
-                excluded       bigint,
-                sent           bigint      NOT NULL DEFAULT 0,
-                failed         bigint      NOT NULL DEFAULT 0,
-                failed_hard    bigint      NOT NULL DEFAULT 0,
-                failed_soft    bigint      NOT NULL DEFAULT 0,
-                failed_ignored bigint      NOT NULL DEFAULT 0,
-                expired        bigint      NOT NULL DEFAULT 0,
-                impressions    bigint      NOT NULL DEFAULT 0,
-                opens          bigint      NOT NULL DEFAULT 0,
-                updated_at     timestamptz NOT NULL DEFAULT now()
-            )
-            """,
-            """
-            COMMENT ON TABLE push.delivery_indicator_counts IS
-                'Per-delivery counters kept incrementally by the deliveries, broad_log and tracking_log projections in their own transactions; read push.delivery_indicators'
-            """,
-            """
-            CREATE TABLE push.tracking_firsts (
-                delivery_id text        NOT NULL,
-                message_id  text        NOT NULL,
-                kind        text        NOT NULL CHECK (kind IN ('received', 'opened')),
-                first_at    timestamptz NOT NULL,
-                PRIMARY KEY (delivery_id, message_id, kind)
-            )
-            """,
-            """
-            COMMENT ON TABLE push.tracking_firsts IS
-                'One row per (delivery, message, kind) that has at least one received or opened hit: what makes impressions and opens distinct counts'
-            """,
-            """
-            CREATE VIEW push.delivery_indicators AS
-            SELECT delivery_id, to_deliver, excluded,
-                   sent + failed + expired AS processed,
-                   sent, failed, failed_hard, failed_soft, failed_ignored, expired,
-                   impressions, opens,
-                   round(impressions::numeric / nullif(sent, 0), 4) AS impression_rate,
-                   round(opens::numeric / nullif(sent, 0), 4) AS open_rate,
-                   updated_at
-            FROM push.delivery_indicator_counts
-            """,
-            """
-            COMMENT ON VIEW push.delivery_indicators IS
-                'Delivery indicators for analysts: counters of push.delivery_indicator_counts with processed and the rates over sent (null while nothing is sent)'
-            """,
-            // Deployments that already have rows: start the counters from what is there.
-            """
-            INSERT INTO push.tracking_firsts (delivery_id, message_id, kind, first_at)
-            SELECT delivery_id, message_id, kind, min(occurred_at) FROM push.tracking_log
-            WHERE kind IN ('received', 'opened') GROUP BY delivery_id, message_id, kind
-            """,
-            """
-            INSERT INTO push.delivery_indicator_counts (delivery_id, to_deliver, excluded, sent, failed, failed_hard, failed_soft, failed_ignored, expired)
-            SELECT d.delivery_id, d.targeted, d.excluded, 0, 0, 0, 0, 0, 0 FROM push.deliveries d WHERE d.status = 'planned'
-            """,
-            """
-            INSERT INTO push.delivery_indicator_counts AS c (delivery_id, sent, failed, failed_hard, failed_soft, failed_ignored, expired)
-            SELECT delivery_id, count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'),
-                   count(*) FILTER (WHERE failure_type = 'hard'), count(*) FILTER (WHERE failure_type = 'soft'),
-                   count(*) FILTER (WHERE failure_type = 'ignored'), count(*) FILTER (WHERE status = 'expired')
-            FROM push.broad_log WHERE status <> 'pending' GROUP BY delivery_id
-            ON CONFLICT (delivery_id) DO UPDATE SET sent = excluded.sent, failed = excluded.failed, failed_hard = excluded.failed_hard,
-                failed_soft = excluded.failed_soft, failed_ignored = excluded.failed_ignored, expired = excluded.expired
-            """,
-            """
-            INSERT INTO push.delivery_indicator_counts AS c (delivery_id, impressions, opens)
-            SELECT delivery_id, count(*) FILTER (WHERE kind = 'received'), count(*) FILTER (WHERE kind = 'opened')
-            FROM push.tracking_firsts GROUP BY delivery_id
-            ON CONFLICT (delivery_id) DO UPDATE SET impressions = excluded.impressions, opens = excluded.opens
-            """,
-        ]),
-        Migration(version: 7, name: "shared APNs provider tokens", statements: [
-            """
-            CREATE TABLE push.apns_provider_tokens (
-                team_id text NOT NULL,
-                key_id text NOT NULL,
-                key_fingerprint text NOT NULL,
-                sealed_token bytea NOT NULL,
-                issued_at timestamptz NOT NULL,
-                updated_at timestamptz NOT NULL DEFAULT now(),
-                PRIMARY KEY (team_id, key_id, key_fingerprint)
-            )
-            """,
-            """
-            COMMENT ON TABLE push.apns_provider_tokens IS
-                'The APNs provider token (JWT) in force per signing key, shared by every apns-sender process; sealed with PUSH_CREDENTIALS_KEY. Sender state, not a projection'
-            """,
-        ]),
+        Migration(
+            version: 1, name: "consumer offsets and event journal",
+            statements: [
+                """
+                CREATE TABLE push.consumer_offsets (
+                    group_id    text        NOT NULL,
+                    topic       text        NOT NULL,
+                    partition   integer     NOT NULL,
+                    next_offset bigint      NOT NULL,
+                    updated_at  timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (group_id, topic, partition)
+                )
+                """,
+                """
+                COMMENT ON TABLE push.consumer_offsets IS
+                    'Next Kafka offset to project per consumer group and partition; written in the same transaction as the projection it belongs to'
+                """,
+                """
+                CREATE TABLE push.event_journal (
+                    seq            bigserial   PRIMARY KEY,
+                    topic          text        NOT NULL,
+                    partition      integer     NOT NULL,
+                    "offset"       bigint      NOT NULL,
+                    event_id       uuid        NOT NULL,
+                    type           text        NOT NULL,
+                    version        integer     NOT NULL,
+                    aggregate_key  text        NOT NULL,
+                    occurred_at    timestamptz NOT NULL,
+                    correlation_id text,
+                    recorded_at    timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                "CREATE INDEX event_journal_type_time ON push.event_journal (type, occurred_at)",
+                "CREATE INDEX event_journal_correlation ON push.event_journal (correlation_id) WHERE correlation_id IS NOT NULL",
+                """
+                COMMENT ON TABLE push.event_journal IS
+                    'One row per event read from the journaled topics (metadata only); exactly once per Kafka record'
+                """,
+            ]),
+        Migration(
+            version: 2, name: "app catalog and subscriptions",
+            statements: [
+                """
+                CREATE TABLE push.services (
+                    service_id uuid        PRIMARY KEY,
+                    name       text        NOT NULL UNIQUE,
+                    label      text        NOT NULL,
+                    created_at timestamptz NOT NULL,
+                    updated_at timestamptz NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE push.apps (
+                    app_id                  uuid        PRIMARY KEY,
+                    service_id              uuid        NOT NULL,
+                    integration_key         text        NOT NULL UNIQUE,
+                    platform                text        NOT NULL CHECK (platform IN ('ios', 'android')),
+                    environment             text        NOT NULL CHECK (environment IN ('sandbox', 'production')),
+                    label                   text        NOT NULL,
+                    bundle_id               text,
+                    fcm_project_id          text,
+                    variables               jsonb       NOT NULL DEFAULT '[]',
+                    sounds                  jsonb       NOT NULL DEFAULT '[]',
+                    subscription_parameters jsonb       NOT NULL DEFAULT '[]',
+                    created_at              timestamptz NOT NULL,
+                    updated_at              timestamptz NOT NULL
+                )
+                """,
+                "CREATE INDEX apps_service ON push.apps (service_id)",
+                """
+                CREATE TABLE push.subscriptions (
+                    app_id              uuid        NOT NULL,
+                    registration_token  text        NOT NULL,
+                    platform            text        NOT NULL,
+                    user_key            text        NOT NULL DEFAULT '',
+                    device_imei         text,
+                    device_name         text        NOT NULL DEFAULT '',
+                    device_model        text        NOT NULL DEFAULT '',
+                    device_brand        text        NOT NULL DEFAULT '',
+                    device_manufacturer text        NOT NULL DEFAULT '',
+                    os_name             text        NOT NULL DEFAULT '',
+                    os_version          text        NOT NULL DEFAULT '',
+                    os_language         text        NOT NULL DEFAULT '',
+                    params              jsonb       NOT NULL DEFAULT '{}',
+                    disabled            boolean     NOT NULL DEFAULT false,
+                    disabled_reason     text,
+                    disabled_at         timestamptz,
+                    registered_at       timestamptz NOT NULL,
+                    updated_at          timestamptz NOT NULL,
+                    PRIMARY KEY (app_id, registration_token)
+                )
+                """,
+                "CREATE INDEX subscriptions_user_key ON push.subscriptions (app_id, user_key)",
+                "CREATE INDEX subscriptions_params ON push.subscriptions USING gin (params)",
+                "CREATE INDEX subscriptions_disabled ON push.subscriptions (disabled_at) WHERE disabled",
+            ]),
+        Migration(
+            version: 3, name: "provider credentials",
+            statements: [
+                """
+                CREATE TABLE push.app_credentials (
+                    credential_id uuid        PRIMARY KEY,
+                    app_id        uuid        NOT NULL,
+                    kind          text        NOT NULL CHECK (kind IN ('apns-token', 'apns-certificate', 'fcm-service-account')),
+                    fingerprint   text        NOT NULL,
+                    metadata      jsonb       NOT NULL DEFAULT '{}',
+                    ciphertext    bytea       NOT NULL,
+                    created_at    timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                "CREATE INDEX app_credentials_app ON push.app_credentials (app_id, created_at)",
+                """
+                COMMENT ON TABLE push.app_credentials IS
+                    'Provider secrets sealed with AES-GCM under PUSH_CREDENTIALS_KEY; a secret store, not a projection: events carry only fingerprints'
+                """,
+                "ALTER TABLE push.apps ADD COLUMN credential_id uuid",
+                "ALTER TABLE push.apps ADD COLUMN credential_kind text",
+                "ALTER TABLE push.apps ADD COLUMN credential_fingerprint text",
+                "ALTER TABLE push.apps ADD COLUMN credential_updated_at timestamptz",
+            ]),
+        Migration(
+            version: 4, name: "delivery planning: plans, outbox, deliveries, broad log, exclusion log",
+            statements: [
+                """
+                CREATE TABLE push.delivery_plans (
+                    delivery_id   text        PRIMARY KEY,
+                    request_id    text        NOT NULL UNIQUE,
+                    accepted      jsonb       NOT NULL,
+                    status        text        NOT NULL CHECK (status IN ('accepted', 'planning', 'planned')),
+                    send_at       timestamptz NOT NULL,
+                    cursor_app    uuid,
+                    cursor_token  text,
+                    targeted      bigint      NOT NULL DEFAULT 0,
+                    excluded      bigint      NOT NULL DEFAULT 0,
+                    failed        bigint      NOT NULL DEFAULT 0,
+                    pending_chunk jsonb,
+                    started_at    timestamptz,
+                    planned_at    timestamptz,
+                    updated_at    timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                "CREATE INDEX delivery_plans_due ON push.delivery_plans (send_at) WHERE status <> 'planned'",
+                """
+                COMMENT ON TABLE push.delivery_plans IS
+                    'The delivery planner''s working state (not an analyst table): one row per accepted request, its fan-out cursor and the chunk in flight'
+                """,
+                """
+                CREATE TABLE push.planner_outbox (
+                    seq        bigserial   PRIMARY KEY,
+                    topic      text        NOT NULL,
+                    key        bytea,
+                    value      bytea       NOT NULL,
+                    headers    jsonb       NOT NULL DEFAULT '[]',
+                    created_at timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                """
+                COMMENT ON TABLE push.planner_outbox IS
+                    'Events the planner decided in a transaction and has not yet seen stored by the broker (transactional outbox)'
+                """,
+                """
+                CREATE TABLE push.deliveries (
+                    delivery_id         text        PRIMARY KEY,
+                    request_id          text        NOT NULL,
+                    service_id          uuid        NOT NULL,
+                    service_name        text        NOT NULL,
+                    status              text        NOT NULL CHECK (status IN ('accepted', 'planning', 'planned')),
+                    apps                jsonb       NOT NULL,
+                    audience            jsonb       NOT NULL,
+                    content             jsonb       NOT NULL,
+                    throttle_per_second integer,
+                    targeted            bigint,
+                    excluded            bigint,
+                    failed_at_planning  bigint,
+                    valid_until         timestamptz NOT NULL,
+                    send_at             timestamptz NOT NULL,
+                    accepted_at         timestamptz NOT NULL,
+                    planning_started_at timestamptz,
+                    planned_at          timestamptz,
+                    updated_at          timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                "CREATE INDEX deliveries_request ON push.deliveries (request_id)",
+                "CREATE INDEX deliveries_accepted ON push.deliveries (accepted_at)",
+                """
+                CREATE TABLE push.delivery_rejections (
+                    request_id       text,
+                    reason           text        NOT NULL,
+                    source_topic     text        NOT NULL,
+                    source_partition integer     NOT NULL,
+                    source_offset    bigint      NOT NULL,
+                    rejected_at      timestamptz NOT NULL,
+                    PRIMARY KEY (source_topic, source_partition, source_offset)
+                )
+                """,
+                "CREATE INDEX delivery_rejections_request ON push.delivery_rejections (request_id)",
+                """
+                CREATE TABLE push.exclusion_log (
+                    delivery_id        text        NOT NULL,
+                    app_id             uuid        NOT NULL,
+                    registration_token text        NOT NULL,
+                    platform           text        NOT NULL,
+                    reason             text        NOT NULL,
+                    excluded_at        timestamptz NOT NULL,
+                    PRIMARY KEY (delivery_id, app_id, registration_token)
+                )
+                """,
+                """
+                CREATE TABLE push.broad_log (
+                    message_id          uuid        PRIMARY KEY,
+                    delivery_id         text        NOT NULL,
+                    app_id              uuid        NOT NULL,
+                    registration_token  text        NOT NULL,
+                    platform            text        NOT NULL CHECK (platform IN ('ios', 'android')),
+                    status              text        NOT NULL CHECK (status IN ('pending', 'sent', 'failed', 'expired')),
+                    failure_type        text        CHECK (failure_type IN ('hard', 'soft', 'ignored')),
+                    failure_reason      text,
+                    provider_message_id text,
+                    attempts            integer     NOT NULL DEFAULT 0,
+                    created_at          timestamptz NOT NULL,
+                    updated_at          timestamptz NOT NULL,
+                    sent_at             timestamptz
+                )
+                """,
+                "CREATE INDEX broad_log_delivery_status ON push.broad_log (delivery_id, status)",
+                "CREATE INDEX broad_log_device ON push.broad_log (app_id, registration_token)",
+            ]),
+        Migration(
+            version: 5, name: "tracking log",
+            statements: [
+                """
+                CREATE TABLE push.tracking_log (
+                    tracking_id     uuid        PRIMARY KEY,
+                    message_id      text        NOT NULL,
+                    message_id_form text        NOT NULL CHECK (message_id_form IN ('uuid', 'decimal')),
+                    delivery_id     text        NOT NULL,
+                    tag_id          integer     NOT NULL,
+                    kind            text        NOT NULL CHECK (kind IN ('received', 'opened', 'other')),
+                    occurred_at     timestamptz NOT NULL,
+                    recorded_at     timestamptz NOT NULL DEFAULT now(),
+                    kafka_partition integer     NOT NULL,
+                    kafka_offset    bigint      NOT NULL
+                )
+                """,
+                "CREATE INDEX tracking_log_delivery_kind_message ON push.tracking_log (delivery_id, kind, message_id)",
+                "CREATE INDEX tracking_log_message ON push.tracking_log (message_id, occurred_at)",
+                """
+                COMMENT ON TABLE push.tracking_log IS
+                    'One row per tracking hit (GET /r/) from push.tracking; duplicates of a device are separate rows, a re-read Kafka record is not'
+                """,
+            ]),
+        Migration(
+            version: 6, name: "delivery indicators",
+            statements: [
+                """
+                CREATE TABLE push.delivery_indicator_counts (
+                    delivery_id    text        PRIMARY KEY,
+                    to_deliver     bigint,
+                    excluded       bigint,
+                    sent           bigint      NOT NULL DEFAULT 0,
+                    failed         bigint      NOT NULL DEFAULT 0,
+                    failed_hard    bigint      NOT NULL DEFAULT 0,
+                    failed_soft    bigint      NOT NULL DEFAULT 0,
+                    failed_ignored bigint      NOT NULL DEFAULT 0,
+                    expired        bigint      NOT NULL DEFAULT 0,
+                    impressions    bigint      NOT NULL DEFAULT 0,
+                    opens          bigint      NOT NULL DEFAULT 0,
+                    updated_at     timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                """
+                COMMENT ON TABLE push.delivery_indicator_counts IS
+                    'Per-delivery counters kept incrementally by the deliveries, broad_log and tracking_log projections in their own transactions; read push.delivery_indicators'
+                """,
+                """
+                CREATE TABLE push.tracking_firsts (
+                    delivery_id text        NOT NULL,
+                    message_id  text        NOT NULL,
+                    kind        text        NOT NULL CHECK (kind IN ('received', 'opened')),
+                    first_at    timestamptz NOT NULL,
+                    PRIMARY KEY (delivery_id, message_id, kind)
+                )
+                """,
+                """
+                COMMENT ON TABLE push.tracking_firsts IS
+                    'One row per (delivery, message, kind) that has at least one received or opened hit: what makes impressions and opens distinct counts'
+                """,
+                """
+                CREATE VIEW push.delivery_indicators AS
+                SELECT delivery_id, to_deliver, excluded,
+                       sent + failed + expired AS processed,
+                       sent, failed, failed_hard, failed_soft, failed_ignored, expired,
+                       impressions, opens,
+                       round(impressions::numeric / nullif(sent, 0), 4) AS impression_rate,
+                       round(opens::numeric / nullif(sent, 0), 4) AS open_rate,
+                       updated_at
+                FROM push.delivery_indicator_counts
+                """,
+                """
+                COMMENT ON VIEW push.delivery_indicators IS
+                    'Delivery indicators for analysts: counters of push.delivery_indicator_counts with processed and the rates over sent (null while nothing is sent)'
+                """,
+                // Deployments that already have rows: start the counters from what is there.
+                """
+                INSERT INTO push.tracking_firsts (delivery_id, message_id, kind, first_at)
+                SELECT delivery_id, message_id, kind, min(occurred_at) FROM push.tracking_log
+                WHERE kind IN ('received', 'opened') GROUP BY delivery_id, message_id, kind
+                """,
+                """
+                INSERT INTO push.delivery_indicator_counts (delivery_id, to_deliver, excluded, sent, failed, failed_hard, failed_soft, failed_ignored, expired)
+                SELECT d.delivery_id, d.targeted, d.excluded, 0, 0, 0, 0, 0, 0 FROM push.deliveries d WHERE d.status = 'planned'
+                """,
+                """
+                INSERT INTO push.delivery_indicator_counts AS c (delivery_id, sent, failed, failed_hard, failed_soft, failed_ignored, expired)
+                SELECT delivery_id, count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'),
+                       count(*) FILTER (WHERE failure_type = 'hard'), count(*) FILTER (WHERE failure_type = 'soft'),
+                       count(*) FILTER (WHERE failure_type = 'ignored'), count(*) FILTER (WHERE status = 'expired')
+                FROM push.broad_log WHERE status <> 'pending' GROUP BY delivery_id
+                ON CONFLICT (delivery_id) DO UPDATE SET sent = excluded.sent, failed = excluded.failed, failed_hard = excluded.failed_hard,
+                    failed_soft = excluded.failed_soft, failed_ignored = excluded.failed_ignored, expired = excluded.expired
+                """,
+                """
+                INSERT INTO push.delivery_indicator_counts AS c (delivery_id, impressions, opens)
+                SELECT delivery_id, count(*) FILTER (WHERE kind = 'received'), count(*) FILTER (WHERE kind = 'opened')
+                FROM push.tracking_firsts GROUP BY delivery_id
+                ON CONFLICT (delivery_id) DO UPDATE SET impressions = excluded.impressions, opens = excluded.opens
+                """,
+            ]),
+        Migration(
+            version: 7, name: "shared APNs provider tokens",
+            statements: [
+                """
+                CREATE TABLE push.apns_provider_tokens (
+                    team_id text NOT NULL,
+                    key_id text NOT NULL,
+                    key_fingerprint text NOT NULL,
+                    sealed_token bytea NOT NULL,
+                    issued_at timestamptz NOT NULL,
+                    updated_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (team_id, key_id, key_fingerprint)
+                )
+                """,
+                """
+                COMMENT ON TABLE push.apns_provider_tokens IS
+                    'The APNs provider token (JWT) in force per signing key, shared by every apns-sender process; sealed with PUSH_CREDENTIALS_KEY. Sender state, not a projection'
+                """,
+            ]),
     ]
 }

@@ -67,7 +67,10 @@ package final class ProjectionRunner<P: Projection>: Service {
     ///     another broker group (a replay into another database) reads every partition without
     ///     taking any from the services, and two runners writing to one database stay exactly
     ///     once (the offsets are locked and records below them skipped).
-    package init(projection: P, postgres: PostgresClient, consumer: KafkaConsumerConfiguration, deadLetters: DeadLetterPublisher, logger: Logger, brokerGroup: String? = nil) {
+    package init(
+        projection: P, postgres: PostgresClient, consumer: KafkaConsumerConfiguration, deadLetters: DeadLetterPublisher, logger: Logger,
+        brokerGroup: String? = nil
+    ) {
         self.projection = projection
         self.postgres = postgres
         var configuration = consumer
@@ -88,9 +91,11 @@ package final class ProjectionRunner<P: Projection>: Service {
         let name = projection.name
         let postgres = postgres
         let logger = logger
-        let consumer = try KafkaConsumer(configuration: consumerConfiguration, startPositions: { partitions in
-            try await Self.storedPositions(group: name, partitions: partitions, postgres: postgres, logger: logger)
-        }, logger: logger)
+        let consumer = try KafkaConsumer(
+            configuration: consumerConfiguration,
+            startPositions: { partitions in
+                try await Self.storedPositions(group: name, partitions: partitions, postgres: postgres, logger: logger)
+            }, logger: logger)
         do {
             for try await batch in consumer.batches.cancelOnGracefulShutdown() {
                 try await processWithRetries(batch)
@@ -105,7 +110,9 @@ package final class ProjectionRunner<P: Projection>: Service {
 
     /// Next offsets stored for these partitions; a partition never projected starts at the
     /// beginning of the topic.
-    static func storedPositions(group: String, partitions: [KafkaTopicPartition], postgres: PostgresClient, logger: Logger) async throws -> [KafkaTopicPartition: Int64] {
+    static func storedPositions(group: String, partitions: [KafkaTopicPartition], postgres: PostgresClient, logger: Logger) async throws
+        -> [KafkaTopicPartition: Int64]
+    {
         let rows = try await postgres.query(
             "SELECT topic, partition, next_offset FROM push.consumer_offsets WHERE group_id = \(group) AND topic = ANY(\(Array(Set(partitions.map(\.topic)))))",
             logger: logger
@@ -123,7 +130,7 @@ package final class ProjectionRunner<P: Projection>: Service {
             do {
                 do {
                     try await process(batch)
-                } catch where Self.refusal(error) != nil {
+                } catch  where Self.refusal(error) != nil {
                     try await setAsideRefused(batch)
                 }
                 return
@@ -153,10 +160,12 @@ package final class ProjectionRunner<P: Projection>: Service {
                 try await deadLetters.publish([(record, reason)])
                 try await process([record], applying: false)
                 deadLetterCounter.increment()
-                logger.warning("Record refused by PostgreSQL sent to the dead-letter topic", metadata: [
-                    "kafka.topic": "\(record.topic)", "kafka.partition": "\(record.partition)",
-                    "kafka.offset": "\(record.offset)", "reason": "\(reason)",
-                ])
+                logger.warning(
+                    "Record refused by PostgreSQL sent to the dead-letter topic",
+                    metadata: [
+                        "kafka.topic": "\(record.topic)", "kafka.partition": "\(record.partition)",
+                        "kafka.offset": "\(record.offset)", "reason": "\(reason)",
+                    ])
             }
         }
     }
@@ -190,10 +199,12 @@ package final class ProjectionRunner<P: Projection>: Service {
         }
         try await deadLetters.publish(letters)
         for letter in letters {
-            logger.warning("Record sent to the dead-letter topic", metadata: [
-                "kafka.topic": "\(letter.record.topic)", "kafka.partition": "\(letter.record.partition)",
-                "kafka.offset": "\(letter.record.offset)", "reason": "\(letter.reason)",
-            ])
+            logger.warning(
+                "Record sent to the dead-letter topic",
+                metadata: [
+                    "kafka.topic": "\(letter.record.topic)", "kafka.partition": "\(letter.record.partition)",
+                    "kafka.offset": "\(letter.record.offset)", "reason": "\(letter.reason)",
+                ])
         }
 
         let group = projection.name

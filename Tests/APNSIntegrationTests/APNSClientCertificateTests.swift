@@ -29,7 +29,8 @@ extension APNSClientIntegrationTests {
                     #expect(entry.mId == "mid-cert")
                     #expect(entry.topic == Harness.topic)
                     // A VoIP push to the certificate's topic plus the suffix is allowed too.
-                    let voip = try await client.send(Harness.request(topic: Harness.topic + ".voip", pushType: "voip"), credentials: credentials, environment: .production)
+                    let voip = try await client.send(
+                        Harness.request(topic: Harness.topic + ".voip", pushType: "voip"), credentials: credentials, environment: .production)
                     #expect(voip.outcome.isSent)
                 }
             }

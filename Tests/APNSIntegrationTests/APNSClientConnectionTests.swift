@@ -12,12 +12,16 @@ extension APNSClientIntegrationTests {
         let key = TestKey()
 
         /// Sends `count` pushes at once; returns the statuses and the errors.
-        func burst(_ count: Int, client: APNSClient, credentials: APNSCredentials, via api: SendAPI = .async) async -> (statuses: [Int: Int], errors: [APNSClientError]) {
+        func burst(_ count: Int, client: APNSClient, credentials: APNSCredentials, via api: SendAPI = .async) async -> (
+            statuses: [Int: Int], errors: [APNSClientError]
+        ) {
             await withTaskGroup(of: Result<Int, APNSClientError>.self) { group in
                 for index in 0..<count {
                     group.addTask {
                         do throws(APNSClientError) {
-                            return .success(try await client.send(Harness.request(mId: "burst-\(index)"), credentials: credentials, environment: .production, via: api).status)
+                            return .success(
+                                try await client.send(Harness.request(mId: "burst-\(index)"), credentials: credentials, environment: .production, via: api)
+                                    .status)
                         } catch {
                             return .failure(error)
                         }
@@ -51,7 +55,9 @@ extension APNSClientIntegrationTests {
             }
         }
 
-        @Test("GOAWAY mid-burst: every send answered 200, each notification accepted exactly once, the client reconnects, later sends succeed", arguments: SendAPI.allCases)
+        @Test(
+            "GOAWAY mid-burst: every send answered 200, each notification accepted exactly once, the client reconnects, later sends succeed",
+            arguments: SendAPI.allCases)
         func goAwayMidBurst(api: SendAPI) async throws {
             try await Harness.withSimulator(keys: [self.key]) { server in
                 try await Harness.withClient(Harness.configuration(for: server, connections: 2)) { client in
@@ -79,7 +85,9 @@ extension APNSClientIntegrationTests {
             }
         }
 
-        @Test("a server allowing 8 streams: the client never opens more; at a GOAWAY the requests still waiting for a stream move to a new connection, each answered once")
+        @Test(
+            "a server allowing 8 streams: the client never opens more; at a GOAWAY the requests still waiting for a stream move to a new connection, each answered once"
+        )
         func streamLimitAndGoAway() async throws {
             try await Harness.withSimulator(keys: [self.key], maxConcurrentStreams: 8) { server in
                 try await Harness.withClient(Harness.configuration(for: server, connections: 1)) { client in

@@ -54,7 +54,8 @@ extension APNSClientIntegrationTests {
                     #expect(try await outcome(Harness.request(topic: "com.example.other")) == .rejected(reason: .topicDisallowed))
                     #expect(try await outcome(Harness.request(pushType: "voip")) == .rejected(reason: .badTopic))
                     var tooLarge = Harness.request()
-                    tooLarge.payload = ByteBuffer(bytes: Array(#"{"aps":{"alert":"x"},"pad":""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: 4100) + Array(#""}"#.utf8))
+                    tooLarge.payload = ByteBuffer(
+                        bytes: Array(#"{"aps":{"alert":"x"},"pad":""#.utf8) + Array(repeating: UInt8(ascii: "a"), count: 4100) + Array(#""}"#.utf8))
                     #expect(try await outcome(tooLarge) == .rejected(reason: .payloadTooLarge))
                     var expired = Harness.request()
                     expired.expiration = Date(timeIntervalSince1970: 0)
@@ -72,7 +73,9 @@ extension APNSClientIntegrationTests {
                     badToken.deviceToken += "\r\nx"
                     var nul = Harness.request()
                     nul.topic += "\u{0}"
-                    for (request, named) in [(Harness.request(collapseId: "c\r\napns-priority: 5"), "apns-collapse-id"), (nul, "apns-topic"), (badToken, "the path")] {
+                    for (request, named) in [
+                        (Harness.request(collapseId: "c\r\napns-priority: 5"), "apns-collapse-id"), (nul, "apns-topic"), (badToken, "the path"),
+                    ] {
                         let error = await #expect(throws: APNSClientError.self) {
                             try await client.send(request, credentials: credentials, environment: .production)
                         }

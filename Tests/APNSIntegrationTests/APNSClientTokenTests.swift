@@ -25,7 +25,8 @@ extension APNSClientIntegrationTests {
                     let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                         for index in 0..<500 {
                             group.addTask {
-                                try await client.send(Harness.request(mId: "reuse-\(index)"), credentials: credentials, environment: .production, via: api).status
+                                try await client.send(Harness.request(mId: "reuse-\(index)"), credentials: credentials, environment: .production, via: api)
+                                    .status
                             }
                         }
                         return try await group.reduce(into: [Int: Int]()) { $0[$1, default: 0] += 1 }
@@ -61,7 +62,9 @@ extension APNSClientIntegrationTests {
             }
         }
 
-        @Test("a token store that answers late: 50 concurrent first sends wait for one exchange; cancelling one waiter fails only that one", arguments: SendAPI.allCases)
+        @Test(
+            "a token store that answers late: 50 concurrent first sends wait for one exchange; cancelling one waiter fails only that one",
+            arguments: SendAPI.allCases)
         func sharedRefreshAndCancelledWaiter(api: SendAPI) async throws {
             try await Harness.withSimulator(keys: [self.key]) { server in
                 let store = HeldTokenStore()
@@ -78,7 +81,8 @@ extension APNSClientIntegrationTests {
                             await withTaskGroup(of: APNSClientError.Code?.self) { inner in
                                 inner.addTask {
                                     do throws(APNSClientError) {
-                                        _ = try await client.send(Harness.request(mId: "cancelled"), credentials: credentials, environment: .production, via: api)
+                                        _ = try await client.send(
+                                            Harness.request(mId: "cancelled"), credentials: credentials, environment: .production, via: api)
                                         return nil
                                     } catch {
                                         return error.code
@@ -90,7 +94,8 @@ extension APNSClientIntegrationTests {
                         }()
                         for index in 0..<49 {
                             group.addTask {
-                                try await client.send(Harness.request(mId: "waiting-\(index)"), credentials: credentials, environment: .production, via: api).status
+                                try await client.send(Harness.request(mId: "waiting-\(index)"), credentials: credentials, environment: .production, via: api)
+                                    .status
                             }
                         }
                         #expect(await cancelled == .cancelled)

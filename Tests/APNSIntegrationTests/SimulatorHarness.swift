@@ -176,7 +176,9 @@ enum SendAPI: String, CaseIterable, CustomTestStringConvertible, Sendable {
 }
 
 extension APNSClient {
-    func send(_ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment, via api: SendAPI) async throws(APNSClientError) -> APNSResponse {
+    func send(_ request: APNSRequest, credentials: APNSCredentials, environment: APNSEnvironment, via api: SendAPI) async throws(APNSClientError)
+        -> APNSResponse
+    {
         switch api {
         case .async:
             return try await self.send(request, credentials: credentials, environment: environment)

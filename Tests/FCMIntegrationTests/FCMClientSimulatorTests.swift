@@ -100,7 +100,9 @@ struct FCMClientSimulatorTests {
                 let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                     for index in 0..<1000 {
                         group.addTask {
-                            try await client.send(Fixture.dataMessage(token: "device-\(index)", mId: "c-\(index)").request(project: Self.projectA), account: account, via: api).status
+                            try await client.send(
+                                Fixture.dataMessage(token: "device-\(index)", mId: "c-\(index)").request(project: Self.projectA), account: account, via: api
+                            ).status
                         }
                     }
                     return try await group.reduce(into: [Int: Int]()) { $0[$1, default: 0] += 1 }
@@ -124,7 +126,8 @@ struct FCMClientSimulatorTests {
                 let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                     for index in 0..<50 {
                         group.addTask {
-                            try await client.send(Fixture.dataMessage(token: "d", mId: "r-\(index + 1)").request(project: Self.projectA), account: account).status
+                            try await client.send(Fixture.dataMessage(token: "d", mId: "r-\(index + 1)").request(project: Self.projectA), account: account)
+                                .status
                         }
                     }
                     return try await group.reduce(into: [Int]()) { $0.append($1) }
@@ -143,12 +146,16 @@ struct FCMClientSimulatorTests {
             // A frozen clock: the client believes its token valid; the simulator expires it.
             let clock = ManualClock()
             try await simulator.withClient(now: clock.now) { client in
-                #expect(try await client.send(Fixture.dataMessage(token: "d", mId: "u-0").request(project: Self.projectA), account: account, via: api).status == 200)
+                #expect(
+                    try await client.send(Fixture.dataMessage(token: "d", mId: "u-0").request(project: Self.projectA), account: account, via: api).status == 200
+                )
                 try await Task.sleep(for: .milliseconds(2300))
                 let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                     for index in 0..<50 {
                         group.addTask {
-                            try await client.send(Fixture.dataMessage(token: "d", mId: "u-\(index + 1)").request(project: Self.projectA), account: account, via: api).status
+                            try await client.send(
+                                Fixture.dataMessage(token: "d", mId: "u-\(index + 1)").request(project: Self.projectA), account: account, via: api
+                            ).status
                         }
                     }
                     return try await group.reduce(into: [Int]()) { $0.append($1) }
@@ -224,7 +231,8 @@ struct FCMClientSimulatorTests {
                     }
                     let started = ContinuousClock.now
                     for index in 1...5 {
-                        let response = try await client.send(Fixture.dataMessage(token: "d", mId: "b-\(index)").request(project: Self.projectB), account: accountB)
+                        let response = try await client.send(
+                            Fixture.dataMessage(token: "d", mId: "b-\(index)").request(project: Self.projectB), account: accountB)
                         #expect(response.status == 200)
                     }
                     #expect(ContinuousClock.now - started < .seconds(5))
@@ -247,14 +255,18 @@ struct FCMClientSimulatorTests {
         }
     }
 
-    @Test("2,000 concurrent sends over 2 connections; a GOAWAY mid-stream: every send answered 200, each message accepted exactly once", arguments: SendAPI.allCases)
+    @Test(
+        "2,000 concurrent sends over 2 connections; a GOAWAY mid-stream: every send answered 200, each message accepted exactly once",
+        arguments: SendAPI.allCases)
     func manySendsAndGoAway(api: SendAPI) async throws {
         // 100 streams per connection: most sends queue in the client, so the GOAWAY finds both
         // requests in flight (answered) and requests not yet sent (moved to new connections).
         try await Fixture.run(maxConcurrentStreams: 100) { simulator in
             let account = try Fixture.projectA.serviceAccount()
             try await simulator.withClient { client in
-                func sendAll(_ count: Int, prefix: String, during: (@Sendable () async throws -> Void)? = nil) async throws -> (ok: Int, errors: [FCMClientError]) {
+                func sendAll(_ count: Int, prefix: String, during: (@Sendable () async throws -> Void)? = nil) async throws -> (
+                    ok: Int, errors: [FCMClientError]
+                ) {
                     try await withThrowingTaskGroup(of: Result<Int, FCMClientError>?.self) { group in
                         for index in 0..<count {
                             group.addTask {
@@ -304,7 +316,9 @@ struct FCMClientSimulatorTests {
                     let answer = try await simulator.control(.POST, "/_control/goaway")
                     #expect(((answer["connections"] as? NSNumber)?.intValue ?? 0) >= 2)
                 }
-                print("GOAWAY run: \(second.ok) ok, \(second.errors.count) retriable errors (first: \(second.errors.first?.description ?? "none")), connections \(simulator.state.counters.connections)")
+                print(
+                    "GOAWAY run: \(second.ok) ok, \(second.errors.count) retriable errors (first: \(second.errors.first?.description ?? "none")), connections \(simulator.state.counters.connections)"
+                )
                 // Streams the GOAWAY cut off were provably not processed and went again on new
                 // connections; streams it let through were answered before the connection
                 // closed. Nothing is lost, nothing arrives twice.
@@ -377,7 +391,8 @@ struct FCMClientSimulatorTests {
             let client = FCMClient(configuration: simulator.configuration(), eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: Fixture.quietLogger)
             try await client.shutdown()
             do throws(FCMClientError) {
-                _ = try await client.send(Fixture.dataMessage(token: "d", mId: "s").request(project: Self.projectA), account: try! Fixture.projectA.serviceAccount())
+                _ = try await client.send(
+                    Fixture.dataMessage(token: "d", mId: "s").request(project: Self.projectA), account: try! Fixture.projectA.serviceAccount())
                 Issue.record("the send should fail")
             } catch {
                 #expect(error.code == .shutDown)

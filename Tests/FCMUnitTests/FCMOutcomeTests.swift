@@ -5,9 +5,10 @@ import Testing
 @Suite("FCMResponse: parsing and classification (no network)")
 struct FCMOutcomeTests {
     static func errorBody(status: Int, googleStatus: String, errorCode: String?, message: String = "m") -> String {
-        let details = errorCode.map {
-            #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#($0)"}]"#
-        } ?? ""
+        let details =
+            errorCode.map {
+                #","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"\#($0)"}]"#
+            } ?? ""
         return #"{"error":{"code":\#(status),"message":"\#(message)","status":"\#(googleStatus)"\#(details)}}"#
     }
 
@@ -15,19 +16,21 @@ struct FCMOutcomeTests {
         FCMResponse(status: status, body: Array(body.utf8), retryAfterHeader: retryAfter, now: Date(timeIntervalSince1970: 1_700_000_000))
     }
 
-    @Test("a success body's name, however it is written, as JSONSerialization reads it", arguments: [
-        #"{"name":"projects/p-1/messages/0:1500415314455276%31bd1c9631bd1c96"}"#,
-        #"  {  "name" : "projects/p-1/messages/1" }  "#,
-        #"{"other":[1,{"a":null},true],"name":"projects/p-1/messages/2","more":"x"}"#,
-        #"{"name":"projects\/p-1\/messages\/3 caf\u00e9"}"#,
-        #"{"name":"projects/p-1/messages/4 café"}"#,
-        #"{"name":"projects/p-1/messages/5","name":"projects/p-1/messages/6"}"#,
-        #"{"name":"projects/p-1/messages/7","score":1.5}"#,
-        #"{"name":7}"#,
-        #"{}"#,
-        #"not json"#,
-        #"{"name":"projects/p-1/messages/8"} trailing"#,
-    ])
+    @Test(
+        "a success body's name, however it is written, as JSONSerialization reads it",
+        arguments: [
+            #"{"name":"projects/p-1/messages/0:1500415314455276%31bd1c9631bd1c96"}"#,
+            #"  {  "name" : "projects/p-1/messages/1" }  "#,
+            #"{"other":[1,{"a":null},true],"name":"projects/p-1/messages/2","more":"x"}"#,
+            #"{"name":"projects\/p-1\/messages\/3 caf\u00e9"}"#,
+            #"{"name":"projects/p-1/messages/4 café"}"#,
+            #"{"name":"projects/p-1/messages/5","name":"projects/p-1/messages/6"}"#,
+            #"{"name":"projects/p-1/messages/7","score":1.5}"#,
+            #"{"name":7}"#,
+            #"{}"#,
+            #"not json"#,
+            #"{"name":"projects/p-1/messages/8"} trailing"#,
+        ])
     func successName(_ body: String) {
         let parsed = Self.response(200, body)
         let reference = (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["name"] as? String
@@ -40,25 +43,32 @@ struct FCMOutcomeTests {
         let cases: [(Int, String, String, String, String?, FCMOutcome)] = [
             (404, "NOT_FOUND", "UNREGISTERED", "Requested entity was not found.", nil, .tokenInvalid(reason: "UNREGISTERED")),
             (403, "PERMISSION_DENIED", "SENDER_ID_MISMATCH", "SenderId mismatch", nil, .tokenInvalid(reason: "SENDER_ID_MISMATCH")),
-            (400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token", nil,
-             .tokenInvalid(reason: "INVALID_ARGUMENT")),
+            (
+                400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "The registration token is not a valid FCM registration token", nil,
+                .tokenInvalid(reason: "INVALID_ARGUMENT")
+            ),
             (400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Invalid data payload key: from", nil, .rejected(reason: "INVALID_ARGUMENT")),
-            (400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Message is too big. The payload is 5000 bytes; the limit is 4096.", nil,
-             .rejected(reason: "INVALID_ARGUMENT")),
+            (
+                400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", "Message is too big. The payload is 5000 bytes; the limit is 4096.", nil,
+                .rejected(reason: "INVALID_ARGUMENT")
+            ),
             (429, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED", "q", nil, .quotaExceeded(after: .seconds(60))),
             (429, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED", "q", "10", .quotaExceeded(after: .seconds(60))),
             (429, "RESOURCE_EXHAUSTED", "QUOTA_EXCEEDED", "q", "120", .quotaExceeded(after: .seconds(120))),
             (503, "UNAVAILABLE", "UNAVAILABLE", "u", "10", .retry(reason: "UNAVAILABLE", after: .seconds(10))),
             (503, "UNAVAILABLE", "UNAVAILABLE", "u", nil, .retry(reason: "UNAVAILABLE", after: nil)),
             (500, "INTERNAL", "INTERNAL", "i", nil, .retry(reason: "INTERNAL", after: nil)),
-            (401, "UNAUTHENTICATED", "THIRD_PARTY_AUTH_ERROR", "Auth error from APNS or Web Push Service", nil,
-             .credentialRejected(reason: "THIRD_PARTY_AUTH_ERROR")),
+            (
+                401, "UNAUTHENTICATED", "THIRD_PARTY_AUTH_ERROR", "Auth error from APNS or Web Push Service", nil,
+                .credentialRejected(reason: "THIRD_PARTY_AUTH_ERROR")
+            ),
             // UNSPECIFIED_ERROR and unknown codes fall back to the status but keep their name.
             (500, "UNKNOWN", "UNSPECIFIED_ERROR", "x", nil, .retry(reason: "UNSPECIFIED_ERROR", after: nil)),
             (400, "INVALID_ARGUMENT", "SOMETHING_NEW", "x", nil, .rejected(reason: "SOMETHING_NEW")),
         ]
         for (status, googleStatus, code, message, retryAfter, expected) in cases {
-            let response = Self.response(status, Self.errorBody(status: status, googleStatus: googleStatus, errorCode: code, message: message), retryAfter: retryAfter)
+            let response = Self.response(
+                status, Self.errorBody(status: status, googleStatus: googleStatus, errorCode: code, message: message), retryAfter: retryAfter)
             #expect(response.errorCode == FCMErrorCode(rawValue: code), "\(code)")
             #expect(response.errorStatus == googleStatus)
             #expect(response.errorMessage == message)
@@ -91,7 +101,8 @@ struct FCMOutcomeTests {
 
     @Test("INVALID_ARGUMENT names the token through a field violation on message.token")
     func fieldViolation() {
-        let body = #"{"error":{"code":400,"message":"Request contains an invalid argument.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"INVALID_ARGUMENT"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":"message.token","description":"Invalid registration token"}]}]}}"#
+        let body =
+            #"{"error":{"code":400,"message":"Request contains an invalid argument.","status":"INVALID_ARGUMENT","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"INVALID_ARGUMENT"},{"@type":"type.googleapis.com/google.rpc.BadRequest","fieldViolations":[{"field":"message.token","description":"Invalid registration token"}]}]}}"#
         let response = Self.response(400, body)
         #expect(response.fieldViolations == ["message.token"])
         #expect(response.outcome == .tokenInvalid(reason: "INVALID_ARGUMENT"))

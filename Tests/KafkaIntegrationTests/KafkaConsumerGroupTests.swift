@@ -6,7 +6,9 @@ import Testing
 @Suite("Kafka consumer groups against the real broker", .serialized)
 struct KafkaConsumerGroupTests {
     /// Reads until `stop` says so, storing offsets after each batch; returns what it read.
-    private static func drain(_ consumer: KafkaConsumer, into seen: Locked<[String: [String]]>, member: String, until stop: @escaping @Sendable () -> Bool) async throws {
+    private static func drain(_ consumer: KafkaConsumer, into seen: Locked<[String: [String]]>, member: String, until stop: @escaping @Sendable () -> Bool)
+        async throws
+    {
         for try await batch in consumer.batches {
             seen.withLock { $0[member, default: []] += batch.map { String(decoding: $0.value, as: UTF8.self) } }
             try consumer.storeOffsets(for: batch)
@@ -44,7 +46,9 @@ struct KafkaConsumerGroupTests {
                 }
                 #expect(first.assignment.count + second.assignment.count == 4)
                 #expect(first.assignment.isDisjoint(with: second.assignment))
-                _ = try await producer.send((0..<total / 2).map { KafkaProducerRecord(topic: topic, key: "k\($0)", value: Array("r\($0)".utf8)) }).map { try $0.get() }
+                _ = try await producer.send((0..<total / 2).map { KafkaProducerRecord(topic: topic, key: "k\($0)", value: Array("r\($0)".utf8)) }).map {
+                    try $0.get()
+                }
 
                 // Both read their share; then the second member leaves the group.
                 while seen.withLock({ ($0["second"]?.count ?? 0) == 0 || ($0["first"]?.count ?? 0) == 0 }) {
@@ -55,7 +59,9 @@ struct KafkaConsumerGroupTests {
                 while first.assignment.count < 4 {
                     try await Task.sleep(for: .milliseconds(100))
                 }
-                _ = try await producer.send((total / 2..<total).map { KafkaProducerRecord(topic: topic, key: "k\($0)", value: Array("r\($0)".utf8)) }).map { try $0.get() }
+                _ = try await producer.send((total / 2..<total).map { KafkaProducerRecord(topic: topic, key: "k\($0)", value: Array("r\($0)".utf8)) }).map {
+                    try $0.get()
+                }
                 try await tasks.waitForAll()
             }
         }

@@ -56,7 +56,8 @@ struct EventEnvelopeTests {
 
     @Test("fields added by a newer producer are ignored")
     func addedFields() throws {
-        let json = #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"Bo","times":2,"mood":"happy"},"tenant":"acme"}"#
+        let json =
+            #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"Bo","times":2,"mood":"happy"},"tenant":"acme"}"#
         guard case .known(let event, let metadata) = try decoder.decode(Array(json.utf8)) else {
             Issue.record("expected a known event")
             return
@@ -79,7 +80,8 @@ struct EventEnvelopeTests {
     @Test("unknown types and versions decode to .unknown with their metadata")
     func unknownTypes() throws {
         let newer = #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":9,"occurredAt":"2026-11-22T10:00:00.5Z","key":"k","data":{}}"#
-        let other = #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"SomethingElse","version":1,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":[1,2]}"#
+        let other =
+            #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"SomethingElse","version":1,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":[1,2]}"#
         for json in [newer, other] {
             guard case .unknown(let metadata) = try decoder.decode(Array(json.utf8)) else {
                 Issue.record("expected an unknown event")
@@ -94,8 +96,14 @@ struct EventEnvelopeTests {
         let cases: [(String, EventDecodingError.Reason, String)] = [
             ("not json at all", .malformedEnvelope, "not valid JSON"),
             (#"{"type":"Greeting","version":2}"#, .malformedEnvelope, "missing field"),
-            (#"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"secret-value"}}"#, .invalidPayload, "missing field times"),
-            (#"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"x","times":"secret-value"}}"#, .invalidPayload, "wrong type at data.times"),
+            (
+                #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"secret-value"}}"#,
+                .invalidPayload, "missing field times"
+            ),
+            (
+                #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"x","times":"secret-value"}}"#,
+                .invalidPayload, "wrong type at data.times"
+            ),
         ]
         expectRefused(cases, by: decoder)
     }
@@ -126,8 +134,10 @@ struct SingleTypeDecoderTests {
 
     @Test("another type with the same fields, or another version of its type: unknown")
     func lookalikes() throws {
-        let otherType = #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Farewell","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"Bo","times":2}}"#
-        let otherVersion = #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":3,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"Bo","times":2}}"#
+        let otherType =
+            #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Farewell","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"Bo","times":2}}"#
+        let otherVersion =
+            #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":3,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"Bo","times":2}}"#
         for json in [otherType, otherVersion] {
             guard case .unknown(let metadata) = try decoder.decode(Array(json.utf8)) else {
                 Issue.record("expected an unknown event: \(json)")
@@ -142,7 +152,10 @@ struct SingleTypeDecoderTests {
         let cases: [(String, EventDecodingError.Reason, String)] = [
             ("not json at all", .malformedEnvelope, "not valid JSON"),
             (#"{"type":"Greeting","version":2,"data":{"name":"x","times":1}}"#, .malformedEnvelope, "missing field"),
-            (#"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"x","times":"secret-value"}}"#, .invalidPayload, "wrong type at data.times"),
+            (
+                #"{"id":"6b6499a8-9d43-4bc5-acf0-b6aeb96846f6","type":"Greeting","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"x","times":"secret-value"}}"#,
+                .invalidPayload, "wrong type at data.times"
+            ),
         ]
         expectRefused(cases, by: decoder)
     }

@@ -1,8 +1,8 @@
 import Foundation
+import PushWire
 import Testing
 
 @testable import PushEvents
-import PushWire
 
 /// The hand-written JSON of the per-notification events (EventJSONWriter, EventJSONReader) must
 /// be indistinguishable from the Codable path: the same bytes out, the same values in.
@@ -23,7 +23,10 @@ struct EventJSONTests {
         /// Text with everything JSON escapes or could get wrong: controls, quotes, backslashes,
         /// slashes, DEL, accents, U+2028, an emoji.
         mutating func text() -> String {
-            let pieces = ["a", "Z", "0", " ", "\"", "\\", "/", "\u{0}", "\u{8}", "\t", "\n", "\u{b}", "\u{c}", "\r", "\u{1f}", "\u{7f}", "é", "\u{2028}", "😀", "{\"aps\":", "}"]
+            let pieces = [
+                "a", "Z", "0", " ", "\"", "\\", "/", "\u{0}", "\u{8}", "\t", "\n", "\u{b}", "\u{c}", "\r", "\u{1f}", "\u{7f}", "é", "\u{2028}", "😀",
+                "{\"aps\":", "}",
+            ]
             return (0..<Int.random(in: 0...12, using: &self)).map { _ in pieces.randomElement(using: &self)! }.joined()
         }
 
@@ -39,7 +42,11 @@ struct EventJSONTests {
         mutating func uuid() -> UUID {
             var bytes = [UInt8](repeating: 0, count: 16)
             for index in bytes.indices { bytes[index] = UInt8.random(in: 0...255, using: &self) }
-            return UUID(uuid: (bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11], bytes[12], bytes[13], bytes[14], bytes[15]))
+            return UUID(
+                uuid: (
+                    bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7], bytes[8], bytes[9], bytes[10], bytes[11], bytes[12],
+                    bytes[13], bytes[14], bytes[15]
+                ))
         }
 
         mutating func maybe<T>(_ value: T) -> T? { Bool.random(using: &self) ? value : nil }
@@ -49,7 +56,8 @@ struct EventJSONTests {
         }
 
         mutating func reference() -> MessageReference {
-            MessageReference(messageId: uuid(), deliveryId: text(), appId: uuid(), registrationToken: text(), platform: Platform.allCases.randomElement(using: &self)!)
+            MessageReference(
+                messageId: uuid(), deliveryId: text(), appId: uuid(), registrationToken: text(), platform: Platform.allCases.randomElement(using: &self)!)
         }
 
         mutating func apns() -> APNSMessagePlanned {
@@ -88,10 +96,16 @@ struct EventJSONTests {
         for _ in 0..<500 {
             try Self.expectSameBytes(values.envelope(values.apns()))
             try Self.expectSameBytes(values.envelope(values.fcm()))
-            try Self.expectSameBytes(values.envelope(MessageSent(message: values.reference(), providerMessageId: values.text(), attempts: values.int(), sentAt: values.date())))
-            try Self.expectSameBytes(values.envelope(MessageFailed(message: values.reference(), failureType: values.text(), reason: values.text(), attempts: values.int(), failedAt: values.date())))
+            try Self.expectSameBytes(
+                values.envelope(MessageSent(message: values.reference(), providerMessageId: values.text(), attempts: values.int(), sentAt: values.date())))
+            try Self.expectSameBytes(
+                values.envelope(
+                    MessageFailed(
+                        message: values.reference(), failureType: values.text(), reason: values.text(), attempts: values.int(), failedAt: values.date())))
             try Self.expectSameBytes(values.envelope(MessageExpired(message: values.reference(), attempts: values.int(), expiredAt: values.date())))
-            try Self.expectSameBytes(values.envelope(SubscriptionDisabled(appId: values.uuid(), registrationToken: values.text(), reason: values.text(), invalidSince: values.date())))
+            try Self.expectSameBytes(
+                values.envelope(
+                    SubscriptionDisabled(appId: values.uuid(), registrationToken: values.text(), reason: values.text(), invalidSince: values.date())))
         }
     }
 
@@ -150,30 +164,33 @@ struct EventJSONTests {
         envelope.payload.validUntil = Date(timeIntervalSince1970: 1_795_000_001)
         envelope.payload.plannedAt = Date(timeIntervalSince1970: 1_795_000_002)
         envelope.payload.notBefore = nil
-        try Self.expectSameValue(Array(try pretty.encode(EventEnvelope<FCMMessagePlanned>.Wire(metadata: envelope.metadata, data: envelope.payload))), as: FCMMessagePlanned.self)
+        try Self.expectSameValue(
+            Array(try pretty.encode(EventEnvelope<FCMMessagePlanned>.Wire(metadata: envelope.metadata, data: envelope.payload))), as: FCMMessagePlanned.self)
     }
 
-    @Test("what the reader leaves to the decoder, and the decoder still decides", arguments: [
-        ("a key twice", #""attempt":1,"#, #""attempt":1,"attempt":2,"#),
-        ("a fraction for an integer", #""priority":10"#, #""priority":10.0"#),
-        ("a leading zero", #""priority":10"#, #""priority":010"#),
-        ("an exponent", #""priority":10"#, #""priority":1e1"#),
-        ("an integer too large", #""priority":10"#, #""priority":99999999999999999999"#),
-        ("a missing member", #""topic":"com.example","#, ""),
-        ("a string for an integer", #""priority":10"#, #""priority":"10""#),
-        ("a day that does not exist", #""validUntil":"2026-11-26T10:00:00.250Z""#, #""validUntil":"2026-02-30T10:00:00Z""#),
-        ("microseconds", #""validUntil":"2026-11-26T10:00:00.250Z""#, #""validUntil":"2026-11-26T10:00:00.250123Z""#),
-        ("a time zone offset", #""validUntil":"2026-11-26T10:00:00.250Z""#, #""validUntil":"2026-11-26T11:00:00.250+01:00""#),
-        ("a lone surrogate", #"caf\u00e9"#, #"caf\udc00"#),
-        ("a raw control character", #""registrationToken":"t""#, "\"registrationToken\":\"t\u{1}\""),
-        ("invalid UTF-8", #""registrationToken":"t""#, "\"registrationToken\":\"t\u{FFFF}\""),
-        ("trailing bytes", #""version":1}"#, #""version":1}x"#),
-        ("a null for a required member", #""topic":"com.example""#, #""topic":null"#),
-        ("a UUID without dashes", #""2B6499A8-9D43-4BC5-ACF0-B6AEB96846F6""#, #""2B6499A89D434BC5ACF0B6AEB96846F6""#),
-        ("a UUID with a letter that is not hex", #""2B6499A8-9D43-4BC5-ACF0-B6AEB96846F6""#, #""2B6499A8-9D43-4BC5-ACF0-B6AEB96846FG""#),
-        ("a key with an escape", #""topic":"com.example""#, #""t\u006fpic":"com.example""#),
-        ("a key with an escape, next to the plain key", #""topic":"com.example""#, #""topic":"com.example","t\u006fpic":"com.other""#),
-    ])
+    @Test(
+        "what the reader leaves to the decoder, and the decoder still decides",
+        arguments: [
+            ("a key twice", #""attempt":1,"#, #""attempt":1,"attempt":2,"#),
+            ("a fraction for an integer", #""priority":10"#, #""priority":10.0"#),
+            ("a leading zero", #""priority":10"#, #""priority":010"#),
+            ("an exponent", #""priority":10"#, #""priority":1e1"#),
+            ("an integer too large", #""priority":10"#, #""priority":99999999999999999999"#),
+            ("a missing member", #""topic":"com.example","#, ""),
+            ("a string for an integer", #""priority":10"#, #""priority":"10""#),
+            ("a day that does not exist", #""validUntil":"2026-11-26T10:00:00.250Z""#, #""validUntil":"2026-02-30T10:00:00Z""#),
+            ("microseconds", #""validUntil":"2026-11-26T10:00:00.250Z""#, #""validUntil":"2026-11-26T10:00:00.250123Z""#),
+            ("a time zone offset", #""validUntil":"2026-11-26T10:00:00.250Z""#, #""validUntil":"2026-11-26T11:00:00.250+01:00""#),
+            ("a lone surrogate", #"caf\u00e9"#, #"caf\udc00"#),
+            ("a raw control character", #""registrationToken":"t""#, "\"registrationToken\":\"t\u{1}\""),
+            ("invalid UTF-8", #""registrationToken":"t""#, "\"registrationToken\":\"t\u{FFFF}\""),
+            ("trailing bytes", #""version":1}"#, #""version":1}x"#),
+            ("a null for a required member", #""topic":"com.example""#, #""topic":null"#),
+            ("a UUID without dashes", #""2B6499A8-9D43-4BC5-ACF0-B6AEB96846F6""#, #""2B6499A89D434BC5ACF0B6AEB96846F6""#),
+            ("a UUID with a letter that is not hex", #""2B6499A8-9D43-4BC5-ACF0-B6AEB96846F6""#, #""2B6499A8-9D43-4BC5-ACF0-B6AEB96846FG""#),
+            ("a key with an escape", #""topic":"com.example""#, #""t\u006fpic":"com.example""#),
+            ("a key with an escape, next to the plain key", #""topic":"com.example""#, #""topic":"com.example","t\u006fpic":"com.other""#),
+        ])
     func leftToDecoder(_ problem: String, _ original: String, _ replacement: String) throws {
         #expect(Self.sample.contains(original))
         var bytes = Array(Self.sample.replacingOccurrences(of: original, with: replacement).utf8)

@@ -16,10 +16,12 @@ struct HTTP2OriginTests {
         #expect(HTTP2Origin(url: "https://[::1]:8443/x") == HTTP2Origin(host: "::1", port: 8443, pathPrefix: "/x"))
     }
 
-    @Test("refused: another scheme, no host, a bad port, credentials in the URL", arguments: [
-        "http://api.push.apple.com", "api.push.apple.com", "https://", "https://:443", "https://host:0",
-        "https://host:65536", "https://host:https", "https://user@host", "https://[::1", "https://[::1]x",
-    ])
+    @Test(
+        "refused: another scheme, no host, a bad port, credentials in the URL",
+        arguments: [
+            "http://api.push.apple.com", "api.push.apple.com", "https://", "https://:443", "https://host:0",
+            "https://host:65536", "https://host:https", "https://user@host", "https://[::1", "https://[::1]x",
+        ])
     func refused(url: String) {
         #expect(HTTP2Origin(url: url) == nil)
     }

@@ -19,14 +19,18 @@ struct DeliveryIndicatorTests {
     /// The planning harness plus a `tracking_log` projection on the run's tracking topic.
     static func run<T: Sendable>(_ body: @escaping @Sendable (PlanningHarness) async throws -> T) async throws -> T {
         let suffix = PlanningHarness.makeSuffix()
-        return try await PlanningHarness.run(suffix: suffix, more: { configuration, postgres, producer, logger in
-            let name = trackingGroup(suffix)
-            return [ProjectionRunner(
-                projection: TrackingLogProjection(name: name, topic: configuration.topics.tracking.name),
-                postgres: postgres, consumer: configuration.consumer(group: ""),
-                deadLetters: DeadLetterPublisher(producer: producer, catalog: configuration.topics, group: name), logger: logger
-            )]
-        }, body)
+        return try await PlanningHarness.run(
+            suffix: suffix,
+            more: { configuration, postgres, producer, logger in
+                let name = trackingGroup(suffix)
+                return [
+                    ProjectionRunner(
+                        projection: TrackingLogProjection(name: name, topic: configuration.topics.tracking.name),
+                        postgres: postgres, consumer: configuration.consumer(group: ""),
+                        deadLetters: DeadLetterPublisher(producer: producer, catalog: configuration.topics, group: name), logger: logger
+                    )
+                ]
+            }, body)
     }
 
     static func trackingGroup(_ suffix: String) -> String { "test.tracking-log.\(suffix)" }
@@ -38,7 +42,8 @@ struct DeliveryIndicatorTests {
         var description: String {
             let rates = "\(impressionRate.map { "\($0)" } ?? "null")/\(openRate.map { "\($0)" } ?? "null")"
             let failures = "failed \(failed) (hard \(failedHard) soft \(failedSoft) ignored \(failedIgnored))"
-            return "to_deliver \(toDeliver) excluded \(excluded) processed \(processed) sent \(sent) \(failures) expired \(expired) impressions \(impressions) opens \(opens) rates \(rates)"
+            return
+                "to_deliver \(toDeliver) excluded \(excluded) processed \(processed) sent \(sent) \(failures) expired \(expired) impressions \(impressions) opens \(opens) rates \(rates)"
         }
     }
 
@@ -74,7 +79,8 @@ struct DeliveryIndicatorTests {
     }
 
     static func hit(_ h: PlanningHarness, _ hit: TrackingHitRecorded) throws -> KafkaProducerRecord {
-        try KafkaProducerRecord(topic: h.topics.tracking.name, event: EventEnvelope(key: hit.messageId, payload: hit, id: hit.trackingId, occurredAt: hit.occurredAt))
+        try KafkaProducerRecord(
+            topic: h.topics.tracking.name, event: EventEnvelope(key: hit.messageId, payload: hit, id: hit.trackingId, occurredAt: hit.occurredAt))
     }
 
     static func trackingHit(_ message: UUID, delivery: String, tag: Int32, at date: Date = Date()) -> TrackingHitRecorded {
@@ -144,18 +150,24 @@ struct DeliveryIndicatorTests {
                 results.append(try Self.result(h, MessageSent(message: m[i], providerMessageId: "p\(i)", attempts: 1, sentAt: sentAt), key: m[i].messageId))
             }
             for (i, type, reason) in [(4, "hard", "Unregistered"), (5, "soft", "payload-too-large"), (6, "ignored", "connection-lost")] {
-                results.append(try Self.result(h, MessageFailed(message: m[i], failureType: type, reason: reason, attempts: 2, failedAt: sentAt), key: m[i].messageId))
+                results.append(
+                    try Self.result(h, MessageFailed(message: m[i], failureType: type, reason: reason, attempts: 2, failedAt: sentAt), key: m[i].messageId))
             }
             results.append(try Self.result(h, MessageExpired(message: m[7], attempts: 3, expiredAt: sentAt), key: m[7].messageId))
             // In the same batch: a repeated result, and a later contradicting one (first wins).
             results.append(results[0])
-            results.append(try Self.result(h, MessageFailed(message: m[1], failureType: "hard", reason: "Unregistered", attempts: 2, failedAt: sentAt), key: m[1].messageId))
+            results.append(
+                try Self.result(
+                    h, MessageFailed(message: m[1], failureType: "hard", reason: "Unregistered", attempts: 2, failedAt: sentAt), key: m[1].messageId))
             try await Self.publish(h, results)
             let broadLogGroup = "test.broad-log.\(h.suffix)"
             try await Self.waitProjected(h, group: broadLogGroup, topic: h.topics.messageResults.name, count: results.count)
 
             // Later batches: the same results again, and a sent for a message already failed.
-            let again = Array(results.prefix(8)) + [try Self.result(h, MessageSent(message: m[4], providerMessageId: "late", attempts: 3, sentAt: sentAt), key: m[4].messageId)]
+            let again =
+                Array(results.prefix(8)) + [
+                    try Self.result(h, MessageSent(message: m[4], providerMessageId: "late", attempts: 3, sentAt: sentAt), key: m[4].messageId)
+                ]
             try await Self.publish(h, again)
             try await Self.waitProjected(h, group: broadLogGroup, topic: h.topics.messageResults.name, count: results.count + again.count)
 
@@ -174,7 +186,9 @@ struct DeliveryIndicatorTests {
             try await Self.publish(h, try hits.map { try Self.hit(h, $0) })
             try await Self.waitProjected(h, group: Self.trackingGroup(h.suffix), topic: h.topics.tracking.name, count: hits.count)
             // A later batch with more of the same.
-            let more = [hits[6], Self.trackingHit(m[1].messageId, delivery: deliveryId, tag: 2), Self.trackingHit(m[2].messageId, delivery: deliveryId, tag: 1)]
+            let more = [
+                hits[6], Self.trackingHit(m[1].messageId, delivery: deliveryId, tag: 2), Self.trackingHit(m[2].messageId, delivery: deliveryId, tag: 1),
+            ]
             try await Self.publish(h, try more.map { try Self.hit(h, $0) })
             try await Self.waitProjected(h, group: Self.trackingGroup(h.suffix), topic: h.topics.tracking.name, count: hits.count + more.count)
 
@@ -184,7 +198,9 @@ struct DeliveryIndicatorTests {
             )
             let actual = try await Self.indicators(h, deliveryId)
             #expect(actual == expected)
-            #expect(try await h.int("SELECT count(*)::int FROM push.tracking_log WHERE delivery_id = \(deliveryId)") == 10, "every hit is a row; the repeated record is not")
+            #expect(
+                try await h.int("SELECT count(*)::int FROM push.tracking_log WHERE delivery_id = \(deliveryId)") == 10,
+                "every hit is a row; the repeated record is not")
             #expect(try await h.text("SELECT status FROM push.broad_log WHERE message_id = \(m[4].messageId)") == "failed")
             #expect(try await Self.inconsistent(h, deliveryId) == 0, "the counters equal a recount of broad_log and tracking_log")
 
@@ -195,8 +211,10 @@ struct DeliveryIndicatorTests {
             let report = try await BuiltExecutable.run("pushctl", arguments: ["report", deliveryId, "--svg", svg.path])
             #expect(report.status == 0, "\(report.output)")
             let lines = report.output.split(separator: "\n").map { $0.split(separator: " ").joined(separator: " ") }
-            for expectedLine in ["targeted 11", "excluded 1 quarantined devices left out", "sent 4 36.4% of targeted", "failed 3 hard 1, soft 1, ignored 1",
-                                 "received 3 75.0% of sent", "opened 2 50.0% of sent", "expired 1, still pending 3"] {
+            for expectedLine in [
+                "targeted 11", "excluded 1 quarantined devices left out", "sent 4 36.4% of targeted", "failed 3 hard 1, soft 1, ignored 1",
+                "received 3 75.0% of sent", "opened 2 50.0% of sent", "expired 1, still pending 3",
+            ] {
                 #expect(lines.contains(expectedLine), "\(expectedLine) in:\n\(report.output)")
             }
             let chart = try String(contentsOf: svg, encoding: .utf8)
@@ -216,7 +234,8 @@ struct DeliveryIndicatorTests {
             let deliveryId = "early\(h.suffix)"
             let app = UUID()
             let refs = (1...3).map { n in
-                MessageReference(messageId: UUID(), deliveryId: deliveryId, appId: app, registrationToken: String(repeating: "a\(n)", count: 32), platform: .ios)
+                MessageReference(
+                    messageId: UUID(), deliveryId: deliveryId, appId: app, registrationToken: String(repeating: "a\(n)", count: 32), platform: .ios)
             }
             let broadLogGroup = "test.broad-log.\(h.suffix)"
             let early = [
@@ -225,14 +244,20 @@ struct DeliveryIndicatorTests {
             ]
             try await Self.publish(h, early)
             try await Self.waitProjected(h, group: broadLogGroup, topic: h.topics.messageResults.name, count: early.count)
-            #expect(try await Self.indicators(h, deliveryId).map { [$0.sent, $0.expired, $0.processed, $0.toDeliver] } == [1, 1, 2, -1], "counted before any planned message; to_deliver unknown (null)")
+            #expect(
+                try await Self.indicators(h, deliveryId).map { [$0.sent, $0.expired, $0.processed, $0.toDeliver] } == [1, 1, 2, -1],
+                "counted before any planned message; to_deliver unknown (null)")
 
             let planned = try refs.map { ref in
-                try KafkaProducerRecord(topic: h.topics.apnsMessages.name, event: EventEnvelope(key: "\(app):\(ref.registrationToken)", payload: APNSMessagePlanned(
-                    messageId: ref.messageId, deliveryId: deliveryId, appId: app, registrationToken: ref.registrationToken, environment: "production",
-                    credential: nil, topic: "com.example.trips", pushType: "alert", priority: 10, collapseId: nil, payload: "{}",
-                    validUntil: Date().addingTimeInterval(3600), attempt: 1, plannedAt: Date()
-                )))
+                try KafkaProducerRecord(
+                    topic: h.topics.apnsMessages.name,
+                    event: EventEnvelope(
+                        key: "\(app):\(ref.registrationToken)",
+                        payload: APNSMessagePlanned(
+                            messageId: ref.messageId, deliveryId: deliveryId, appId: app, registrationToken: ref.registrationToken, environment: "production",
+                            credential: nil, topic: "com.example.trips", pushType: "alert", priority: 10, collapseId: nil, payload: "{}",
+                            validUntil: Date().addingTimeInterval(3600), attempt: 1, plannedAt: Date()
+                        )))
             }
             try await Self.publish(h, planned)
             try await h.eventually("the planned messages are in the broad log") {
@@ -252,10 +277,12 @@ struct DeliveryIndicatorTests {
             try await Self.waitProjected(h, group: "test.deliveries.\(h.suffix)", topic: h.topics.deliveryEvents.name, count: 2)
 
             let actual = try await Self.indicators(h, deliveryId)
-            #expect(actual == Indicators(
-                toDeliver: 3, excluded: 0, processed: 3, sent: 2, failed: 0, failedHard: 0, failedSoft: 0, failedIgnored: 0, expired: 1,
-                impressions: 0, opens: 0, impressionRate: 0, openRate: 0
-            ))
+            #expect(
+                actual
+                    == Indicators(
+                        toDeliver: 3, excluded: 0, processed: 3, sent: 2, failed: 0, failedHard: 0, failedSoft: 0, failedIgnored: 0, expired: 1,
+                        impressions: 0, opens: 0, impressionRate: 0, openRate: 0
+                    ))
             #expect(try await Self.inconsistent(h, deliveryId) == 0)
         }
     }

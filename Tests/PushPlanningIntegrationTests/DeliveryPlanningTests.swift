@@ -17,10 +17,12 @@ struct DeliveryPlanningTests {
             try await h.addSubscriptions(ios, count: 120)
             try await h.addSubscriptions(android, count: 80)
             let requestId = "all-\(h.suffix)"
-            try await h.publishRequest(requestJSON(
-                requestId: requestId, service: service,
-                content: #"{"title": "Hi {{userKey}}", "body": "See {{param.city}} ({{param.tier|none}})", "variables": {"url": "https://example.com/{{param.nickname}}"}}"#
-            ), key: requestId)
+            try await h.publishRequest(
+                requestJSON(
+                    requestId: requestId, service: service,
+                    content:
+                        #"{"title": "Hi {{userKey}}", "body": "See {{param.city}} ({{param.tier|none}})", "variables": {"url": "https://example.com/{{param.nickname}}"}}"#
+                ), key: requestId)
             let deliveryId = try await h.waitPlanned(requestId)
 
             let apns = try await h.records(h.topics.apnsMessages.name)
@@ -72,14 +74,21 @@ struct DeliveryPlanningTests {
             let byKeys = try await h.waitPlanned("keys-\(h.suffix)")
             #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(byKeys)") == 4, "user3 and user7 on both apps")
 
-            try await h.publishRequest(requestJSON(requestId: "where-\(h.suffix)", service: service, apps: [android.integrationKey], audience: #"{"where": {"tier": "gold", "city": "Lisbon"}}"#))
+            try await h.publishRequest(
+                requestJSON(
+                    requestId: "where-\(h.suffix)", service: service, apps: [android.integrationKey],
+                    audience: #"{"where": {"tier": "gold", "city": "Lisbon"}}"#))
             let byParams = try await h.waitPlanned("where-\(h.suffix)")
-            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(byParams)") == 20, "the even user numbers of the Android app only")
+            #expect(
+                try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(byParams)") == 20,
+                "the even user numbers of the Android app only")
             #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(byParams) AND app_id <> \(android.appId)") == 0)
 
             try await h.publishRequest(requestJSON(requestId: "none-\(h.suffix)", service: service, audience: #"{"where": {"tier": "platinum"}}"#))
             let nobody = try await h.waitPlanned("none-\(h.suffix)")
-            #expect(try await h.int("SELECT targeted::int FROM push.deliveries WHERE delivery_id = \(nobody)") == 0, "a delivery to nobody is planned with zero messages")
+            #expect(
+                try await h.int("SELECT targeted::int FROM push.deliveries WHERE delivery_id = \(nobody)") == 0,
+                "a delivery to nobody is planned with zero messages")
         }
     }
 
@@ -118,15 +127,23 @@ struct DeliveryPlanningTests {
             try await h.waitPlanned("good-\(h.suffix)")
 
             try await h.eventually("two rejections recorded") {
-                try await h.int("SELECT count(*)::int FROM push.delivery_rejections WHERE request_id = \("bad-\(h.suffix)") OR request_id IS NULL AND reason LIKE 'the record is not%'") >= 2
+                try await h.int(
+                    "SELECT count(*)::int FROM push.delivery_rejections WHERE request_id = \("bad-\(h.suffix)") OR request_id IS NULL AND reason LIKE 'the record is not%'"
+                ) >= 2
             }
             let rejections = try await h.deliveryEvents().filter { $0["type"] as? String == "DeliveryRejected" }.compactMap { $0["data"] as? [String: Any] }
             #expect(rejections.count == 2)
-            #expect(rejections.contains { $0["requestId"] as? String == "bad-\(h.suffix)" && ($0["reason"] as? String)?.contains("variable 'coupon' is not declared") == true })
+            #expect(
+                rejections.contains {
+                    $0["requestId"] as? String == "bad-\(h.suffix)" && ($0["reason"] as? String)?.contains("variable 'coupon' is not declared") == true
+                })
             #expect(rejections.contains { $0["requestId"] == nil && $0["reason"] as? String == "the record is not a JSON object" })
             let letters = try await h.records(h.topics.deliveryRequestsDLQ.name)
             #expect(letters.count == 2)
-            #expect(letters.contains { String(decoding: $0.value, as: UTF8.self) == "this is not JSON" && $0.headers.string("dlq.reason") == "the record is not a JSON object" })
+            #expect(
+                letters.contains {
+                    String(decoding: $0.value, as: UTF8.self) == "this is not JSON" && $0.headers.string("dlq.reason") == "the record is not a JSON object"
+                })
             #expect(letters.allSatisfy { $0.headers.string("dlq.source.topic") == h.topics.deliveryRequests.name })
         }
     }
@@ -151,7 +168,9 @@ struct DeliveryPlanningTests {
             #expect(try await h.int("SELECT count(*)::int FROM push.deliveries WHERE request_id = \(requestId)") == 1)
             let messages = try await h.records(h.topics.apnsMessages.name).filter { $0.headers.string("push-delivery-id") == deliveryId }
             #expect(messages.count == 25, "one message per device, not one per request copy")
-            #expect(try await h.deliveryEvents().filter { $0["type"] as? String == "DeliveryAccepted" }.count == 2, "one for the repeated id, one for the next request")
+            #expect(
+                try await h.deliveryEvents().filter { $0["type"] as? String == "DeliveryAccepted" }.count == 2,
+                "one for the repeated id, one for the next request")
         }
     }
 
@@ -166,7 +185,9 @@ struct DeliveryPlanningTests {
             try await h.publishRequest(requestJSON(requestId: requestId, service: service, content: #"{"title": "\#(long)", "body": "b"}"#))
             let deliveryId = try await h.waitPlanned(requestId)
             try await h.eventually("failures projected") {
-                try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND status = 'failed' AND failure_type = 'soft' AND failure_reason = 'payload-too-large'") == 10
+                try await h.int(
+                    "SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND status = 'failed' AND failure_type = 'soft' AND failure_reason = 'payload-too-large'"
+                ) == 10
             }
             #expect(try await h.messageRecords().filter { $0.headers.string("push-delivery-id") == deliveryId }.isEmpty)
             #expect(try await h.int("SELECT failed_at_planning::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == 10)

@@ -18,7 +18,8 @@ import Testing
 struct HostileRecordTests {
     /// The bad records every topic gets, with what the dead letter's reason must mention.
     static func hostile(knownType: String) -> [(name: String, value: [UInt8])] {
-        let envelopeStart = #"{"id":"\#(UUID().uuidString.lowercased())","occurredAt":"2026-11-23T10:00:00.000Z","key":"k","correlationId":null,"causationId":null,"#
+        let envelopeStart =
+            #"{"id":"\#(UUID().uuidString.lowercased())","occurredAt":"2026-11-23T10:00:00.000Z","key":"k","correlationId":null,"causationId":null,"#
         return [
             ("not JSON", Array("this is not an event".utf8)),
             ("JSON, not an envelope", Array(#"{"hello":"world"}"#.utf8)),
@@ -44,17 +45,26 @@ struct HostileRecordTests {
         let suffix = PlanningHarness.makeSuffix()
         var environment = ProcessInfo.processInfo.environment
         _ = try #require(environment["KAFKA_BROKERS"], "KAFKA_BROKERS is not set: run the suite with scripts/test")
-        for (id, name) in [("CATALOG", "catalog"), ("SUBSCRIPTIONS", "subscriptions"), ("DELIVERY_EVENTS", "delivery-events"),
-                           ("APNS_MESSAGES", "apns"), ("FCM_MESSAGES", "fcm"), ("MESSAGE_RESULTS", "results"), ("TRACKING", "tracking")] {
+        for (id, name) in [
+            ("CATALOG", "catalog"), ("SUBSCRIPTIONS", "subscriptions"), ("DELIVERY_EVENTS", "delivery-events"),
+            ("APNS_MESSAGES", "apns"), ("FCM_MESSAGES", "fcm"), ("MESSAGE_RESULTS", "results"), ("TRACKING", "tracking"),
+        ] {
             environment["PUSH_TOPIC_\(id)"] = "test.hostile.\(name).\(suffix)"
             environment["PUSH_TOPIC_\(id)_PARTITIONS"] = "1"
         }
         let configuration = try RuntimeConfiguration(service: "hostile-tests", defaultOpsPort: 0, environment: EnvironmentSettings(environment))
-        let logger = { var logger = Logger(label: "hostile-tests"); logger.logLevel = .error; return logger }()
+        let logger = {
+            var logger = Logger(label: "hostile-tests")
+            logger.logLevel = .error
+            return logger
+        }()
         let topics = configuration.topics
         let admin = try KafkaAdmin(configuration: configuration.kafka, logger: logger)
-        let created = [topics.catalog, topics.subscriptions, topics.deliveryEvents, topics.apnsMessages, topics.fcmMessages, topics.messageResults, topics.tracking]
-        _ = try await admin.createTopics(created.flatMap { [KafkaTopicSpecification(name: $0.name, partitions: 1), KafkaTopicSpecification(name: "\($0.name).dlq", partitions: 1)] })
+        let created = [
+            topics.catalog, topics.subscriptions, topics.deliveryEvents, topics.apnsMessages, topics.fcmMessages, topics.messageResults, topics.tracking,
+        ]
+        _ = try await admin.createTopics(
+            created.flatMap { [KafkaTopicSpecification(name: $0.name, partitions: 1), KafkaTopicSpecification(name: "\($0.name).dlq", partitions: 1)] })
         await admin.close()
 
         // One good event per topic, after the bad ones and an unknown version of it.
@@ -69,27 +79,45 @@ struct HostileRecordTests {
         )
         let service = ServiceDefined(serviceId: UUID(), name: serviceName, label: "Hostile")
         let good: [(topic: String, type: String, key: String, record: KafkaProducerRecord)] = [
-            (topics.catalog.name, ServiceDefined.eventType, "service:\(service.serviceId)",
-             try KafkaProducerRecord(topic: topics.catalog.name, event: EventEnvelope(key: "service:\(service.serviceId)", payload: service))),
-            (topics.subscriptions.name, SubscriptionRegistered.eventType, SubscriptionRegistered.key(appId: message.appId, registrationToken: token),
-             try KafkaProducerRecord(topic: topics.subscriptions.name, event: EventEnvelope(
-                key: SubscriptionRegistered.key(appId: message.appId, registrationToken: token),
-                payload: SubscriptionRegistered(
-                    appId: message.appId, integrationKey: "key-\(suffix)", platform: .android, registrationToken: token, userKey: "u",
-                    deviceImei: nil, deviceName: "d", deviceModel: "m", deviceBrand: "b", deviceManufacturer: "f", osName: "android",
-                    osVersion: "Android 14", osLanguage: "en", params: [:], registeredAt: at
-                )
-             ))),
-            (topics.deliveryEvents.name, DeliveryRejected.eventType, requestId,
-             try KafkaProducerRecord(topic: topics.deliveryEvents.name, event: EventEnvelope(
-                key: requestId, payload: DeliveryRejected(requestId: requestId, reason: "test", sourceTopic: "x", sourcePartition: 0, sourceOffset: 0, rejectedAt: at)
-             ))),
-            (topics.messageResults.name, MessageSent.eventType, message.messageId.uuidString.lowercased(),
-             try KafkaProducerRecord(topic: topics.messageResults.name, event: EventEnvelope(
-                key: message.messageId.uuidString.lowercased(), payload: MessageSent(message: message, providerMessageId: "p", attempts: 1, sentAt: at)
-             ))),
-            (topics.tracking.name, TrackingHitRecorded.eventType, tracking.messageId,
-             try KafkaProducerRecord(topic: topics.tracking.name, event: EventEnvelope(key: tracking.messageId, payload: tracking, id: tracking.trackingId, occurredAt: at))),
+            (
+                topics.catalog.name, ServiceDefined.eventType, "service:\(service.serviceId)",
+                try KafkaProducerRecord(topic: topics.catalog.name, event: EventEnvelope(key: "service:\(service.serviceId)", payload: service))
+            ),
+            (
+                topics.subscriptions.name, SubscriptionRegistered.eventType, SubscriptionRegistered.key(appId: message.appId, registrationToken: token),
+                try KafkaProducerRecord(
+                    topic: topics.subscriptions.name,
+                    event: EventEnvelope(
+                        key: SubscriptionRegistered.key(appId: message.appId, registrationToken: token),
+                        payload: SubscriptionRegistered(
+                            appId: message.appId, integrationKey: "key-\(suffix)", platform: .android, registrationToken: token, userKey: "u",
+                            deviceImei: nil, deviceName: "d", deviceModel: "m", deviceBrand: "b", deviceManufacturer: "f", osName: "android",
+                            osVersion: "Android 14", osLanguage: "en", params: [:], registeredAt: at
+                        )
+                    ))
+            ),
+            (
+                topics.deliveryEvents.name, DeliveryRejected.eventType, requestId,
+                try KafkaProducerRecord(
+                    topic: topics.deliveryEvents.name,
+                    event: EventEnvelope(
+                        key: requestId,
+                        payload: DeliveryRejected(requestId: requestId, reason: "test", sourceTopic: "x", sourcePartition: 0, sourceOffset: 0, rejectedAt: at)
+                    ))
+            ),
+            (
+                topics.messageResults.name, MessageSent.eventType, message.messageId.uuidString.lowercased(),
+                try KafkaProducerRecord(
+                    topic: topics.messageResults.name,
+                    event: EventEnvelope(
+                        key: message.messageId.uuidString.lowercased(), payload: MessageSent(message: message, providerMessageId: "p", attempts: 1, sentAt: at)
+                    ))
+            ),
+            (
+                topics.tracking.name, TrackingHitRecorded.eventType, tracking.messageId,
+                try KafkaProducerRecord(
+                    topic: topics.tracking.name, event: EventEnvelope(key: tracking.messageId, payload: tracking, id: tracking.trackingId, occurredAt: at))
+            ),
         ]
         var records: [KafkaProducerRecord] = []
         for entry in good {
@@ -109,15 +137,20 @@ struct HostileRecordTests {
 
         // The services' projections, from the beginning, into an empty database.
         let database = "push_test_hostile_\(suffix)"
-        try await Self.withPostgres(configuration.postgres, logger) { try await $0.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(database)"), logger: logger) }
+        try await Self.withPostgres(configuration.postgres, logger) {
+            try await $0.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(database)"), logger: logger)
+        }
         defer { ProjectionReplayTests.dropLater(database) }
         environment["POSTGRES_URL"] = try ProjectionReplayTests.url(environment["POSTGRES_URL"], database: database)
         let migrate = try await BuiltExecutable.run("pushctl", arguments: ["migrate"], environment: environment)
         try #require(migrate.status == 0, "\(migrate.output)")
         let replay = try await BuiltExecutable.run(
             "pushctl",
-            arguments: ["projections", "replay", "--only", "catalog", "--only", "subscriptions", "--only", "deliveries", "--only", "broad-log", "--only", "tracking-log",
-                        "--quiet-ms", "1500", "--timeout", "120"],
+            arguments: [
+                "projections", "replay", "--only", "catalog", "--only", "subscriptions", "--only", "deliveries", "--only", "broad-log", "--only",
+                "tracking-log",
+                "--quiet-ms", "1500", "--timeout", "120",
+            ],
             environment: environment
         )
         let output = replay.output

@@ -48,16 +48,23 @@ struct PlanningHarness: Sendable {
 
     /// Creates the run's topics and gives a harness without a running planner.
     static func prepare(suffix: String) async throws -> (RuntimeConfiguration, Logger) {
-        var configuration = try RuntimeConfiguration(service: "planning-tests", defaultOpsPort: 0, environment: EnvironmentSettings(environment(suffix: suffix)))
+        var configuration = try RuntimeConfiguration(
+            service: "planning-tests", defaultOpsPort: 0, environment: EnvironmentSettings(environment(suffix: suffix)))
         configuration.kafkaSessionTimeoutMilliseconds = 6_000
         var logger = Logger(label: "planning-tests")
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .error
         let admin = try KafkaAdmin(configuration: configuration.kafka, logger: logger)
         let catalog = configuration.topics
-        let dlqs = [catalog.deliveryEvents, catalog.apnsMessages, catalog.fcmMessages, catalog.messageResults, catalog.tracking].map { KafkaTopicSpecification(name: "\($0.name).dlq", partitions: 1) }
-        _ = try await admin.createTopics([catalog.deliveryRequests, catalog.deliveryRequestsDLQ, catalog.deliveryEvents, catalog.apnsMessages, catalog.fcmMessages, catalog.messageResults, catalog.tracking].map {
-            KafkaTopicSpecification(name: $0.name, partitions: $0.partitions)
-        } + dlqs)
+        let dlqs = [catalog.deliveryEvents, catalog.apnsMessages, catalog.fcmMessages, catalog.messageResults, catalog.tracking].map {
+            KafkaTopicSpecification(name: "\($0.name).dlq", partitions: 1)
+        }
+        _ = try await admin.createTopics(
+            [
+                catalog.deliveryRequests, catalog.deliveryRequestsDLQ, catalog.deliveryEvents, catalog.apnsMessages, catalog.fcmMessages,
+                catalog.messageResults, catalog.tracking,
+            ].map {
+                KafkaTopicSpecification(name: $0.name, partitions: $0.partitions)
+            } + dlqs)
         await admin.close()
         return (configuration, logger)
     }
@@ -73,10 +80,12 @@ struct PlanningHarness: Sendable {
         let (configuration, logger) = try await prepare(suffix: suffix)
         let postgres = PostgresClient(configuration: configuration.postgres.clientConfiguration, backgroundLogger: logger)
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
-        let parts = planner ? try PlanningApplication.build(
-            configuration: configuration, settings: settings, postgres: postgres, producer: producer, logger: logger,
-            groups: .init(environment: EnvironmentSettings(environment(suffix: suffix)))
-        ) : []
+        let parts =
+            planner
+            ? try PlanningApplication.build(
+                configuration: configuration, settings: settings, postgres: postgres, producer: producer, logger: logger,
+                groups: .init(environment: EnvironmentSettings(environment(suffix: suffix)))
+            ) : []
         let extra = try more(configuration, postgres, producer, logger)
         let group = ServiceGroup(configuration: .init(services: ([postgres, producer] + parts + extra).map { .init(service: $0) }, logger: logger))
         let harness = PlanningHarness(suffix: suffix, postgres: postgres, configuration: configuration, logger: logger)
@@ -156,7 +165,8 @@ struct PlanningHarness: Sendable {
     }
 
     func token(_ app: TestApp, _ n: Int) async throws -> String {
-        let rows = try await postgres.query("SELECT registration_token FROM push.subscriptions WHERE app_id = \(app.appId) AND user_key = \("user\(n)")", logger: logger)
+        let rows = try await postgres.query(
+            "SELECT registration_token FROM push.subscriptions WHERE app_id = \(app.appId) AND user_key = \("user\(n)")", logger: logger)
         for try await token in rows.decode(String.self) { return token }
         throw CancellationError()
     }
@@ -236,7 +246,9 @@ struct PlanningHarness: Sendable {
             logger: logger
         )
         for try await (id, app, token, platform) in rows.decode((UUID, UUID, String, String).self) {
-            messages.append(MessageReference(messageId: id, deliveryId: deliveryId, appId: app, registrationToken: token, platform: try #require(Platform(rawValue: platform))))
+            messages.append(
+                MessageReference(
+                    messageId: id, deliveryId: deliveryId, appId: app, registrationToken: token, platform: try #require(Platform(rawValue: platform))))
         }
         return messages
     }

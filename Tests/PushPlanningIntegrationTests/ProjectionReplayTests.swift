@@ -40,16 +40,38 @@ struct ProjectionReplayTests {
             for (i, m) in messages.enumerated() {
                 switch i % 20 {
                 case 0: continue
-                case 1: results.append(try DeliveryIndicatorTests.result(h, MessageFailed(message: m, failureType: "hard", reason: "Unregistered", attempts: 1, failedAt: at), key: m.messageId))
-                case 2: results.append(try DeliveryIndicatorTests.result(h, MessageFailed(message: m, failureType: "soft", reason: "PayloadTooLarge", attempts: 1, failedAt: at), key: m.messageId))
-                case 3: results.append(try DeliveryIndicatorTests.result(h, MessageFailed(message: m, failureType: "ignored", reason: "connection-lost", attempts: 4, failedAt: at), key: m.messageId))
+                case 1:
+                    results.append(
+                        try DeliveryIndicatorTests.result(
+                            h, MessageFailed(message: m, failureType: "hard", reason: "Unregistered", attempts: 1, failedAt: at), key: m.messageId))
+                case 2:
+                    results.append(
+                        try DeliveryIndicatorTests.result(
+                            h, MessageFailed(message: m, failureType: "soft", reason: "PayloadTooLarge", attempts: 1, failedAt: at), key: m.messageId))
+                case 3:
+                    results.append(
+                        try DeliveryIndicatorTests.result(
+                            h, MessageFailed(message: m, failureType: "ignored", reason: "connection-lost", attempts: 4, failedAt: at), key: m.messageId))
                 case 4: results.append(try DeliveryIndicatorTests.result(h, MessageExpired(message: m, attempts: 3, expiredAt: at), key: m.messageId))
                 default:
                     sent += 1
-                    results.append(try DeliveryIndicatorTests.result(h, MessageSent(message: m, providerMessageId: "p-\(i)", attempts: 1, sentAt: at), key: m.messageId))
-                    if i % 2 == 0 { hits.append(try DeliveryIndicatorTests.hit(h, DeliveryIndicatorTests.trackingHit(m.messageId, delivery: deliveryId, tag: 1, at: at.addingTimeInterval(2)))) }
-                    if i % 10 == 5 { hits.append(try DeliveryIndicatorTests.hit(h, DeliveryIndicatorTests.trackingHit(m.messageId, delivery: deliveryId, tag: 2, at: at.addingTimeInterval(60)))) }
-                    if i % 50 == 5 { hits.append(try DeliveryIndicatorTests.hit(h, DeliveryIndicatorTests.trackingHit(m.messageId, delivery: deliveryId, tag: 2, at: at.addingTimeInterval(90)))) }
+                    results.append(
+                        try DeliveryIndicatorTests.result(h, MessageSent(message: m, providerMessageId: "p-\(i)", attempts: 1, sentAt: at), key: m.messageId))
+                    if i % 2 == 0 {
+                        hits.append(
+                            try DeliveryIndicatorTests.hit(
+                                h, DeliveryIndicatorTests.trackingHit(m.messageId, delivery: deliveryId, tag: 1, at: at.addingTimeInterval(2))))
+                    }
+                    if i % 10 == 5 {
+                        hits.append(
+                            try DeliveryIndicatorTests.hit(
+                                h, DeliveryIndicatorTests.trackingHit(m.messageId, delivery: deliveryId, tag: 2, at: at.addingTimeInterval(60))))
+                    }
+                    if i % 50 == 5 {
+                        hits.append(
+                            try DeliveryIndicatorTests.hit(
+                                h, DeliveryIndicatorTests.trackingHit(m.messageId, delivery: deliveryId, tag: 2, at: at.addingTimeInterval(90))))
+                    }
                 }
             }
             // A sender re-sending after a crash: the first 1,000 results again.
@@ -57,7 +79,8 @@ struct ProjectionReplayTests {
             try await DeliveryIndicatorTests.publish(h, results)
             try await DeliveryIndicatorTests.publish(h, hits)
             try await DeliveryIndicatorTests.waitProjected(h, group: "test.broad-log.\(h.suffix)", topic: h.topics.messageResults.name, count: results.count)
-            try await DeliveryIndicatorTests.waitProjected(h, group: DeliveryIndicatorTests.trackingGroup(h.suffix), topic: h.topics.tracking.name, count: hits.count)
+            try await DeliveryIndicatorTests.waitProjected(
+                h, group: DeliveryIndicatorTests.trackingGroup(h.suffix), topic: h.topics.tracking.name, count: hits.count)
             #expect(try await DeliveryIndicatorTests.inconsistent(h, deliveryId) == 0)
             let live = try await Self.snapshot(h.postgres, deliveryId: deliveryId, logger: h.logger)
             #expect(live["broad_log"]?.rows == 9_998)
@@ -85,7 +108,8 @@ struct ProjectionReplayTests {
                 let groupNames = ["test.deliveries.\(h.suffix)", "test.broad-log.\(h.suffix)", DeliveryIndicatorTests.trackingGroup(h.suffix)]
                 func storedByGroup(_ client: PostgresClient) async throws -> [String: Int] {
                     let rows = try await client.query(
-                        "SELECT group_id, sum(next_offset)::int FROM push.consumer_offsets WHERE group_id = ANY(\(groupNames)) GROUP BY group_id", logger: h.logger
+                        "SELECT group_id, sum(next_offset)::int FROM push.consumer_offsets WHERE group_id = ANY(\(groupNames)) GROUP BY group_id",
+                        logger: h.logger
                     )
                     var stored: [String: Int] = [:]
                     for try await (group, sum) in rows.decode((String, Int).self) { stored[group] = sum }
@@ -94,7 +118,9 @@ struct ProjectionReplayTests {
                 func stored(_ client: PostgresClient) async throws -> Int { try await storedByGroup(client).values.reduce(0, +) }
                 let totals = try await storedByGroup(h.postgres)
                 let total = totals.values.reduce(0, +)
-                let replay = ["projections", "replay", "--only", "deliveries", "--only", "broad-log", "--only", "tracking-log", "--quiet-ms", "1000", "--timeout", "120"]
+                let replay = [
+                    "projections", "replay", "--only", "deliveries", "--only", "broad-log", "--only", "tracking-log", "--quiet-ms", "1000", "--timeout", "120",
+                ]
 
                 // Kill until two kills landed mid-stream (some positions stored, not all). A kill
                 // waits until each of the three consumers has projected something in this run (or
@@ -140,19 +166,30 @@ struct ProjectionReplayTests {
     /// count and a digest of their text, in a stable order.
     static func snapshot(_ client: PostgresClient, deliveryId: String, logger: Logger) async throws -> [String: Rows] {
         let selects: [(String, String)] = [
-            ("deliveries", "SELECT delivery_id, request_id, service_id, service_name, status, apps, audience, content, throttle_per_second, targeted, excluded, failed_at_planning, valid_until, send_at, accepted_at, planning_started_at, planned_at FROM push.deliveries"),
+            (
+                "deliveries",
+                "SELECT delivery_id, request_id, service_id, service_name, status, apps, audience, content, throttle_per_second, targeted, excluded, failed_at_planning, valid_until, send_at, accepted_at, planning_started_at, planned_at FROM push.deliveries"
+            ),
             ("exclusion_log", "SELECT * FROM push.exclusion_log"),
             ("broad_log", "SELECT * FROM push.broad_log"),
-            ("tracking_log", "SELECT tracking_id, message_id, message_id_form, delivery_id, tag_id, kind, occurred_at, kafka_partition, kafka_offset FROM push.tracking_log"),
+            (
+                "tracking_log",
+                "SELECT tracking_id, message_id, message_id_form, delivery_id, tag_id, kind, occurred_at, kafka_partition, kafka_offset FROM push.tracking_log"
+            ),
             ("tracking_firsts", "SELECT * FROM push.tracking_firsts"),
-            ("delivery_indicators", "SELECT to_deliver, excluded, processed, sent, failed, failed_hard, failed_soft, failed_ignored, expired, impressions, opens, impression_rate, open_rate FROM push.delivery_indicators"),
+            (
+                "delivery_indicators",
+                "SELECT to_deliver, excluded, processed, sent, failed, failed_hard, failed_soft, failed_ignored, expired, impressions, opens, impression_rate, open_rate FROM push.delivery_indicators"
+            ),
         ]
         var snapshot: [String: Rows] = [:]
         for (table, select) in selects {
-            var query = PostgresQuery(unsafeSQL: "SELECT count(*)::int, md5(coalesce(string_agg(x::text, E'\\n' ORDER BY x::text), '')) FROM (\(select) WHERE delivery_id = $1) x")
+            var query = PostgresQuery(
+                unsafeSQL: "SELECT count(*)::int, md5(coalesce(string_agg(x::text, E'\\n' ORDER BY x::text), '')) FROM (\(select) WHERE delivery_id = $1) x")
             query.binds.append(deliveryId)
             if table == "delivery_indicators" {
-                query = PostgresQuery(unsafeSQL: "SELECT count(*)::int, md5(coalesce(string_agg(x::text, E'\\n'), '')) FROM (\(select) WHERE delivery_id = $1) x")
+                query = PostgresQuery(
+                    unsafeSQL: "SELECT count(*)::int, md5(coalesce(string_agg(x::text, E'\\n'), '')) FROM (\(select) WHERE delivery_id = $1) x")
                 query.binds.append(deliveryId)
             }
             for try await (count, digest) in try await client.query(query, logger: logger).decode((Int, String).self) {

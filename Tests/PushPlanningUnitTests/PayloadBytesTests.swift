@@ -1,7 +1,8 @@
 import Foundation
 import PushEvents
-@testable import PushPlanning
 import Testing
+
+@testable import PushPlanning
 
 /// The provider payloads' exact bytes, written down while `JSONText` built them, so that a
 /// change of JSON writer cannot change what the providers receive: quotes, backslashes,
@@ -18,13 +19,18 @@ struct PayloadBytesTests {
     static let tokenJSON = #""tok\"\\""#
     static let plannedAt = Date(timeIntervalSince1970: 1_800_000_000)
 
-    static let ios = PlanningApp(appId: UUID(uuidString: "5C1B0F8E-0000-4000-8000-000000000001")!, integrationKey: "ios-key", platform: .ios, environment: "production", bundleId: "com.example", fcmProjectId: nil, variables: [key], credential: nil)
-    static let android = PlanningApp(appId: UUID(uuidString: "5C1B0F8E-0000-4000-8000-000000000002")!, integrationKey: "android-key", platform: .android, environment: "production", bundleId: nil, fcmProjectId: "example", variables: [key], credential: nil)
+    static let ios = PlanningApp(
+        appId: UUID(uuidString: "5C1B0F8E-0000-4000-8000-000000000001")!, integrationKey: "ios-key", platform: .ios, environment: "production",
+        bundleId: "com.example", fcmProjectId: nil, variables: [key], credential: nil)
+    static let android = PlanningApp(
+        appId: UUID(uuidString: "5C1B0F8E-0000-4000-8000-000000000002")!, integrationKey: "android-key", platform: .android, environment: "production",
+        bundleId: nil, fcmProjectId: "example", variables: [key], credential: nil)
 
     func message(_ content: DeliveryRequest.Content, app: PlanningApp) throws -> PlannedMessage {
         let delivery = DeliveryAccepted(
             deliveryId: "0123456789abcdef0123", requestId: "r", serviceId: UUID(), serviceName: "s", apps: [app.reference],
-            audience: .everyone, content: content, validUntil: Self.plannedAt.addingTimeInterval(3600), sendAt: Self.plannedAt, throttlePerSecond: nil, acceptedAt: Self.plannedAt
+            audience: .everyone, content: content, validUntil: Self.plannedAt.addingTimeInterval(3600), sendAt: Self.plannedAt, throttlePerSecond: nil,
+            acceptedAt: Self.plannedAt
         )
         let factory = try MessageFactory(delivery: delivery, apps: [app])
         return try #require(factory.message(for: .init(appId: app.appId, registrationToken: Self.token, userKey: "u", params: [:]), plannedAt: Self.plannedAt))
@@ -36,15 +42,24 @@ struct PayloadBytesTests {
 
     @Test("APNs payload: every awkward character, byte for byte")
     func apns() throws {
-        let a = Self.awkward, e = Self.awkwardJSON
-        let planned = try message(.init(
-            title: a, subtitle: a, body: a, variables: [Self.key: a],
-            ios: .init(badge: 2, sound: a, category: "c", threadId: a, mutableContent: true, contentAvailable: true, interruptionLevel: "active", relevanceScore: 0.25)
-        ), app: Self.ios)
-        guard case .apns(let message) = planned else { Issue.record("not APNs"); return }
+        let a = Self.awkward
+        let e = Self.awkwardJSON
+        let planned = try message(
+            .init(
+                title: a, subtitle: a, body: a, variables: [Self.key: a],
+                ios: .init(
+                    badge: 2, sound: a, category: "c", threadId: a, mutableContent: true, contentAvailable: true, interruptionLevel: "active",
+                    relevanceScore: 0.25)
+            ), app: Self.ios)
+        guard case .apns(let message) = planned else {
+            Issue.record("not APNs")
+            return
+        }
         let mId = message.messageId.uuidString.lowercased()
-        let expected = #"{"aps":{"alert":{"title":"# + e + #","subtitle":"# + e + #","body":"# + e + #"},"badge":2,"sound":"# + e
-            + #","category":"c","thread-id":"# + e + #","mutable-content":1,"content-available":1,"interruption-level":"active","relevance-score":0.25},"_mId":""#
+        let expected =
+            #"{"aps":{"alert":{"title":"# + e + #","subtitle":"# + e + #","body":"# + e + #"},"badge":2,"sound":"# + e
+            + #","category":"c","thread-id":"# + e
+            + #","mutable-content":1,"content-available":1,"interruption-level":"active","relevance-score":0.25},"_mId":""#
             + mId + #"","_dId":"0123456789abcdef0123","# + Self.keyJSON + ":" + e + "}"
         #expect(Array(message.payload.utf8) == Array(expected.utf8))
         let payload = try object(message.payload)
@@ -54,18 +69,30 @@ struct PayloadBytesTests {
 
     @Test("FCM message, data and notification mode: every awkward character, byte for byte")
     func fcm() throws {
-        let a = Self.awkward, e = Self.awkwardJSON
-        let data = try message(.init(title: a, body: a, variables: [Self.key: a], android: .init(priority: "normal", channelId: a, collapseKey: a)), app: Self.android)
-        guard case .fcm(let dataMessage) = data else { Issue.record("not FCM"); return }
+        let a = Self.awkward
+        let e = Self.awkwardJSON
+        let data = try message(
+            .init(title: a, body: a, variables: [Self.key: a], android: .init(priority: "normal", channelId: a, collapseKey: a)), app: Self.android)
+        guard case .fcm(let dataMessage) = data else {
+            Issue.record("not FCM")
+            return
+        }
         let mId = dataMessage.messageId.uuidString.lowercased()
-        let expectedData = #"{"token":"# + Self.tokenJSON + #","data":{"_mId":""# + mId + #"","_dId":"0123456789abcdef0123","_msg":"# + e + #","title":"# + e
+        let expectedData =
+            #"{"token":"# + Self.tokenJSON + #","data":{"_mId":""# + mId + #"","_dId":"0123456789abcdef0123","_msg":"# + e + #","title":"# + e
             + "," + Self.keyJSON + ":" + e + #"},"android":{"priority":"normal","ttl":"3600s","collapse_key":"# + e + "}}"
         #expect(Array(dataMessage.message.utf8) == Array(expectedData.utf8))
-        #expect(try object(dataMessage.message)["data"] as? [String: String] == ["_mId": mId, "_dId": "0123456789abcdef0123", "_msg": a, "title": a, Self.key: a])
+        #expect(
+            try object(dataMessage.message)["data"] as? [String: String] == ["_mId": mId, "_dId": "0123456789abcdef0123", "_msg": a, "title": a, Self.key: a])
 
-        let notification = try message(.init(title: a, body: a, variables: [Self.key: a], android: .init(mode: "notification", channelId: a)), app: Self.android)
-        guard case .fcm(let notificationMessage) = notification else { Issue.record("not FCM"); return }
-        let expectedNotification = #"{"token":"# + Self.tokenJSON + #","data":{"_mId":""# + mId + #"","_dId":"0123456789abcdef0123","# + Self.keyJSON + ":" + e
+        let notification = try message(
+            .init(title: a, body: a, variables: [Self.key: a], android: .init(mode: "notification", channelId: a)), app: Self.android)
+        guard case .fcm(let notificationMessage) = notification else {
+            Issue.record("not FCM")
+            return
+        }
+        let expectedNotification =
+            #"{"token":"# + Self.tokenJSON + #","data":{"_mId":""# + mId + #"","_dId":"0123456789abcdef0123","# + Self.keyJSON + ":" + e
             + #"},"notification":{"title":"# + e + #","body":"# + e + #"},"android":{"priority":"high","ttl":"3600s","notification":{"channel_id":"# + e + "}}}"
         #expect(Array(notificationMessage.message.utf8) == Array(expectedNotification.utf8))
         let body = try object(notificationMessage.message)
@@ -77,8 +104,14 @@ struct PayloadBytesTests {
     func fcmLimit() throws {
         // data {"_mId":"<36>","_dId":"<20>","_msg":"<n>"} is 31 + 36 + 20 + n bytes.
         let fits = String(repeating: "x", count: 4096 - 87)
-        guard case .fcm = try message(.init(body: fits), app: Self.android) else { Issue.record("a payload of exactly 4096 bytes fails"); return }
-        guard case .failed(let failure) = try message(.init(body: fits + "x"), app: Self.android) else { Issue.record("4097 bytes pass"); return }
+        guard case .fcm = try message(.init(body: fits), app: Self.android) else {
+            Issue.record("a payload of exactly 4096 bytes fails")
+            return
+        }
+        guard case .failed(let failure) = try message(.init(body: fits + "x"), app: Self.android) else {
+            Issue.record("4097 bytes pass")
+            return
+        }
         #expect(failure.reason == "payload-too-large")
     }
 }

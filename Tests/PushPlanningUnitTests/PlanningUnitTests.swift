@@ -1,8 +1,9 @@
 import Foundation
 import PushEvents
-@testable import PushPlanning
 import PushTestSupport
 import Testing
+
+@testable import PushPlanning
 
 @Suite("Personalization templates")
 struct MessageTemplateTests {
@@ -33,8 +34,12 @@ struct MessageTemplateTests {
 @Suite("Delivery request validation (contract v1)")
 struct DeliveryRequestValidationTests {
     static let now = Date(timeIntervalSince1970: 1_795_000_000)
-    static let ios = PlanningApp(appId: UUID(), integrationKey: "ios-key", platform: .ios, environment: "production", bundleId: "com.example.trips", fcmProjectId: nil, variables: ["url"], credential: nil)
-    static let android = PlanningApp(appId: UUID(), integrationKey: "android-key", platform: .android, environment: "production", bundleId: nil, fcmProjectId: "example", variables: ["url", "deepLink"], credential: nil)
+    static let ios = PlanningApp(
+        appId: UUID(), integrationKey: "ios-key", platform: .ios, environment: "production", bundleId: "com.example.trips", fcmProjectId: nil,
+        variables: ["url"], credential: nil)
+    static let android = PlanningApp(
+        appId: UUID(), integrationKey: "android-key", platform: .android, environment: "production", bundleId: nil, fcmProjectId: "example",
+        variables: ["url", "deepLink"], credential: nil)
     static let service = PlanningService(serviceId: UUID(), name: "neotrips", apps: [ios, android])
 
     func reason(_ json: String, service: PlanningService? = service) -> String? {
@@ -51,7 +56,8 @@ struct DeliveryRequestValidationTests {
     func example() throws {
         let json = requestJSON(
             requestId: "crm-1", service: "neotrips",
-            content: #"{"title": "Lisbon", "subtitle": "3 days left", "body": "Hello {{userKey}}", "variables": {"url": "https://example.com/{{param.city|x}}"}, "ios": {"badge": 1, "sound": "default", "interruptionLevel": "active", "relevanceScore": 0.5, "collapseId": "offer-42"}, "android": {"mode": "data", "priority": "high", "channelId": "trips", "collapseKey": "offer-42"}}"#
+            content:
+                #"{"title": "Lisbon", "subtitle": "3 days left", "body": "Hello {{userKey}}", "variables": {"url": "https://example.com/{{param.city|x}}"}, "ios": {"badge": 1, "sound": "default", "interruptionLevel": "active", "relevanceScore": 0.5, "collapseId": "offer-42"}, "android": {"mode": "data", "priority": "high", "channelId": "trips", "collapseKey": "offer-42"}}"#
         )
         let request = try DeliveryRequestValidator.parse(Array(json.utf8))
         let accepted = try DeliveryRequestValidator.validate(request, service: Self.service, now: Self.now)
@@ -68,12 +74,24 @@ struct DeliveryRequestValidationTests {
         let future = Self.now.addingTimeInterval(3600).iso
         let cases: [(String, String)] = [
             ("not json", "not a JSON object"),
-            (#"{"type": "DeliveryRequested", "version": 1, "service": "neotrips", "audience": {"all": true}, "content": {"body": "x"}}"#, "missing field requestId"),
+            (
+                #"{"type": "DeliveryRequested", "version": 1, "service": "neotrips", "audience": {"all": true}, "content": {"body": "x"}}"#,
+                "missing field requestId"
+            ),
             (#"{"type": "DeliveryRequested", "version": 1, "requestId": "r", "audience": {"all": true}, "content": {"body": "x"}}"#, "missing field service"),
             (#"{"type": "DeliveryRequested", "version": 1, "requestId": "r", "service": "neotrips", "content": {"body": "x"}}"#, "missing field audience"),
-            (#"{"type": "DeliveryRequested", "version": 2, "requestId": "r", "service": "neotrips", "audience": {"all": true}, "content": {"body": "x"}}"#, "version 2 is not supported"),
-            (#"{"type": "Other", "version": 1, "requestId": "r", "service": "neotrips", "audience": {"all": true}, "content": {"body": "x"}}"#, "type must be DeliveryRequested"),
-            (#"{"type": "DeliveryRequested", "version": 1, "requestId": "r", "service": "neotrips", "audience": {"all": true}, "content": {"body": 3}}"#, "wrong type at content.body"),
+            (
+                #"{"type": "DeliveryRequested", "version": 2, "requestId": "r", "service": "neotrips", "audience": {"all": true}, "content": {"body": "x"}}"#,
+                "version 2 is not supported"
+            ),
+            (
+                #"{"type": "Other", "version": 1, "requestId": "r", "service": "neotrips", "audience": {"all": true}, "content": {"body": "x"}}"#,
+                "type must be DeliveryRequested"
+            ),
+            (
+                #"{"type": "DeliveryRequested", "version": 1, "requestId": "r", "service": "neotrips", "audience": {"all": true}, "content": {"body": 3}}"#,
+                "wrong type at content.body"
+            ),
             (requestJSON(requestId: "r", service: "nope"), "unknown service 'nope'"),
             (requestJSON(requestId: "r", service: "neotrips", apps: ["missing-key"]), "unknown app 'missing-key'"),
             (requestJSON(requestId: "r", service: "neotrips", apps: []), "apps is empty"),
@@ -85,20 +103,37 @@ struct DeliveryRequestValidationTests {
             (requestJSON(requestId: "r", service: "neotrips", content: #"{}"#), "content.body is required unless the push is silent"),
             (requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "variables": {"coupon": "1"}}"#), "variable 'coupon' is not declared"),
             (requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "Hi {{firstName}}"}"#), "content.body: unknown placeholder {{firstName}}"),
-            (requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "ios": {"interruptionLevel": "loud"}}"#), "interruptionLevel must be one of"),
-            (requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "ios": {"relevanceScore": 2}}"#), "relevanceScore must be between 0 and 1"),
-            (requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "android": {"mode": "both"}}"#), "android.mode must be data or notification"),
+            (
+                requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "ios": {"interruptionLevel": "loud"}}"#),
+                "interruptionLevel must be one of"
+            ),
+            (
+                requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "ios": {"relevanceScore": 2}}"#),
+                "relevanceScore must be between 0 and 1"
+            ),
+            (
+                requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "android": {"mode": "both"}}"#),
+                "android.mode must be data or notification"
+            ),
             (requestJSON(requestId: "r", service: "neotrips", validUntil: Self.now.addingTimeInterval(-60).iso), "validUntil is in the past"),
-            (requestJSON(requestId: "r", service: "neotrips", validUntil: future, sendAt: Self.now.addingTimeInterval(7200).iso), "validUntil must be after sendAt"),
+            (
+                requestJSON(requestId: "r", service: "neotrips", validUntil: future, sendAt: Self.now.addingTimeInterval(7200).iso),
+                "validUntil must be after sendAt"
+            ),
             (requestJSON(requestId: "r", service: "neotrips", validUntil: Self.now.addingTimeInterval(40 * 86400).iso), "more than 28 days"),
-            (#"{"type": "DeliveryRequested", "version": 1, "requestId": "r", "service": "neotrips", "audience": {"all": true}, "content": {"body": "x"}, "validUntil": "tomorrow"}"#, "invalid value at validUntil"),
+            (
+                #"{"type": "DeliveryRequested", "version": 1, "requestId": "r", "service": "neotrips", "audience": {"all": true}, "content": {"body": "x"}, "validUntil": "tomorrow"}"#,
+                "invalid value at validUntil"
+            ),
             (requestJSON(requestId: "r", service: "neotrips", throttle: 0), "throttle.perSecond must be between"),
         ]
         for (json, expected) in cases {
             let reason = reason(json)
             #expect(reason?.contains(expected) == true, "\(json) -> \(reason ?? "accepted"), expected \(expected)")
         }
-        #expect(reason(requestJSON(requestId: "r", service: "neotrips"), service: PlanningService(serviceId: UUID(), name: "neotrips", apps: [])) == "service 'neotrips' has no apps")
+        #expect(
+            reason(requestJSON(requestId: "r", service: "neotrips"), service: PlanningService(serviceId: UUID(), name: "neotrips", apps: []))
+                == "service 'neotrips' has no apps")
     }
 
     @Test("a silent push needs no body; the requestId of a rejected record is kept when readable")
@@ -133,12 +168,19 @@ struct MessageFactoryTests {
 
     @Test("APNs: aps with every option, _mId and _dId as strings, declared variables beside aps, headers")
     func apns() throws {
-        let (factory, delivery) = try factory(.init(
-            title: "Hi {{userKey}}", subtitle: "Sub", body: "Body {{param.city|nowhere}} \"quoted\"\n", variables: ["url": "https://x/{{param.city}}", "deepLink": "app://y"],
-            ios: .init(badge: 3, sound: "default", category: "image", threadId: "trips", mutableContent: true, contentAvailable: false, interruptionLevel: "time-sensitive", relevanceScore: 0.5, collapseId: "offer-42")
-        ))
+        let (factory, delivery) = try factory(
+            .init(
+                title: "Hi {{userKey}}", subtitle: "Sub", body: "Body {{param.city|nowhere}} \"quoted\"\n",
+                variables: ["url": "https://x/{{param.city}}", "deepLink": "app://y"],
+                ios: .init(
+                    badge: 3, sound: "default", category: "image", threadId: "trips", mutableContent: true, contentAvailable: false,
+                    interruptionLevel: "time-sensitive", relevanceScore: 0.5, collapseId: "offer-42")
+            ))
         let subscription = TargetedSubscription(appId: ios.appId, registrationToken: "abcd", userKey: "ana", params: ["city": "Lisbon"])
-        guard case .apns(let message) = factory.message(for: subscription, plannedAt: Date()) else { Issue.record("not an APNs message"); return }
+        guard case .apns(let message) = factory.message(for: subscription, plannedAt: Date()) else {
+            Issue.record("not an APNs message")
+            return
+        }
         let payload = try json(message.payload)
         let aps = try #require(payload["aps"] as? [String: Any])
         let alert = try #require(aps["alert"] as? [String: Any])
@@ -168,7 +210,11 @@ struct MessageFactoryTests {
     @Test("APNs silent push: background push type, priority 5, content-available only")
     func silent() throws {
         let (factory, _) = try factory(.init(ios: .init(badge: 1, sound: "default", contentAvailable: true)))
-        guard case .apns(let message) = factory.message(for: .init(appId: ios.appId, registrationToken: "ab", userKey: "", params: [:]), plannedAt: Date()) else { Issue.record("not APNs"); return }
+        guard case .apns(let message) = factory.message(for: .init(appId: ios.appId, registrationToken: "ab", userKey: "", params: [:]), plannedAt: Date())
+        else {
+            Issue.record("not APNs")
+            return
+        }
         #expect(message.pushType == "background")
         #expect(message.priority == 5)
         let aps = try #require(try json(message.payload)["aps"] as? [String: Any])
@@ -178,12 +224,21 @@ struct MessageFactoryTests {
 
     @Test("FCM data message: _msg, title and variables as strings, android priority, ttl from validUntil, collapse key")
     func fcmData() throws {
-        let (factory, delivery) = try factory(.init(title: "T {{userKey}}", body: "B", variables: ["url": "u", "deepLink": "d"], android: .init(priority: "normal", channelId: "trips", collapseKey: "c")), validFor: 7200)
-        guard case .fcm(let message) = factory.message(for: .init(appId: android.appId, registrationToken: "tok", userKey: "bo", params: [:]), plannedAt: Date()) else { Issue.record("not FCM"); return }
+        let (factory, delivery) = try factory(
+            .init(
+                title: "T {{userKey}}", body: "B", variables: ["url": "u", "deepLink": "d"],
+                android: .init(priority: "normal", channelId: "trips", collapseKey: "c")), validFor: 7200)
+        guard
+            case .fcm(let message) = factory.message(for: .init(appId: android.appId, registrationToken: "tok", userKey: "bo", params: [:]), plannedAt: Date())
+        else {
+            Issue.record("not FCM")
+            return
+        }
         let body = try json(message.message)
         #expect(body["token"] as? String == "tok")
         let data = try #require(body["data"] as? [String: String])
-        #expect(data == ["_mId": message.messageId.uuidString.lowercased(), "_dId": delivery.deliveryId, "_msg": "B", "title": "T bo", "url": "u", "deepLink": "d"])
+        #expect(
+            data == ["_mId": message.messageId.uuidString.lowercased(), "_dId": delivery.deliveryId, "_msg": "B", "title": "T bo", "url": "u", "deepLink": "d"])
         #expect(body["notification"] == nil)
         let androidConfig = try #require(body["android"] as? [String: Any])
         #expect(androidConfig["priority"] as? String == "normal")
@@ -196,7 +251,11 @@ struct MessageFactoryTests {
     @Test("FCM notification message: notification title/body, channel, ids still in data")
     func fcmNotification() throws {
         let (factory, _) = try factory(.init(title: "T", body: "B", android: .init(mode: "notification", channelId: "trips")))
-        guard case .fcm(let message) = factory.message(for: .init(appId: android.appId, registrationToken: "tok", userKey: "", params: [:]), plannedAt: Date()) else { Issue.record("not FCM"); return }
+        guard case .fcm(let message) = factory.message(for: .init(appId: android.appId, registrationToken: "tok", userKey: "", params: [:]), plannedAt: Date())
+        else {
+            Issue.record("not FCM")
+            return
+        }
         let body = try json(message.message)
         #expect(body["notification"] as? [String: String] == ["title": "T", "body": "B"])
         #expect((body["data"] as? [String: String])?["_msg"] == nil)
@@ -210,18 +269,29 @@ struct MessageFactoryTests {
         let (factory, _) = try factory(.init(body: "{{param.text}}"))
         for app in [ios, android] {
             let big = factory.message(for: .init(appId: app.appId, registrationToken: "ab", userKey: "", params: ["text": long]), plannedAt: Date())
-            guard case .failed(let failure) = big else { Issue.record("\(app.platform): sent"); continue }
+            guard case .failed(let failure) = big else {
+                Issue.record("\(app.platform): sent")
+                continue
+            }
             #expect(failure.failureType == "soft")
             #expect(failure.reason == "payload-too-large")
             let small = factory.message(for: .init(appId: app.appId, registrationToken: "ab", userKey: "", params: ["text": "short"]), plannedAt: Date())
             if case .failed = small { Issue.record("\(app.platform): a short payload failed") }
         }
-        let reservedApp = PlanningApp(appId: UUID(), integrationKey: "r", platform: .android, environment: "production", bundleId: nil, fcmProjectId: "p", variables: ["google.c.a.e"], credential: nil)
+        let reservedApp = PlanningApp(
+            appId: UUID(), integrationKey: "r", platform: .android, environment: "production", bundleId: nil, fcmProjectId: "p", variables: ["google.c.a.e"],
+            credential: nil)
         let now = Date()
-        let delivery = DeliveryAccepted(deliveryId: "d", requestId: "r", serviceId: UUID(), serviceName: "s", apps: [reservedApp.reference], audience: .everyone,
-                                        content: .init(body: "x", variables: ["google.c.a.e": "1"]), validUntil: now.addingTimeInterval(60), sendAt: now, throttlePerSecond: nil, acceptedAt: now)
-        let reserved = try MessageFactory(delivery: delivery, apps: [reservedApp]).message(for: .init(appId: reservedApp.appId, registrationToken: "t", userKey: "", params: [:]), plannedAt: now)
-        guard case .failed(let failure) = reserved else { Issue.record("sent with a reserved key"); return }
+        let delivery = DeliveryAccepted(
+            deliveryId: "d", requestId: "r", serviceId: UUID(), serviceName: "s", apps: [reservedApp.reference], audience: .everyone,
+            content: .init(body: "x", variables: ["google.c.a.e": "1"]), validUntil: now.addingTimeInterval(60), sendAt: now, throttlePerSecond: nil,
+            acceptedAt: now)
+        let reserved = try MessageFactory(delivery: delivery, apps: [reservedApp]).message(
+            for: .init(appId: reservedApp.appId, registrationToken: "t", userKey: "", params: [:]), plannedAt: now)
+        guard case .failed(let failure) = reserved else {
+            Issue.record("sent with a reserved key")
+            return
+        }
         #expect(failure.reason == "reserved-key")
     }
 

@@ -19,20 +19,26 @@ struct AdminAPITests {
             #expect(try Self.object(created)["name"] as? String == name)
             #expect(try await harness.admin("POST", "/services", json: #"{"name": "\#(name)", "label": "Again"}"#).status == 409)
 
-            let ios = try await harness.admin("POST", "/services/\(name)/apps", json: #"""
-                {"platform": "ios", "label": "Trips iOS", "environment": "sandbox", "bundleId": "com.neotrips.app",
-                 "variables": ["url"], "sounds": [{"name": "chime", "label": "Chime"}],
-                 "subscriptionParameters": [{"name": "email", "type": "string"}]}
-                """#)
+            let ios = try await harness.admin(
+                "POST", "/services/\(name)/apps",
+                json: #"""
+                    {"platform": "ios", "label": "Trips iOS", "environment": "sandbox", "bundleId": "com.neotrips.app",
+                     "variables": ["url"], "sounds": [{"name": "chime", "label": "Chime"}],
+                     "subscriptionParameters": [{"name": "email", "type": "string"}]}
+                    """#)
             #expect(ios.status == 201, "\(ios.body)")
             let iosApp = try Self.object(ios)
             let key = try #require(iosApp["integrationKey"] as? String)
             #expect(UUID(uuidString: key) != nil, "an integration key is generated when not given")
             #expect(iosApp["environment"] as? String == "sandbox")
 
-            let android = try await harness.admin("POST", "/services/\(name)/apps", json: #"{"platform": "android", "label": "Trips Android", "integrationKey": "neotrips-android-\#(name)", "fcmProjectId": "neotrips"}"#)
+            let android = try await harness.admin(
+                "POST", "/services/\(name)/apps",
+                json: #"{"platform": "android", "label": "Trips Android", "integrationKey": "neotrips-android-\#(name)", "fcmProjectId": "neotrips"}"#)
             #expect(android.status == 201, "\(android.body)")
-            let duplicateKey = try await harness.admin("POST", "/services/\(name)/apps", json: #"{"platform": "android", "label": "Copy", "integrationKey": "neotrips-android-\#(name)", "fcmProjectId": "neotrips"}"#)
+            let duplicateKey = try await harness.admin(
+                "POST", "/services/\(name)/apps",
+                json: #"{"platform": "android", "label": "Copy", "integrationKey": "neotrips-android-\#(name)", "fcmProjectId": "neotrips"}"#)
             #expect(duplicateKey.status == 409)
 
             let listed = try await harness.admin("GET", "/services/\(name)/apps")
@@ -75,13 +81,15 @@ struct AdminAPITests {
         }
     }
 
-    @Test("invalid input is a 400 that names the field", arguments: [
-        (#"{"label": "x"}"#, "name is required"),
-        (#"{"name": "bad name!", "label": "x"}"#, "name must be"),
-        (#"{"name": "ok", "label": ""}"#, "label must be"),
-        (#"{"name": 3, "label": "x"}"#, "invalid JSON body"),
-        (#"{"name": "ok", "label": "Neo\u0000Trips"}"#, "contains a NUL character"),
-    ])
+    @Test(
+        "invalid input is a 400 that names the field",
+        arguments: [
+            (#"{"label": "x"}"#, "name is required"),
+            (#"{"name": "bad name!", "label": "x"}"#, "name must be"),
+            (#"{"name": "ok", "label": ""}"#, "label must be"),
+            (#"{"name": 3, "label": "x"}"#, "invalid JSON body"),
+            (#"{"name": "ok", "label": "Neo\u0000Trips"}"#, "contains a NUL character"),
+        ])
     func invalidServices(json: String, reason: String) async throws {
         try await RegistrationHarness.run { harness in
             let answer = try await harness.admin("POST", "/services", json: json)
@@ -102,14 +110,19 @@ struct AdminAPITests {
                 (#"{"platform": "android", "label": "x", "fcmProjectId": "p", "environment": "sandbox"}"#, "must be production"),
                 (#"{"platform": "android", "label": "x", "fcmProjectId": "p", "variables": ["google.x"]}"#, "variable name google.x is reserved"),
                 (#"{"platform": "android", "label": "x", "fcmProjectId": "p", "variables": ["_mId"]}"#, "reserved"),
-                (#"{"platform": "android", "label": "x", "fcmProjectId": "p", "subscriptionParameters": [{"name": "a", "type": "blob"}]}"#, "subscription parameters"),
+                (
+                    #"{"platform": "android", "label": "x", "fcmProjectId": "p", "subscriptionParameters": [{"name": "a", "type": "blob"}]}"#,
+                    "subscription parameters"
+                ),
             ]
             for (json, reason) in cases {
                 let answer = try await harness.admin("POST", "/services/\(name)/apps", json: json)
                 #expect(answer.status == 400, "\(json)")
                 #expect((try Self.object(answer)["error"] as? String)?.contains(reason) == true, "\(answer.body)")
             }
-            #expect(try await harness.admin("POST", "/services/no-such-service/apps", json: #"{"platform": "android", "label": "x", "fcmProjectId": "p"}"#).status == 404)
+            #expect(
+                try await harness.admin("POST", "/services/no-such-service/apps", json: #"{"platform": "android", "label": "x", "fcmProjectId": "p"}"#).status
+                    == 404)
         }
     }
 }
@@ -117,7 +130,9 @@ struct AdminAPITests {
 @Suite("pushctl services and apps against the running admin API", .serialized)
 struct PushCtlAdminTests {
     /// Runs the built `pushctl` with the harness's URL and token; returns status and output.
-    static func pushctl(_ arguments: [String], harness: RegistrationHarness, token: String = RegistrationHarness.adminToken) async throws -> (status: Int32, output: String) {
+    static func pushctl(_ arguments: [String], harness: RegistrationHarness, token: String = RegistrationHarness.adminToken) async throws -> (
+        status: Int32, output: String
+    ) {
         var environment = TestStack.environment
         environment["PUSH_ADMIN_URL"] = harness.baseURL.absoluteString
         environment["PUSH_ADMIN_TOKEN"] = token
@@ -132,10 +147,11 @@ struct PushCtlAdminTests {
             #expect(created.status == 0, "\(created.output)")
             #expect(created.output.contains("\"name\" : \"\(name)\""))
 
-            let app = try await Self.pushctl([
-                "apps", "create", "--service", name, "--platform", "ios", "--label", "CLI app", "--bundle-id", "com.example.cli",
-                "--variable", "url", "--sound", "chime:Chime", "--param", "email:string",
-            ], harness: harness)
+            let app = try await Self.pushctl(
+                [
+                    "apps", "create", "--service", name, "--platform", "ios", "--label", "CLI app", "--bundle-id", "com.example.cli",
+                    "--variable", "url", "--sound", "chime:Chime", "--param", "email:string",
+                ], harness: harness)
             #expect(app.status == 0, "\(app.output)")
             let appJSON = try #require(try JSONSerialization.jsonObject(with: Data(app.output.utf8)) as? [String: Any])
             #expect(appJSON["bundleId"] as? String == "com.example.cli")
@@ -146,7 +162,8 @@ struct PushCtlAdminTests {
             let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("AuthKey_\(UUID()).p8")
             try Data(P256.Signing.PrivateKey().pemRepresentation.utf8).write(to: keyFile)
             defer { try? FileManager.default.removeItem(at: keyFile) }
-            let credentials = try await Self.pushctl(["apps", "credentials", "--id", appId, "--p8", keyFile.path, "--key-id", "ABC123DEFG", "--team-id", "TEAM123456"], harness: harness)
+            let credentials = try await Self.pushctl(
+                ["apps", "credentials", "--id", appId, "--p8", keyFile.path, "--key-id", "ABC123DEFG", "--team-id", "TEAM123456"], harness: harness)
             #expect(credentials.status == 0, "\(credentials.output)")
             #expect(credentials.output.contains("sha256:"))
             #expect(!credentials.output.contains("PRIVATE KEY"))

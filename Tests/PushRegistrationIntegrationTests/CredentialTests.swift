@@ -46,26 +46,38 @@ struct CredentialTests {
         try await RegistrationHarness.run { harness in
             let name = "cred-\(UUID().uuidString.prefix(8).lowercased())"
             #expect(try await harness.admin("POST", "/services", json: #"{"name": "\#(name)", "label": "x"}"#).status == 201)
-            let ios = try Self.object(try await harness.admin("POST", "/services/\(name)/apps", json: #"{"platform": "ios", "label": "i", "bundleId": "com.example.app"}"#))
-            let android = try Self.object(try await harness.admin("POST", "/services/\(name)/apps", json: #"{"platform": "android", "label": "a", "fcmProjectId": "example"}"#))
+            let ios = try Self.object(
+                try await harness.admin("POST", "/services/\(name)/apps", json: #"{"platform": "ios", "label": "i", "bundleId": "com.example.app"}"#))
+            let android = try Self.object(
+                try await harness.admin("POST", "/services/\(name)/apps", json: #"{"platform": "android", "label": "a", "fcmProjectId": "example"}"#))
             let iosId = try #require((ios["appId"] as? String).flatMap(UUID.init(uuidString:)))
             let androidId = try #require((android["appId"] as? String).flatMap(UUID.init(uuidString:)))
 
             let firstKey = P256.Signing.PrivateKey().pemRepresentation
-            let first = try await harness.admin("PUT", "/apps/\(iosId)/credentials", json: try Self.json(["kind": "apns-token", "keyId": "ABC123DEFG", "teamId": "TEAM123456", "privateKey": firstKey]))
+            let first = try await harness.admin(
+                "PUT", "/apps/\(iosId)/credentials",
+                json: try Self.json(["kind": "apns-token", "keyId": "ABC123DEFG", "teamId": "TEAM123456", "privateKey": firstKey]))
             #expect(first.status == 200, "\(first.body)")
             #expect(!first.body.contains("PRIVATE KEY"), "the answer never shows the key")
             let firstFingerprint = try #require(try Self.object(first)["fingerprint"] as? String)
             #expect(firstFingerprint.hasPrefix("sha256:"))
             #expect((try Self.object(first)["details"] as? [String: String]) == ["keyId": "ABC123DEFG", "teamId": "TEAM123456"])
 
-            let store = CredentialStore(postgres: harness.postgres, cipher: try CredentialCipher(keyBase64: RegistrationHarness.credentialKey), logger: harness.logger)
-            #expect(try await store.active(appId: iosId) == .apnsToken(keyId: "ABC123DEFG", teamId: "TEAM123456", privateKeyPEM: firstKey), "the sealed secret opens to what was given")
-            #expect(try await harness.count("SELECT count(*)::int FROM push.app_credentials WHERE app_id = \(iosId) AND position(convert_to('PRIVATE KEY', 'UTF8') in ciphertext) > 0") == 0, "stored sealed, not in clear")
+            let store = CredentialStore(
+                postgres: harness.postgres, cipher: try CredentialCipher(keyBase64: RegistrationHarness.credentialKey), logger: harness.logger)
+            #expect(
+                try await store.active(appId: iosId) == .apnsToken(keyId: "ABC123DEFG", teamId: "TEAM123456", privateKeyPEM: firstKey),
+                "the sealed secret opens to what was given")
+            #expect(
+                try await harness.count(
+                    "SELECT count(*)::int FROM push.app_credentials WHERE app_id = \(iosId) AND position(convert_to('PRIVATE KEY', 'UTF8') in ciphertext) > 0")
+                    == 0, "stored sealed, not in clear")
 
             // Rotation: new key active at once, the old one kept.
             let secondKey = P256.Signing.PrivateKey().pemRepresentation
-            let second = try await harness.admin("PUT", "/apps/\(iosId)/credentials", json: try Self.json(["kind": "apns-token", "keyId": "XYZ987WVUT", "teamId": "TEAM123456", "privateKey": secondKey]))
+            let second = try await harness.admin(
+                "PUT", "/apps/\(iosId)/credentials",
+                json: try Self.json(["kind": "apns-token", "keyId": "XYZ987WVUT", "teamId": "TEAM123456", "privateKey": secondKey]))
             #expect(second.status == 200)
             let secondFingerprint = try #require(try Self.object(second)["fingerprint"] as? String)
             #expect(secondFingerprint != firstFingerprint)
@@ -74,23 +86,33 @@ struct CredentialTests {
             #expect(listed.status == 200)
             #expect((try JSONSerialization.jsonObject(with: Data(listed.body.utf8)) as? [[String: Any]])?.count == 2)
             #expect(!listed.body.contains("PRIVATE KEY"))
-            #expect(try await harness.count("SELECT count(*)::int FROM push.apps WHERE app_id = \(iosId) AND credential_fingerprint = \(secondFingerprint)") == 1)
+            #expect(
+                try await harness.count("SELECT count(*)::int FROM push.apps WHERE app_id = \(iosId) AND credential_fingerprint = \(secondFingerprint)") == 1)
 
             // Certificates: .p12 with its password, or PEM certificate and key.
             let certificate = try Self.certificateMaterial()
-            let wrongPassword = try await harness.admin("PUT", "/apps/\(iosId)/credentials", json: try Self.json(["kind": "apns-certificate", "pkcs12": certificate.p12.base64EncodedString(), "password": "wrong"]))
+            let wrongPassword = try await harness.admin(
+                "PUT", "/apps/\(iosId)/credentials",
+                json: try Self.json(["kind": "apns-certificate", "pkcs12": certificate.p12.base64EncodedString(), "password": "wrong"]))
             #expect(wrongPassword.status == 400)
             #expect(!wrongPassword.body.contains("wrong"), "the password is not echoed")
-            let p12 = try await harness.admin("PUT", "/apps/\(iosId)/credentials", json: try Self.json(["kind": "apns-certificate", "pkcs12": certificate.p12.base64EncodedString(), "password": "p12-secret"]))
+            let p12 = try await harness.admin(
+                "PUT", "/apps/\(iosId)/credentials",
+                json: try Self.json(["kind": "apns-certificate", "pkcs12": certificate.p12.base64EncodedString(), "password": "p12-secret"]))
             #expect(p12.status == 200, "\(p12.body)")
             #expect((try Self.object(p12)["details"] as? [String: String])?["expiresAt"] != nil)
-            let pem = try await harness.admin("PUT", "/apps/\(iosId)/credentials", json: try Self.json(["kind": "apns-certificate", "certificatePem": certificate.certificatePem, "privateKeyPem": certificate.keyPem]))
+            let pem = try await harness.admin(
+                "PUT", "/apps/\(iosId)/credentials",
+                json: try Self.json(["kind": "apns-certificate", "certificatePem": certificate.certificatePem, "privateKeyPem": certificate.keyPem]))
             #expect(pem.status == 200, "\(pem.body)")
 
             // FCM service account for the Android app.
             let rsa = try _RSA.Signing.PrivateKey(keySize: .bits2048).pemRepresentation
-            let account = try Self.json(["type": "service_account", "project_id": "example", "client_email": "push@example.iam.gserviceaccount.com", "private_key": rsa])
-            let fcm = try await harness.admin("PUT", "/apps/\(androidId)/credentials", json: try Self.json(["kind": "fcm-service-account", "serviceAccount": account]))
+            let account = try Self.json([
+                "type": "service_account", "project_id": "example", "client_email": "push@example.iam.gserviceaccount.com", "private_key": rsa,
+            ])
+            let fcm = try await harness.admin(
+                "PUT", "/apps/\(androidId)/credentials", json: try Self.json(["kind": "fcm-service-account", "serviceAccount": account]))
             #expect(fcm.status == 200, "\(fcm.body)")
             #expect((try Self.object(fcm)["details"] as? [String: String]) == ["projectId": "example", "clientEmail": "push@example.iam.gserviceaccount.com"])
             #expect(try await store.active(appId: androidId) == .fcmServiceAccount(json: account))
@@ -113,7 +135,9 @@ struct CredentialTests {
 
             // No event on push.catalog carries key material.
             let consumer = try KafkaConsumer(
-                configuration: KafkaConsumerConfiguration(client: harness.configuration.kafka, groupID: "test.cred-reader.\(UUID())", topics: [harness.configuration.topics.catalog.name], sessionTimeoutMilliseconds: 6_000, heartbeatIntervalMilliseconds: 1_000),
+                configuration: KafkaConsumerConfiguration(
+                    client: harness.configuration.kafka, groupID: "test.cred-reader.\(UUID())", topics: [harness.configuration.topics.catalog.name],
+                    sessionTimeoutMilliseconds: 6_000, heartbeatIntervalMilliseconds: 1_000),
                 logger: harness.logger
             )
             var seen: [String] = []

@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// docs/openapi.json against the running service: every documented operation is called and
@@ -39,7 +40,9 @@ struct OpenAPIDocumentTests {
         ((((operation["requestBody"] as? [String: Any])?["content"] as? [String: Any])?["application/json"] as? [String: Any])?["example"])
     }
 
-    static func call(_ harness: RegistrationHarness, _ method: String, _ path: String, json: Any?, token: String?, form: String? = nil) async throws -> (Int, Data) {
+    static func call(_ harness: RegistrationHarness, _ method: String, _ path: String, json: Any?, token: String?, form: String? = nil) async throws -> (
+        Int, Data
+    ) {
         var request = URLRequest(url: URL(string: harness.baseURL.absoluteString + path)!)
         request.httpMethod = method
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
@@ -76,11 +79,13 @@ struct OpenAPIDocumentTests {
             var appId = ""
             var integrationKey = ""
             // Creation first, deletion last, so every path parameter names a real resource.
-            let order = ["POST /admin/v1/services", "GET /admin/v1/services", "GET /admin/v1/services/{name}", "PUT /admin/v1/services/{name}",
-                         "POST /admin/v1/services/{name}/apps", "GET /admin/v1/services/{name}/apps", "GET /admin/v1/apps",
-                         "GET /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}/credentials",
-                         "GET /admin/v1/apps/{id}/credentials", "POST /nms/mobile/1/registerIOS.jssp",
-                         "POST /nms/mobile/1/registerAndroid.jssp", "DELETE /admin/v1/apps/{id}", "DELETE /admin/v1/services/{name}"]
+            let order = [
+                "POST /admin/v1/services", "GET /admin/v1/services", "GET /admin/v1/services/{name}", "PUT /admin/v1/services/{name}",
+                "POST /admin/v1/services/{name}/apps", "GET /admin/v1/services/{name}/apps", "GET /admin/v1/apps",
+                "GET /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}/credentials",
+                "GET /admin/v1/apps/{id}/credentials", "POST /nms/mobile/1/registerIOS.jssp",
+                "POST /nms/mobile/1/registerAndroid.jssp", "DELETE /admin/v1/apps/{id}", "DELETE /admin/v1/services/{name}",
+            ]
             #expect(Set(order) == Set(operations.keys.map { "\($0.method) \($0.path)" }))
             for entry in order {
                 let parts = entry.split(separator: " ").map(String.init)

@@ -31,7 +31,8 @@ struct RegistrationEndpointTests {
 
             let iosAnswer = try await harness.post("/nms/mobile/1/registerIOS.jssp", body: Self.iosBody(key: ios.integrationKey, token: iosToken))
             #expect(iosAnswer.status == 200)
-            let androidAnswer = try await harness.post("/nms/mobile/1/registerAndroid.jssp", body: Self.androidBody(key: android.integrationKey, token: androidToken))
+            let androidAnswer = try await harness.post(
+                "/nms/mobile/1/registerAndroid.jssp", body: Self.androidBody(key: android.integrationKey, token: androidToken))
             #expect(androidAnswer.status == 200)
 
             try await harness.eventually("both rows projected") {
@@ -63,7 +64,8 @@ struct RegistrationEndpointTests {
             let token = Self.hexToken()
             let answer = try await harness.post(
                 "/nms/mobile/1/registerIOS.jssp",
-                body: "userKey=&deviceName=Ada+Phone&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22email%22%20value%3D%22a%40b.c%22%2F%3E%3Cparam%20name%3D%22dropped%22%20value%3D%22x%22%2F%3E%3C%2FadditionalParams%3E",
+                body:
+                    "userKey=&deviceName=Ada+Phone&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22email%22%20value%3D%22a%40b.c%22%2F%3E%3Cparam%20name%3D%22dropped%22%20value%3D%22x%22%2F%3E%3C%2FadditionalParams%3E",
                 query: "registrationToken=\(token.uppercased())&mobileAppUuid=\(app.integrationKey)"
             )
             #expect(answer.status == 200, "\(answer.body)")
@@ -81,17 +83,28 @@ struct RegistrationEndpointTests {
             // An app declaring typed parameters, through the admin API.
             let name = "typed-\(UUID().uuidString.prefix(8).lowercased())"
             #expect(try await harness.admin("POST", "/services", json: #"{"name": "\#(name)", "label": "x"}"#).status == 201)
-            let created = try await harness.admin("POST", "/services/\(name)/apps", json: #"{"platform": "android", "label": "t", "fcmProjectId": "p", "subscriptionParameters": [{"name": "points", "type": "integer"}, {"name": "vip", "type": "boolean"}, {"name": "born", "type": "date"}]}"#)
+            let created = try await harness.admin(
+                "POST", "/services/\(name)/apps",
+                json:
+                    #"{"platform": "android", "label": "t", "fcmProjectId": "p", "subscriptionParameters": [{"name": "points", "type": "integer"}, {"name": "vip", "type": "boolean"}, {"name": "born", "type": "date"}]}"#
+            )
             let object = try #require(try JSONSerialization.jsonObject(with: Data(created.body.utf8)) as? [String: Any])
             let key = try #require(object["integrationKey"] as? String)
             func params(_ pairs: [(String, String)]) -> String {
                 let xml = "<additionalParameters>" + pairs.map { "<param name=\"\($0.0)\" value=\"\($0.1)\"/>" }.joined() + "</additionalParameters>"
                 return xml.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
             }
-            let good = try await harness.post("/nms/mobile/1/registerAndroid.jssp", body: "registrationToken=t-\(UUID())&mobileAppUuid=\(key)&additionalParams=\(params([("points", "42"), ("vip", "true"), ("born", "1990-04-01")]))")
+            let good = try await harness.post(
+                "/nms/mobile/1/registerAndroid.jssp",
+                body:
+                    "registrationToken=t-\(UUID())&mobileAppUuid=\(key)&additionalParams=\(params([("points", "42"), ("vip", "true"), ("born", "1990-04-01")]))"
+            )
             #expect(good.status == 200, "\(good.body)")
-            for (pair, reason) in [(("points", "many"), "points must be an integer"), (("vip", "maybe"), "vip must be a boolean"), (("born", "yesterday"), "born must be a date")] {
-                let answer = try await harness.post("/nms/mobile/1/registerAndroid.jssp", body: "registrationToken=t-\(UUID())&mobileAppUuid=\(key)&additionalParams=\(params([pair]))")
+            for (pair, reason) in [
+                (("points", "many"), "points must be an integer"), (("vip", "maybe"), "vip must be a boolean"), (("born", "yesterday"), "born must be a date"),
+            ] {
+                let answer = try await harness.post(
+                    "/nms/mobile/1/registerAndroid.jssp", body: "registrationToken=t-\(UUID())&mobileAppUuid=\(key)&additionalParams=\(params([pair]))")
                 #expect(answer.status == 400)
                 #expect(answer.body.contains(reason), "\(answer.body)")
             }
@@ -109,12 +122,25 @@ struct RegistrationEndpointTests {
                 ("registerIOS.jssp", Self.iosBody(key: "", token: refusedToken), 400, "mobileAppUuid"),
                 ("registerIOS.jssp", Self.iosBody(key: ios.integrationKey, token: ""), 400, "registrationToken is missing"),
                 ("registerIOS.jssp", Self.iosBody(key: ios.integrationKey, token: "xyz"), 400, "not an APNs device token"),
-                ("registerIOS.jssp", "registrationToken=\(refusedToken)&mobileAppUuid=\(ios.integrationKey)&additionalParams=%3Cbroken", 400, "malformed additionalParams XML"),
-                ("registerIOS.jssp", Self.iosBody(key: ios.integrationKey, token: refusedToken) + "&deviceName=My%00iPhone", 400, "field deviceName contains a NUL character"),
-                ("registerIOS.jssp", "registrationToken=\(refusedToken)&mobileAppUuid=\(ios.integrationKey)&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22email%22%20value%3D%22a%26%230%3Bb%22%2F%3E%3C%2FadditionalParams%3E", 400, "NUL character"),
+                (
+                    "registerIOS.jssp", "registrationToken=\(refusedToken)&mobileAppUuid=\(ios.integrationKey)&additionalParams=%3Cbroken", 400,
+                    "malformed additionalParams XML"
+                ),
+                (
+                    "registerIOS.jssp", Self.iosBody(key: ios.integrationKey, token: refusedToken) + "&deviceName=My%00iPhone", 400,
+                    "field deviceName contains a NUL character"
+                ),
+                (
+                    "registerIOS.jssp",
+                    "registrationToken=\(refusedToken)&mobileAppUuid=\(ios.integrationKey)&additionalParams=%3CadditionalParams%3E%3Cparam%20name%3D%22email%22%20value%3D%22a%26%230%3Bb%22%2F%3E%3C%2FadditionalParams%3E",
+                    400, "NUL character"
+                ),
                 ("registerAndroid.jssp", Self.androidBody(key: ios.integrationKey, token: refusedToken), 400, "belongs to an iOS app"),
                 ("registerIOS.jssp", Self.iosBody(key: android.integrationKey, token: refusedToken), 400, "belongs to an Android app"),
-                ("registerIOS.jssp", Self.iosBody(key: ios.integrationKey, token: refusedToken) + "&deviceModel=" + String(repeating: "x", count: 4_000), 413, "body larger than 2048 bytes"),
+                (
+                    "registerIOS.jssp", Self.iosBody(key: ios.integrationKey, token: refusedToken) + "&deviceModel=" + String(repeating: "x", count: 4_000),
+                    413, "body larger than 2048 bytes"
+                ),
             ]
             for refusal in cases {
                 let answer = try await harness.post("/nms/mobile/1/\(refusal.path)", body: refusal.body)

@@ -9,9 +9,10 @@ import PushRuntime
 import PushStore
 import ServiceLifecycle
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
-import PushTestSupport
+    import FoundationNetworking
+    import PushTestSupport
 #endif
 
 /// Runs the registration service in-process (the same `RegistrationApplication.build` the
@@ -44,9 +45,10 @@ struct RegistrationHarness: Sendable {
         logger.logLevel = environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .error
 
         let admin = try KafkaAdmin(configuration: configuration.kafka, logger: logger)
-        _ = try await admin.createTopics([configuration.topics.subscriptions, configuration.topics.catalog].flatMap {
-            [KafkaTopicSpecification(name: $0.name, partitions: $0.partitions), KafkaTopicSpecification(name: "\($0.name).dlq", partitions: 1)]
-        })
+        _ = try await admin.createTopics(
+            [configuration.topics.subscriptions, configuration.topics.catalog].flatMap {
+                [KafkaTopicSpecification(name: $0.name, partitions: $0.partitions), KafkaTopicSpecification(name: "\($0.name).dlq", partitions: 1)]
+            })
         await admin.close()
 
         var settings = settings
@@ -59,10 +61,11 @@ struct RegistrationHarness: Sendable {
             credentialCipher: try CredentialCipher(keyBase64: credentialKey), logger: logger,
             projections: .init(catalog: "test.catalog-projection.\(suffix)", subscriptions: "test.subscriptions-projection.\(suffix)")
         )
-        let group = ServiceGroup(configuration: .init(
-            services: ([postgres, producer] + parts).map { .init(service: $0) },
-            logger: logger
-        ))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: ([postgres, producer] + parts).map { .init(service: $0) },
+                logger: logger
+            ))
         let harness = RegistrationHarness(
             suffix: suffix,
             baseURL: URL(string: "http://127.0.0.1:\(settings.port)")!, postgres: postgres, configuration: configuration, logger: logger
@@ -89,18 +92,22 @@ struct RegistrationHarness: Sendable {
 
     /// Defines a service and an app by publishing catalog events (what the admin API does),
     /// then waits until the app is in `push.apps`.
-    func defineApp(platform: Platform, integrationKey: String = "key-\(UUID().uuidString.prefix(12))", keptParameters: [String] = []) async throws -> (appId: UUID, integrationKey: String) {
+    func defineApp(platform: Platform, integrationKey: String = "key-\(UUID().uuidString.prefix(12))", keptParameters: [String] = []) async throws -> (
+        appId: UUID, integrationKey: String
+    ) {
         let serviceId = UUID()
         let appId = UUID()
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
         let topic = configuration.topics.catalog.name
         let service = EventEnvelope(key: "service:\(serviceId)", payload: ServiceDefined(serviceId: serviceId, name: "svc-\(serviceId)", label: "Test"))
-        let app = EventEnvelope(key: "app:\(appId)", payload: AppDefined(
-            appId: appId, serviceId: serviceId, platform: platform, integrationKey: integrationKey, label: "Test app",
-            environment: "production", bundleId: platform == .ios ? "com.example.app" : nil,
-            fcmProjectId: platform == .android ? "example-project" : nil, variables: ["url"], sounds: [],
-            subscriptionParameters: keptParameters.map { .init(name: $0, type: "string") }
-        ))
+        let app = EventEnvelope(
+            key: "app:\(appId)",
+            payload: AppDefined(
+                appId: appId, serviceId: serviceId, platform: platform, integrationKey: integrationKey, label: "Test app",
+                environment: "production", bundleId: platform == .ios ? "com.example.app" : nil,
+                fcmProjectId: platform == .android ? "example-project" : nil, variables: ["url"], sounds: [],
+                subscriptionParameters: keptParameters.map { .init(name: $0, type: "string") }
+            ))
         for result in await producer.send([
             KafkaProducerRecord(topic: topic, key: service.metadata.key, value: try service.encoded()),
             KafkaProducerRecord(topic: topic, key: app.metadata.key, value: try app.encoded()),
@@ -116,11 +123,13 @@ struct RegistrationHarness: Sendable {
     func publishRegistration(appId: UUID, token: String, registeredAt: Date) async throws {
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
         let key = SubscriptionRegistered.key(appId: appId, registrationToken: token)
-        let event = EventEnvelope(key: key, payload: SubscriptionRegistered(
-            appId: appId, integrationKey: "k", platform: .ios, registrationToken: token, userKey: "", deviceImei: nil,
-            deviceName: "", deviceModel: "", deviceBrand: "", deviceManufacturer: "", osName: "", osVersion: "", osLanguage: "",
-            params: [:], registeredAt: registeredAt
-        ))
+        let event = EventEnvelope(
+            key: key,
+            payload: SubscriptionRegistered(
+                appId: appId, integrationKey: "k", platform: .ios, registrationToken: token, userKey: "", deviceImei: nil,
+                deviceName: "", deviceModel: "", deviceBrand: "", deviceManufacturer: "", osName: "", osVersion: "", osLanguage: "",
+                params: [:], registeredAt: registeredAt
+            ))
         try await producer.send(KafkaProducerRecord(topic: configuration.topics.subscriptions.name, key: key, value: try event.encoded()))
         await producer.close()
     }

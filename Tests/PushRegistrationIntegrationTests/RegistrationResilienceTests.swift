@@ -1,8 +1,8 @@
 import Foundation
 import Logging
 import PostgresNIO
-import PushRuntime
 import PushRegistration
+import PushRuntime
 import Testing
 
 @Suite("Registration under broker stalls and projection rebuilds", .serialized)
@@ -20,14 +20,17 @@ struct RegistrationResilienceTests {
         try await RegistrationHarness.run(settings: RegistrationSettings(storeTimeoutMilliseconds: 2_000)) { harness in
             let app = try await harness.defineApp(platform: .ios)
             let path = "/nms/mobile/1/registerIOS.jssp"
-            #expect(try await harness.post(path, body: RegistrationEndpointTests.iosBody(key: app.integrationKey, token: RegistrationEndpointTests.hexToken())).status == 200)
+            #expect(
+                try await harness.post(path, body: RegistrationEndpointTests.iosBody(key: app.integrationKey, token: RegistrationEndpointTests.hexToken()))
+                    .status == 200)
 
             kill(pid, SIGSTOP)
             let clock = ContinuousClock()
             let started = clock.now
             let stalled: RegistrationHarness.Answer
             do {
-                stalled = try await harness.post(path, body: RegistrationEndpointTests.iosBody(key: app.integrationKey, token: RegistrationEndpointTests.hexToken()))
+                stalled = try await harness.post(
+                    path, body: RegistrationEndpointTests.iosBody(key: app.integrationKey, token: RegistrationEndpointTests.hexToken()))
             } catch {
                 kill(pid, SIGCONT)
                 throw error
@@ -73,11 +76,17 @@ struct RegistrationResilienceTests {
             for (index, token) in tokens.enumerated() {
                 let body = RegistrationEndpointTests.iosBody(key: ios.integrationKey, token: token) + "&userKey=user-\(index)"
                 #expect(try await harness.post("/nms/mobile/1/registerIOS.jssp", body: body).status == 200)
-                #expect(try await harness.post("/nms/mobile/1/registerAndroid.jssp", body: RegistrationEndpointTests.androidBody(key: android.integrationKey, token: "fcm-\(token)")).status == 200)
+                #expect(
+                    try await harness.post(
+                        "/nms/mobile/1/registerAndroid.jssp", body: RegistrationEndpointTests.androidBody(key: android.integrationKey, token: "fcm-\(token)")
+                    ).status == 200)
             }
             // Re-registrations and a quarantine, so the replay has to order events right.
             for token in tokens.prefix(5) {
-                #expect(try await harness.post("/nms/mobile/1/registerIOS.jssp", body: RegistrationEndpointTests.iosBody(key: ios.integrationKey, token: token) + "&userKey=again").status == 200)
+                #expect(
+                    try await harness.post(
+                        "/nms/mobile/1/registerIOS.jssp", body: RegistrationEndpointTests.iosBody(key: ios.integrationKey, token: token) + "&userKey=again"
+                    ).status == 200)
             }
             try await harness.disable(appId: ios.appId, token: tokens[7], reason: "BadDeviceToken", invalidSince: Date())
             try await harness.eventually("live projection caught up") {

@@ -53,47 +53,53 @@ struct RegistrationParsingTests {
         #expect(merged["userKey"] == "body")
     }
 
-    @Test("every additionalParams form the SDKs write", arguments: [
-        ("<additionalParams></additionalParams>", [String: String]()),
-        ("<additionalParams/>", [:]),
-        ("<additionalParameters></additionalParameters>", [:]),
-        (#"<additionalParams><param name="a" value="1" /></additionalParams>"#, ["a": "1"]),
-        (#"<additionalParameters><param name="a" value="1"/></additionalParameters>"#, ["a": "1"]),
-        (#"<?xml version="1.0"?><additionalParams><param value='2' name='b'></param></additionalParams>"#, ["b": "2"]),
-        (#"<additionalParams><param name="q" value="&amp; &quot; &#x27; &#39; &gt; &lt;" /></additionalParams>"#, ["q": "& \" ' ' > <"]),
-        (#"<additionalParams><param name="emoji" value="caf&#233; &#x1F600;" /></additionalParams>"#, ["emoji": "café 😀"]),
-        ("", [:]),
-    ])
+    @Test(
+        "every additionalParams form the SDKs write",
+        arguments: [
+            ("<additionalParams></additionalParams>", [String: String]()),
+            ("<additionalParams/>", [:]),
+            ("<additionalParameters></additionalParameters>", [:]),
+            (#"<additionalParams><param name="a" value="1" /></additionalParams>"#, ["a": "1"]),
+            (#"<additionalParameters><param name="a" value="1"/></additionalParameters>"#, ["a": "1"]),
+            (#"<?xml version="1.0"?><additionalParams><param value='2' name='b'></param></additionalParams>"#, ["b": "2"]),
+            (#"<additionalParams><param name="q" value="&amp; &quot; &#x27; &#39; &gt; &lt;" /></additionalParams>"#, ["q": "& \" ' ' > <"]),
+            (#"<additionalParams><param name="emoji" value="caf&#233; &#x1F600;" /></additionalParams>"#, ["emoji": "café 😀"]),
+            ("", [:]),
+        ])
     func additionalParams(xml: String, expected: [String: String]) throws {
         #expect(try AdditionalParams.parse(xml) == expected)
     }
 
-    @Test("malformed XML is a 400 naming the problem", arguments: [
-        "<params></params>",
-        "<additionalParams><param name=\"a\" value=\"1\"></additionalParams>",
-        "<additionalParams><param value=\"1\"/></additionalParams>",
-        "<additionalParams><param name=a value=1/></additionalParams>",
-        "<additionalParams><param name=\"a\" value=\"&bogus;\"/></additionalParams>",
-        "<additionalParams></additionalParams>trailing",
-        "<additionalParams><other/></additionalParams>",
-        "not xml",
-    ])
+    @Test(
+        "malformed XML is a 400 naming the problem",
+        arguments: [
+            "<params></params>",
+            "<additionalParams><param name=\"a\" value=\"1\"></additionalParams>",
+            "<additionalParams><param value=\"1\"/></additionalParams>",
+            "<additionalParams><param name=a value=1/></additionalParams>",
+            "<additionalParams><param name=\"a\" value=\"&bogus;\"/></additionalParams>",
+            "<additionalParams></additionalParams>trailing",
+            "<additionalParams><other/></additionalParams>",
+            "not xml",
+        ])
     func malformedXML(xml: String) {
         let error = #expect(throws: RegistrationError.self) { try AdditionalParams.parse(xml) }
         #expect(error?.status == 400)
         #expect(error?.reason.hasPrefix("malformed additionalParams XML") == true)
     }
 
-    @Test("invalid fields are 400s that name the field", arguments: [
-        ("registrationToken=aa&mobileAppUuid=", Platform.ios, "mobileAppUuid"),
-        ("mobileAppUuid=k", .ios, "registrationToken"),
-        ("registrationToken=abc&mobileAppUuid=k", .ios, "APNs device token"),
-        ("registrationToken=zz&mobileAppUuid=k", .ios, "APNs device token"),
-        ("registrationToken=\(String(repeating: "ab", count: 101))&mobileAppUuid=k", .ios, "APNs device token"),
-        ("registrationToken=a%01b&mobileAppUuid=k", .android, "FCM registration token"),
-        ("registrationToken=tok&mobileAppUuid=k&deviceName=%E0%A4", .android, "deviceName is not valid UTF-8"),
-        ("registrationToken=tok&mobileAppUuid=k&deviceName=%zz", .android, "malformed percent-encoding in field deviceName"),
-    ])
+    @Test(
+        "invalid fields are 400s that name the field",
+        arguments: [
+            ("registrationToken=aa&mobileAppUuid=", Platform.ios, "mobileAppUuid"),
+            ("mobileAppUuid=k", .ios, "registrationToken"),
+            ("registrationToken=abc&mobileAppUuid=k", .ios, "APNs device token"),
+            ("registrationToken=zz&mobileAppUuid=k", .ios, "APNs device token"),
+            ("registrationToken=\(String(repeating: "ab", count: 101))&mobileAppUuid=k", .ios, "APNs device token"),
+            ("registrationToken=a%01b&mobileAppUuid=k", .android, "FCM registration token"),
+            ("registrationToken=tok&mobileAppUuid=k&deviceName=%E0%A4", .android, "deviceName is not valid UTF-8"),
+            ("registrationToken=tok&mobileAppUuid=k&deviceName=%zz", .android, "malformed percent-encoding in field deviceName"),
+        ])
     func invalidFields(body: String, platform: Platform, fragment: String) {
         let error = #expect(throws: RegistrationError.self) {
             try DeviceRegistration(fields: try FormFields(encoded: body), platform: platform)

@@ -30,8 +30,9 @@ struct RuntimeConfigurationTests {
         #expect(producer == ["security.protocol": "SASL_SSL", "sasl.mechanisms": "PLAIN", "batch.num.messages": "5000"])
 
         let consumer = configuration.consumer(group: "g", topics: ["t"]).client.properties
-        #expect(consumer == ["security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512", "fetch.wait.max.ms": "100"],
-                "the consumer-only value wins over the one for every client")
+        #expect(
+            consumer == ["security.protocol": "SASL_SSL", "sasl.mechanisms": "SCRAM-SHA-512", "fetch.wait.max.ms": "100"],
+            "the consumer-only value wins over the one for every client")
     }
 
     @Test("KAFKA_LINGER_MS sets the producer's linger; the service's own default otherwise")
@@ -45,7 +46,10 @@ struct RuntimeConfigurationTests {
 
     @Test("a variable that is not a property name is refused, naming it, without its value")
     func badPropertyName() throws {
-        for key in ["KAFKA_PROPERTY_", "KAFKA_PROPERTY_sasl_password", "KAFKA_PROPERTY_SASL.PASSWORD", "KAFKA_PRODUCER_PROPERTY__LINGER", "KAFKA_PROPERTY_SASL__MECHANISMS"] {
+        for key in [
+            "KAFKA_PROPERTY_", "KAFKA_PROPERTY_sasl_password", "KAFKA_PROPERTY_SASL.PASSWORD", "KAFKA_PRODUCER_PROPERTY__LINGER",
+            "KAFKA_PROPERTY_SASL__MECHANISMS",
+        ] {
             let error = #expect(throws: ConfigurationError.self) { try Self.configuration([key: "hunter2-secret"]) }
             let message = error.map { "\($0)" } ?? ""
             #expect(message.contains(key), "\(message)")

@@ -39,7 +39,8 @@ struct APNSSenderHarness: SenderHarness {
         configuration: RuntimeConfiguration, environment: EnvironmentSettings, postgres: PostgresClient,
         producer: KafkaProducer, logger: Logger, now: @escaping @Sendable () -> Date
     ) throws -> [any Service] {
-        try APNSSenderApplication.build(configuration: configuration, environment: environment, postgres: postgres, producer: producer, logger: logger, now: now)
+        try APNSSenderApplication.build(
+            configuration: configuration, environment: environment, postgres: postgres, producer: producer, logger: logger, now: now)
     }
 
     /// Starts the simulator and PostgreSQL client, creates the topics and the app, runs `body`.
@@ -66,7 +67,9 @@ struct APNSSenderHarness: SenderHarness {
 
         let environment = try Self.testEnvironment(
             suffix: suffix,
-            topics: [("APNS_MESSAGES", "apns", 4), ("APNS_RETRIES", "apns-retries", 2), ("MESSAGE_RESULTS", "results", 2), ("SUBSCRIPTIONS", "subscriptions", 2)],
+            topics: [
+                ("APNS_MESSAGES", "apns", 4), ("APNS_RETRIES", "apns-retries", 2), ("MESSAGE_RESULTS", "results", 2), ("SUBSCRIPTIONS", "subscriptions", 2),
+            ],
             settings: [
                 "APNS_SENDER_GROUP": "test.apns-sender.\(suffix)",
                 "APNS_PRODUCTION_URL": "https://127.0.0.1:\(simulator.port)",
@@ -81,7 +84,8 @@ struct APNSSenderHarness: SenderHarness {
         let configuration = try RuntimeConfiguration(service: "sender-tests", defaultOpsPort: 0, environment: EnvironmentSettings(environment))
         let logger = Self.testLogger()
         let catalog = configuration.topics
-        try await Self.createTopics([catalog.apnsMessages, catalog.apnsRetries, catalog.messageResults, catalog.subscriptions], configuration: configuration, logger: logger)
+        try await Self.createTopics(
+            [catalog.apnsMessages, catalog.apnsRetries, catalog.messageResults, catalog.subscriptions], configuration: configuration, logger: logger)
         return try await Self.withPostgres(configuration: configuration, simulator: simulator, logger: logger) { postgres in
             let harness = APNSSenderHarness(
                 suffix: suffix, environment: environment, configuration: configuration, postgres: postgres,

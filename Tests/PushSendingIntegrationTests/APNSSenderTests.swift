@@ -54,7 +54,9 @@ struct APNSSenderTests {
 
             let dlq = try await h.records("\(h.topics.apnsMessages.name).dlq")
             #expect(dlq.count == 1)
-            #expect(dlq.first?.headers.contains { $0.name == "dlq.reason" && String(decoding: $0.value ?? [], as: UTF8.self).contains("malformed_envelope") } == true)
+            #expect(
+                dlq.first?.headers.contains { $0.name == "dlq.reason" && String(decoding: $0.value ?? [], as: UTF8.self).contains("malformed_envelope") }
+                    == true)
         }
     }
 

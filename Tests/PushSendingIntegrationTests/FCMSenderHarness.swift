@@ -74,7 +74,8 @@ struct FCMSenderHarness: SenderHarness {
         let configuration = try RuntimeConfiguration(service: "sender-tests", defaultOpsPort: 0, environment: EnvironmentSettings(environment))
         let logger = Self.testLogger()
         let catalog = configuration.topics
-        try await Self.createTopics([catalog.fcmMessages, catalog.fcmRetries, catalog.messageResults, catalog.subscriptions], configuration: configuration, logger: logger)
+        try await Self.createTopics(
+            [catalog.fcmMessages, catalog.fcmRetries, catalog.messageResults, catalog.subscriptions], configuration: configuration, logger: logger)
         return try await Self.withPostgres(configuration: configuration, simulator: simulator, logger: logger) { postgres in
             let harness = FCMSenderHarness(
                 suffix: suffix, environment: environment, configuration: configuration, postgres: postgres,
@@ -107,7 +108,8 @@ struct FCMSenderHarness: SenderHarness {
     func message(token: String, validFor seconds: TimeInterval = 3600, notification: Bool = false) -> FCMMessagePlanned {
         let messageId = UUID()
         let id = messageId.uuidString.lowercased()
-        let content = notification
+        let content =
+            notification
             ? #""data":{"_mId":"\#(id)","_dId":"d-test","url":"https://example.com"},"notification":{"title":"Hello","body":"World"}"#
             : #""data":{"_mId":"\#(id)","_dId":"d-test","_msg":"World","title":"Hello","url":"https://example.com"}"#
         return FCMMessagePlanned(

@@ -12,8 +12,8 @@ struct ResultEvent: Sendable {
 
     init?(_ record: KafkaConsumerRecord) {
         guard let object = try? JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any],
-              let type = object["type"] as? String, let data = object["data"] as? [String: Any],
-              let id = (data["message"] as? [String: Any])?["messageId"] as? String
+            let type = object["type"] as? String, let data = object["data"] as? [String: Any],
+            let id = (data["message"] as? [String: Any])?["messageId"] as? String
         else { return nil }
         messageId = id.lowercased()
         self.type = type

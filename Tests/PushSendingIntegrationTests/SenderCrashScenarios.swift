@@ -29,7 +29,10 @@ extension SenderHarness {
         let arrivals = arrivals(messages)
         let results = try await results()
         let types = Dictionary(grouping: results, by: { "\($0.type)/\($0.reason ?? "")" }).mapValues(\.count)
-        #expect(arrivals.allSatisfy { $0 == 1 }, "duplicates: \(arrivals.filter { $0 > 1 }.count), missing: \(arrivals.filter { $0 == 0 }.count); results: \(types); simulator: \(simulator.state.counters)")
+        #expect(
+            arrivals.allSatisfy { $0 == 1 },
+            "duplicates: \(arrivals.filter { $0 > 1 }.count), missing: \(arrivals.filter { $0 == 0 }.count); results: \(types); simulator: \(simulator.state.counters)"
+        )
         #expect(Set(results.map(\.messageId)).count == messages.count)
         #expect(results.count == messages.count, "results: \(types)")
     }
@@ -76,7 +79,9 @@ extension SenderHarness {
         let bound = windows.reduce(0, +) + 2 * inFlight
         #expect(duplicates <= bound, "re-sent after the two SIGKILLs: \(duplicates); push_sender_resend_window before the kills: \(windows)")
         #expect(Set(results.map(\.messageId)).count == messages.count)
-        print("\(Self.executable) crash test: \(duplicates) messages re-sent after 2 SIGKILLs; push_sender_resend_window just before them: \(windows); held at most \(held)")
+        print(
+            "\(Self.executable) crash test: \(duplicates) messages re-sent after 2 SIGKILLs; push_sender_resend_window just before them: \(windows); held at most \(held)"
+        )
     }
 
     /// On a timeout: which messages have no result, and their records on the retry topic.

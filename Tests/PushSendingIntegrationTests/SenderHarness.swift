@@ -1,8 +1,5 @@
 import Crypto
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 import Kafka
 import Logging
 import PostgresNIO
@@ -16,6 +13,10 @@ import PushTestSupport
 import ServiceLifecycle
 import Synchronization
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 /// What the APNs and FCM sender harnesses share: a provider simulator, this run's topics and
 /// consumer group on the real broker, an app in the real PostgreSQL, and the environment that

@@ -111,7 +111,8 @@ struct FCMTTLTests {
     func ttl() {
         let planned = #"{"token":"t","data":{"_mId":"m","ttl":"\"ttl\":\"9s\""},"android":{"priority":"high","ttl":"86400s","collapse_key":"k"}}"#
         func sent(_ message: String, _ seconds: Int) -> String { String(decoding: FCMTransport.withTTL(message, seconds: seconds), as: UTF8.self) }
-        #expect(sent(planned, 120) == #"{"token":"t","data":{"_mId":"m","ttl":"\"ttl\":\"9s\""},"android":{"priority":"high","ttl":"120s","collapse_key":"k"}}"#)
+        #expect(
+            sent(planned, 120) == #"{"token":"t","data":{"_mId":"m","ttl":"\"ttl\":\"9s\""},"android":{"priority":"high","ttl":"120s","collapse_key":"k"}}"#)
         #expect(sent(#"{"token":"t"}"#, 5) == #"{"token":"t"}"#)
         // Multi-byte characters before and after: the rewrite is by bytes, not characters.
         let accents = #"{"token":"t","notification":{"title":"Olá 👋 ça va"},"android":{"ttl":"86400s","notification":{"body":"é"}}}"#

@@ -49,7 +49,9 @@ struct ProjectionRunnerTests {
         try await StoreTestSupport.createTopic(topic, partitions: 1)
         _ = try await StoreTestSupport.produceEvents(topic: topic, run: run, count: 5, range: 0..<5)
         let producer = try KafkaProducer(configuration: try StoreTestSupport.configuration().producer, logger: StoreTestSupport.logger)
-        try await producer.send(KafkaProducerRecord(topic: topic, key: "bad", value: Array(#"{"type": "half an envelope"}"#.utf8), headers: [KafkaHeader(name: "origin", string: "test")]))
+        try await producer.send(
+            KafkaProducerRecord(
+                topic: topic, key: "bad", value: Array(#"{"type": "half an envelope"}"#.utf8), headers: [KafkaHeader(name: "origin", string: "test")]))
         await producer.close()
         _ = try await StoreTestSupport.produceEvents(topic: topic, run: run, count: 5, range: 5..<10)
 
@@ -67,7 +69,9 @@ struct ProjectionRunnerTests {
         }
 
         let consumer = try KafkaConsumer(
-            configuration: KafkaConsumerConfiguration(client: try StoreTestSupport.configuration().kafka, groupID: StoreTestSupport.uniqueName("dlq-reader"), topics: ["\(topic).dlq"], sessionTimeoutMilliseconds: 6_000, heartbeatIntervalMilliseconds: 1_000),
+            configuration: KafkaConsumerConfiguration(
+                client: try StoreTestSupport.configuration().kafka, groupID: StoreTestSupport.uniqueName("dlq-reader"), topics: ["\(topic).dlq"],
+                sessionTimeoutMilliseconds: 6_000, heartbeatIntervalMilliseconds: 1_000),
             logger: StoreTestSupport.logger
         )
         var iterator = consumer.records.makeAsyncIterator()
@@ -93,8 +97,10 @@ struct ProjectionRunnerTests {
         try await StoreTestSupport.withPostgres { postgres in
             let (first, firstProducer) = try Self.runner(topic: topic, group: group, postgres: postgres)
             let (second, secondProducer) = try Self.runner(topic: topic, group: group, postgres: postgres)
-            let firstGroup = ServiceGroup(configuration: .init(services: [.init(service: firstProducer), .init(service: first)], logger: StoreTestSupport.logger))
-            let secondGroup = ServiceGroup(configuration: .init(services: [.init(service: secondProducer), .init(service: second)], logger: StoreTestSupport.logger))
+            let firstGroup = ServiceGroup(
+                configuration: .init(services: [.init(service: firstProducer), .init(service: first)], logger: StoreTestSupport.logger))
+            let secondGroup = ServiceGroup(
+                configuration: .init(services: [.init(service: secondProducer), .init(service: second)], logger: StoreTestSupport.logger))
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { try await firstGroup.run() }
                 tasks.addTask { try await secondGroup.run() }

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 @Suite("A service executable's operations endpoints and lifecycle", .serialized)

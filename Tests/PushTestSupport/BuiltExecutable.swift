@@ -1,14 +1,15 @@
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
 import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// One run of a product of this package (a service, `pushctl`), built next to the test bundle
 /// (`scripts/test` builds them all), as an operator starts it: its environment and arguments,
@@ -119,7 +120,9 @@ package final class BuiltExecutable: Sendable {
         while ContinuousClock.now < deadline {
             if await condition() { return }
             if !isRunning {
-                Issue.record("\(name) exited (\(terminationReason == .exit ? "status" : "signal") \(terminationStatus)) before \(what)\n\(logTail())", sourceLocation: sourceLocation)
+                Issue.record(
+                    "\(name) exited (\(terminationReason == .exit ? "status" : "signal") \(terminationStatus)) before \(what)\n\(logTail())",
+                    sourceLocation: sourceLocation)
                 throw CancellationError()
             }
             try await Task.sleep(for: .milliseconds(100))
@@ -174,9 +177,9 @@ package final class BuiltExecutable: Sendable {
 
     private func signal(_ signal: Int32) {
         #if canImport(Glibc)
-        _ = Glibc.kill(processIdentifier, signal)
+            _ = Glibc.kill(processIdentifier, signal)
         #else
-        _ = Darwin.kill(processIdentifier, signal)
+            _ = Darwin.kill(processIdentifier, signal)
         #endif
     }
 }

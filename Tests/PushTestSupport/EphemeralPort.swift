@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
 import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// A free TCP port on 127.0.0.1 for a server a test starts: the kernel picks it (a socket bound to
 /// port 0), the socket is closed, the port handed out. Never the same port twice in one test
@@ -25,9 +26,9 @@ package enum EphemeralPort {
 
     private static func bindAndRelease(sourceLocation: SourceLocation) throws -> Int {
         #if os(Linux)
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
-        let descriptor = socket(AF_INET, SOCK_STREAM, 0)
+            let descriptor = socket(AF_INET, SOCK_STREAM, 0)
         #endif
         try #require(descriptor >= 0, "socket() failed: errno \(errno)", sourceLocation: sourceLocation)
         defer { close(descriptor) }

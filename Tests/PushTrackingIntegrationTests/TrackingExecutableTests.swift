@@ -69,7 +69,9 @@ struct TrackingExecutableTests {
             }
             try await Task.sleep(for: .seconds(1))
             #expect(try await rows() == expected, "no hit lost, none twice")
-            #expect(try await harness.count("SELECT count(DISTINCT (kafka_partition, kafka_offset))::int FROM push.tracking_log WHERE delivery_id = \(delivery)") == expected)
+            #expect(
+                try await harness.count("SELECT count(DISTINCT (kafka_partition, kafka_offset))::int FROM push.tracking_log WHERE delivery_id = \(delivery)")
+                    == expected)
 
             // What an operator's Prometheus scrapes: the projection's records and its consumer
             // lag per partition, 0 once everything is read.

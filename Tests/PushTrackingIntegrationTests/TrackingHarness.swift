@@ -8,9 +8,10 @@ import PushStore
 import PushTracking
 import ServiceLifecycle
 import Testing
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
-import PushTestSupport
+    import FoundationNetworking
+    import PushTestSupport
 #endif
 
 /// Runs the tracking-ingestion service in-process (the same `TrackingApplication.build` the
@@ -154,14 +155,17 @@ struct TrackingHarness: Sendable {
 
     /// Publishes hit events as the endpoint does.
     func publish(_ hits: [TrackingHitRecorded]) async throws {
-        try await publish(hits.map { hit in
-            (hit.messageId, try EventEnvelope(key: hit.messageId, payload: hit, id: hit.trackingId, occurredAt: hit.occurredAt).encoded())
-        })
+        try await publish(
+            hits.map { hit in
+                (hit.messageId, try EventEnvelope(key: hit.messageId, payload: hit, id: hit.trackingId, occurredAt: hit.occurredAt).encoded())
+            })
     }
 
     /// Reads `topic` from the beginning with a fresh group until `until` holds for what was
     /// read or `limit` passes; returns what was read.
-    func read(_ topic: String, within limit: Duration = .seconds(30), until: @escaping @Sendable ([KafkaConsumerRecord]) -> Bool) async throws -> [KafkaConsumerRecord] {
+    func read(_ topic: String, within limit: Duration = .seconds(30), until: @escaping @Sendable ([KafkaConsumerRecord]) -> Bool) async throws
+        -> [KafkaConsumerRecord]
+    {
         let consumer = try KafkaConsumer(
             configuration: KafkaConsumerConfiguration(
                 client: configuration.kafka, groupID: "test.reader.\(UUID().uuidString.prefix(8))", topics: [topic],
@@ -238,7 +242,8 @@ struct TrackingHarness: Sendable {
         )
         var result: [Row] = []
         for try await (trackingId, messageId, form, delivery, tag, kind, occurredAt) in rows.decode((UUID, String, String, String, Int32, String, Date).self) {
-            result.append(Row(trackingId: trackingId, messageId: messageId, messageIdForm: form, deliveryId: delivery, tagId: tag, kind: kind, occurredAt: occurredAt))
+            result.append(
+                Row(trackingId: trackingId, messageId: messageId, messageIdForm: form, deliveryId: delivery, tagId: tag, kind: kind, occurredAt: occurredAt))
         }
         return result
     }

@@ -111,12 +111,15 @@ struct TrackingLogProjectionTests {
             #expect(letters.allSatisfy { $0.headers.string("dlq.source.topic") == harness.topic })
             #expect(letters.allSatisfy { $0.headers.string("dlq.consumer.group") == harness.settings.projectionName })
             #expect(letters.map { $0.headers.string("dlq.source.offset") } == ["1", "2"])
-            #expect(letters.first?.headers.string("dlq.reason")?.hasPrefix("malformed_envelope") == true, "\(letters.first?.headers.string("dlq.reason") ?? "")")
+            #expect(
+                letters.first?.headers.string("dlq.reason")?.hasPrefix("malformed_envelope") == true, "\(letters.first?.headers.string("dlq.reason") ?? "")")
             #expect(letters.last?.headers.string("dlq.reason") == "invalid_payload: TrackingHitRecorded v1: kind must be received, opened or other")
         }
     }
 
-    @Test("a record PostgreSQL refuses (a NUL in a text) goes to the dead-letter topic with PostgreSQL's reason; its batch neighbours are projected, the projection goes on")
+    @Test(
+        "a record PostgreSQL refuses (a NUL in a text) goes to the dead-letter topic with PostgreSQL's reason; its batch neighbours are projected, the projection goes on"
+    )
     func refusedByPostgres() async throws {
         let suffix = TrackingHarness.uniqueSuffix()
         let delivery = "refused-\(suffix)"

@@ -52,7 +52,10 @@ struct FCMSimulatorTests {
                 ("wrong scope", try Self.account.assertion(scope: "https://www.googleapis.com/auth/cloud-platform"), "invalid_scope"),
                 ("exp two hours after iat", try Self.account.assertion(lifetime: 7200), "invalid_grant"),
                 ("expired", try Self.account.assertion(issuedAt: Date().addingTimeInterval(-7200)), "invalid_grant"),
-                ("unknown issuer", try Fixtures.ServiceAccount(key: Self.account.key, clientEmail: "x@y.iam.gserviceaccount.com", projectID: "y").assertion(), "invalid_grant"),
+                (
+                    "unknown issuer",
+                    try Fixtures.ServiceAccount(key: Self.account.key, clientEmail: "x@y.iam.gserviceaccount.com", projectID: "y").assertion(), "invalid_grant"
+                ),
                 ("not a JWT", "abc", "invalid_request"),
             ]
             for (name, assertion, error) in cases {
@@ -143,8 +146,10 @@ struct FCMSimulatorTests {
                 #expect(details?.first?["@type"] as? String == "type.googleapis.com/google.firebase.fcm.v1.FcmError")
                 #expect((response.headers.first(name: "retry-after") != nil) == expected.retryAfter, "\(expected.prefix)")
             }
-            if let message = (try await Self.send(client, accessToken: accessToken, body: Self.message(token: "invalid-x"))
-                .json?["error"] as? [String: Any])?["message"] as? String {
+            if let message =
+                (try await Self.send(client, accessToken: accessToken, body: Self.message(token: "invalid-x"))
+                .json?["error"] as? [String: Any])?["message"] as? String
+            {
                 #expect(message.contains("registration token"))
             }
             #expect(simulator.state.notifications().isEmpty)

@@ -1,7 +1,8 @@
 import ArgumentParser
 import Foundation
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Where the admin API is and how to authenticate: `PUSH_ADMIN_URL` (default
@@ -112,7 +113,8 @@ struct Apps: AsyncParsableCommand {
     struct Credentials: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Set an app's provider credentials (read from files, never from the command line), or list them.",
-            discussion: "APNs token: --p8 FILE --key-id ID --team-id ID. APNs certificate: --p12 FILE --password-file FILE, or --certificate-pem FILE --private-key-pem FILE. FCM: --service-account FILE. Without any, lists the stored credentials."
+            discussion:
+                "APNs token: --p8 FILE --key-id ID --team-id ID. APNs certificate: --p12 FILE --password-file FILE, or --certificate-pem FILE --private-key-pem FILE. FCM: --service-account FILE. Without any, lists the stored credentials."
         )
         @OptionGroup var connection: AdminConnection
         @Option(help: "App id.") var id: String
@@ -137,8 +139,10 @@ struct Apps: AsyncParsableCommand {
             if let p8 {
                 body = ["kind": "apns-token", "privateKey": try text(p8), "keyId": keyId ?? "", "teamId": teamId ?? ""]
             } else if let p12 {
-                body = ["kind": "apns-certificate", "pkcs12": try read(p12).base64EncodedString(),
-                        "password": try passwordFile.map { try text($0).trimmingCharacters(in: .newlines) } ?? ""]
+                body = [
+                    "kind": "apns-certificate", "pkcs12": try read(p12).base64EncodedString(),
+                    "password": try passwordFile.map { try text($0).trimmingCharacters(in: .newlines) } ?? "",
+                ]
             } else if let certificatePem, let privateKeyPem {
                 body = ["kind": "apns-certificate", "certificatePem": try text(certificatePem), "privateKeyPem": try text(privateKeyPem)]
             } else if let serviceAccount {

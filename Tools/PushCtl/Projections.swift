@@ -81,13 +81,15 @@ struct Projections: AsyncParsableCommand {
             // replay started again after a kill does not wait for its dead predecessor's session.
             let run = UUID().uuidString.prefix(8).lowercased()
             let runners = kinds.map {
-                $0.runner(configuration: configuration, postgres: postgres, deadLetterProducer: producer, brokerGroup: "\($0.group()).replay.\(run)", logger: logger)
+                $0.runner(
+                    configuration: configuration, postgres: postgres, deadLetterProducer: producer, brokerGroup: "\($0.group()).replay.\(run)", logger: logger)
             }
-            let serviceGroup = ServiceGroup(configuration: .init(
-                services: [.init(service: postgres), .init(service: producer)] + runners.map { .init(service: $0) },
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger
-            ))
+            let serviceGroup = ServiceGroup(
+                configuration: .init(
+                    services: [.init(service: postgres), .init(service: producer)] + runners.map { .init(service: $0) },
+                    gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger
+                ))
             let clock = ContinuousClock()
             let start = clock.now
             let deadline = start + .seconds(timeout)
@@ -203,7 +205,9 @@ enum ProjectionKind: String, CaseIterable, ExpressibleByArgument, Sendable {
 
     /// The runner the owning service starts (same projection, same positions), consuming under
     /// the broker group `brokerGroup` so that it takes no partitions from the services.
-    func runner(configuration: RuntimeConfiguration, postgres: PostgresClient, deadLetterProducer: KafkaProducer, brokerGroup: String, logger: Logger) -> any Service {
+    func runner(configuration: RuntimeConfiguration, postgres: PostgresClient, deadLetterProducer: KafkaProducer, brokerGroup: String, logger: Logger)
+        -> any Service
+    {
         let topics = configuration.topics
         let name = group()
         func make<P: Projection>(_ projection: P) -> any Service {

@@ -57,7 +57,10 @@ struct Migrate: AsyncParsableCommand {
             try await Migrator(client: client, logger: logger).migrate()
         }
         let version = Migrations.all.last?.version ?? 0
-        print(applied.isEmpty ? "schema push is current (version \(version))" : "applied migrations \(applied.map(String.init).joined(separator: ", ")); schema push is at version \(version)")
+        print(
+            applied.isEmpty
+                ? "schema push is current (version \(version))"
+                : "applied migrations \(applied.map(String.init).joined(separator: ", ")); schema push is at version \(version)")
     }
 }
 
@@ -77,9 +80,10 @@ struct Topics: AsyncParsableCommand {
             let context = try ToolContext()
             let admin = try KafkaAdmin(configuration: context.configuration.kafka, logger: context.logger)
             let topics = context.configuration.topics.all
-            let outcome = try await admin.createTopics(topics.map {
-                KafkaTopicSpecification(name: $0.name, partitions: $0.partitions, replicationFactor: replicationFactor, config: $0.config)
-            })
+            let outcome = try await admin.createTopics(
+                topics.map {
+                    KafkaTopicSpecification(name: $0.name, partitions: $0.partitions, replicationFactor: replicationFactor, config: $0.config)
+                })
             await admin.close()
             for topic in topics {
                 let state = outcome[topic.name] == .created ? "created" : "exists"
@@ -98,7 +102,9 @@ struct Topics: AsyncParsableCommand {
             await admin.close()
             for topic in context.configuration.topics.all {
                 let actual = existing[topic.name].map { "\($0) partitions" } ?? "missing"
-                print("\(topic.name.padding(toLength: 34, withPad: " ", startingAt: 0)) \(actual.padding(toLength: 14, withPad: " ", startingAt: 0)) \(topic.purpose)")
+                print(
+                    "\(topic.name.padding(toLength: 34, withPad: " ", startingAt: 0)) \(actual.padding(toLength: 14, withPad: " ", startingAt: 0)) \(topic.purpose)"
+                )
             }
         }
     }
@@ -120,7 +126,9 @@ struct Journal: AsyncParsableCommand {
         try await Self.runJournal(context: context, topics: topics, group: group)
     }
 
-    static func runJournal(context: ToolContext, topics: [String], group: String, until stop: (@Sendable (PostgresClient) async throws -> Bool)? = nil) async throws {
+    static func runJournal(context: ToolContext, topics: [String], group: String, until stop: (@Sendable (PostgresClient) async throws -> Bool)? = nil)
+        async throws
+    {
         let configuration = context.configuration
         let logger = context.logger
         var quiet = logger
@@ -134,11 +142,12 @@ struct Journal: AsyncParsableCommand {
             deadLetters: DeadLetterPublisher(producer: producer, catalog: configuration.topics, group: group),
             logger: logger
         )
-        let serviceGroup = ServiceGroup(configuration: .init(
-            services: [.init(service: postgres), .init(service: producer), .init(service: runner)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger
-        ))
+        let serviceGroup = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: postgres), .init(service: producer), .init(service: runner)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger
+            ))
         guard let stop else {
             try await serviceGroup.run()
             return
@@ -159,7 +168,8 @@ struct Journal: AsyncParsableCommand {
 struct Smoke: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Produce events through the Swift client and show them projected in PostgreSQL.",
-        discussion: "Creates topic push.smoke, produces events plus one malformed record, runs the journal projection until every event is in push.event_journal, and prints what it saw."
+        discussion:
+            "Creates topic push.smoke, produces events plus one malformed record, runs the journal projection until every event is in push.event_journal, and prints what it saw."
     )
 
     @Option(help: "How many events to produce.")
@@ -216,7 +226,9 @@ struct Smoke: AsyncParsableCommand {
             return result
         }
         guard let (rowCount, distinct, first, last) = summary else { throw ValidationError("no journal rows for \(runID)") }
-        print("projected into push.event_journal in \(projectTime.formatted(.units(allowed: [.milliseconds]))): \(rowCount) rows, \(distinct) distinct event ids, occurred \(first.formatted(.iso8601)) .. \(last.formatted(.iso8601))")
+        print(
+            "projected into push.event_journal in \(projectTime.formatted(.units(allowed: [.milliseconds]))): \(rowCount) rows, \(distinct) distinct event ids, occurred \(first.formatted(.iso8601)) .. \(last.formatted(.iso8601))"
+        )
         print("the malformed record went to \(topic).dlq with its reason in the dlq.reason header")
         print("look: psql \"$POSTGRES_URL\" -c \"SELECT type, count(*) FROM push.event_journal WHERE correlation_id = '\(runID)' GROUP BY type\"")
         guard rowCount == events, distinct == events else {

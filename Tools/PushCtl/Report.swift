@@ -8,7 +8,8 @@ import PostgresNIO
 struct Report: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a delivery's funnel (targeted, excluded, sent, failed, received, opened) from push.delivery_indicators.",
-        discussion: "Targeted is to_deliver (messages created after exclusions); received and opened are distinct messages with such a hit; rates are over sent."
+        discussion:
+            "Targeted is to_deliver (messages created after exclusions); received and opened are distinct messages with such a hit; rates are over sent."
     )
 
     @Argument(help: "The delivery id (push.deliveries.delivery_id).")
@@ -91,7 +92,11 @@ struct DeliveryFunnel: Sendable {
 
     /// A horizontal bar chart: one bar per stage, scaled to the largest value.
     var svg: String {
-        let barHeight = 28, gap = 8, left = 90, barWidth = 420, top = 40
+        let barHeight = 28
+        let gap = 8
+        let left = 90
+        let barWidth = 420
+        let top = 40
         let height = top + stages.count * (barHeight + gap) + 10
         let largest = max(stages.map(\.value).max() ?? 0, 1)
         var parts = [
@@ -103,7 +108,9 @@ struct DeliveryFunnel: Sendable {
             let y = top + index * (barHeight + gap)
             let width = stage.value == 0 ? 0 : max(1, stage.value * barWidth / largest)
             parts.append(#"<text x="\#(left - 8)" y="\#(y + 19)" text-anchor="end">\#(stage.label)</text>"#)
-            parts.append(#"<rect x="\#(left)" y="\#(y)" width="\#(width)" height="\#(barHeight)" fill="\#(colors[stage.label] ?? "#888")"><title>\#(Self.escape(stage.note))</title></rect>"#)
+            parts.append(
+                #"<rect x="\#(left)" y="\#(y)" width="\#(width)" height="\#(barHeight)" fill="\#(colors[stage.label] ?? "#888")"><title>\#(Self.escape(stage.note))</title></rect>"#
+            )
             parts.append(#"<text x="\#(left + width + 6)" y="\#(y + 19)">\#(stage.value)</text>"#)
         }
         parts.append("</svg>")

@@ -38,7 +38,6 @@ extension Duration {
     }
 }
 
-
 /// `value` with `digits` decimals.
 func fixed(_ value: Double, _ digits: Int) -> String {
     String(format: "%.\(digits)f", value)
@@ -54,11 +53,12 @@ struct BenchmarkFailure: Error, CustomStringConvertible {
 func processCPUTime() -> Duration {
     var usage = rusage()
     #if canImport(Glibc)
-    getrusage(RUSAGE_SELF.rawValue, &usage)
+        getrusage(RUSAGE_SELF.rawValue, &usage)
     #else
-    getrusage(RUSAGE_SELF, &usage)
+        getrusage(RUSAGE_SELF, &usage)
     #endif
-    let microseconds = (Int64(usage.ru_utime.tv_sec) + Int64(usage.ru_stime.tv_sec)) * 1_000_000
+    let microseconds =
+        (Int64(usage.ru_utime.tv_sec) + Int64(usage.ru_stime.tv_sec)) * 1_000_000
         + Int64(usage.ru_utime.tv_usec) + Int64(usage.ru_stime.tv_usec)
     return .microseconds(microseconds)
 }

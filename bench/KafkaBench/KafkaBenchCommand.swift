@@ -31,7 +31,9 @@ struct BenchmarkOptions: ParsableArguments {
     @Option(help: "Value size in bytes.")
     var size: Int = 100
 
-    @Option(name: .customLong("property"), help: "Extra librdkafka property name=value, repeatable, applied over the client's own settings (KafkaClientConfiguration.properties).")
+    @Option(
+        name: .customLong("property"),
+        help: "Extra librdkafka property name=value, repeatable, applied over the client's own settings (KafkaClientConfiguration.properties).")
     var properties: [String] = []
 
     @Option(help: "Log level of the client and of librdkafka's log lines.")
@@ -68,4 +70,3 @@ struct BenchmarkOptions: ParsableArguments {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
-

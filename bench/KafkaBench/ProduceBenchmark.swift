@@ -31,7 +31,10 @@ struct ProduceBenchmark: AsyncParsableCommand {
     @Option(help: "compression.type (kcat gets the same value).")
     var compression: String = "lz4"
 
-    @Option(help: "Idle time between creating the producer and the first send, so that connecting and acquiring the idempotent producer id (about 0.5 s on Tansu) stay out of the measurement. bench/kafka.sh gives kcat the same head start.")
+    @Option(
+        help:
+            "Idle time between creating the producer and the first send, so that connecting and acquiring the idempotent producer id (about 0.5 s on Tansu) stay out of the measurement. bench/kafka.sh gives kcat the same head start."
+    )
     var startDelayMs: Int = 1_000
 
     @Option(help: "Read the records from this kcat input file (key<TAB>value per line); it replaces --records and --size.")

@@ -9,9 +9,9 @@ import NIOHPACK
 import NIOPosix
 import NIOSSL
 import PostgresNIO
+import PushCredentials
 import PushEvents
 import PushHTTP2
-import PushCredentials
 import PushRuntime
 import PushStore
 import Synchronization
@@ -94,7 +94,9 @@ struct Setup: AsyncParsableCommand {
                 "UPDATE push.apps SET credential_id = \(credentialId), credential_kind = \(secret.kind), credential_fingerprint = \(fingerprint), credential_updated_at = now() WHERE app_id = \(appId)",
                 logger: logger
             )
-            try await publish(configuration: configuration, appId: appId, projectId: provider == "fcm" ? try FCMServiceAccount(id: "bench", json: secretFile).projectId : nil, logger: logger)
+            try await publish(
+                configuration: configuration, appId: appId, projectId: provider == "fcm" ? try FCMServiceAccount(id: "bench", json: secretFile).projectId : nil,
+                logger: logger)
             print("app \(appId) (\(provider)), \(messages) records published")
         }
     }
@@ -115,24 +117,28 @@ struct Setup: AsyncParsableCommand {
                 if let projectId {
                     // FCM-like tokens (152 characters); no simulator fault prefix.
                     let token = "bench" + String(repeating: String(format: "%08x", index), count: 19).prefix(147)
-                    let message = #"{"token":"\#(token)","data":{"_mId":"\#(id)","_dId":"\#(deliveryId)","_msg":"Hello Ada, your order #\#(index) has shipped and will arrive tomorrow.","title":"Your order is on its way","url":"https://example.com/orders/\#(index)"},"android":{"priority":"high","ttl":"86400s"}}"#
+                    let message =
+                        #"{"token":"\#(token)","data":{"_mId":"\#(id)","_dId":"\#(deliveryId)","_msg":"Hello Ada, your order #\#(index) has shipped and will arrive tomorrow.","title":"Your order is on its way","url":"https://example.com/orders/\#(index)"},"android":{"priority":"high","ttl":"86400s"}}"#
                     if firstPayload == nil { firstPayload = #"{"message":\#(message)}"# }
                     let planned = FCMMessagePlanned(
                         messageId: messageId, deliveryId: deliveryId, appId: appId, registrationToken: token, projectId: projectId,
                         credential: nil, message: message, validUntil: validUntil, attempt: 1, plannedAt: Date()
                     )
-                    return try KafkaProducerRecord(topic: configuration.topics.fcmMessages.name, event: EventEnvelope(key: "\(appId.uuidString.lowercased()):\(token)", payload: planned))
+                    return try KafkaProducerRecord(
+                        topic: configuration.topics.fcmMessages.name, event: EventEnvelope(key: "\(appId.uuidString.lowercased()):\(token)", payload: planned))
                 } else {
                     // 64 hex digits starting with "f": never a simulator fault prefix (dead, bad0, e5xx).
                     let token = "f" + String(repeating: String(format: "%08x", index), count: 8).dropFirst()
-                    let payload = #"{"aps":{"alert":{"title":"Your order is on its way","body":"Hello Ada, your order #\#(index) has shipped and will arrive tomorrow."},"sound":"default"},"url":"https://example.com/orders/\#(index)","_mId":"\#(id)","_dId":"\#(deliveryId)"}"#
+                    let payload =
+                        #"{"aps":{"alert":{"title":"Your order is on its way","body":"Hello Ada, your order #\#(index) has shipped and will arrive tomorrow."},"sound":"default"},"url":"https://example.com/orders/\#(index)","_mId":"\#(id)","_dId":"\#(deliveryId)"}"#
                     if firstPayload == nil { firstPayload = payload }
                     let planned = APNSMessagePlanned(
                         messageId: messageId, deliveryId: deliveryId, appId: appId, registrationToken: token, environment: "production",
                         credential: nil, topic: bundleId, pushType: "alert", priority: 10, collapseId: nil,
                         payload: payload, validUntil: validUntil, attempt: 1, plannedAt: Date()
                     )
-                    return try KafkaProducerRecord(topic: configuration.topics.apnsMessages.name, event: EventEnvelope(key: "\(appId.uuidString.lowercased()):\(token)", payload: planned))
+                    return try KafkaProducerRecord(
+                        topic: configuration.topics.apnsMessages.name, event: EventEnvelope(key: "\(appId.uuidString.lowercased()):\(token)", payload: planned))
                 }
             }
             for result in await producer.send(records) { _ = try result.get() }
@@ -141,7 +147,8 @@ struct Setup: AsyncParsableCommand {
         await producer.close()
         try (firstPayload ?? "").write(toFile: "\(out)/payload.json", atomically: true, encoding: .utf8)
         // h2load's headers, as the sender's clients send them (the bearer is set by the script).
-        let headers = projectId != nil
+        let headers =
+            projectId != nil
             ? ["content-type: application/json; charset=UTF-8"]
             : ["apns-topic: \(bundleId)", "apns-push-type: alert", "apns-priority: 10", "apns-expiration: \(Int(validUntil.timeIntervalSince1970))"]
         try (headers.joined(separator: "\n") + "\n").write(toFile: "\(out)/headers.txt", atomically: true, encoding: .utf8)
@@ -181,7 +188,8 @@ struct Client: AsyncParsableCommand {
             guard let colon = header.firstIndex(of: ":") else { throw ValidationError("--header \(header): expected \"name: value\"") }
             fields.add(name: header[..<colon].lowercased(), value: header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces))
         }
-        let request = HTTP2Request(path: path, headers: fields, body: ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: payload))), pathIndexing: .nonIndexable)
+        let request = HTTP2Request(
+            path: path, headers: fields, body: ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: payload))), pathIndexing: .nonIndexable)
         // One request per connection first: the connections are open before the clock starts.
         for endpoint in endpoints { _ = try await endpoint.send(request, deadline: .now() + .seconds(10)) }
 

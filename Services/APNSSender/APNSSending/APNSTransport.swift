@@ -2,8 +2,8 @@ import APNS
 import Foundation
 import Logging
 import NIOCore
-import PushEvents
 import PushCredentials
+import PushEvents
 
 /// Sends `APNSMessagePlanned` records to APNs with the app's active credentials and maps each
 /// answer to a `SendOutcome` (docs/senders.md has the table).

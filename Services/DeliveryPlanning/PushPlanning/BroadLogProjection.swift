@@ -42,16 +42,23 @@ package struct BroadLogProjection: EnvelopeProjection {
         self.topics = [catalog.apnsMessages.name, catalog.fcmMessages.name, catalog.messageResults.name]
         var decoder = EventDecoder<Event>()
         decoder.register(APNSMessagePlanned.self) { event, _ in
-            .planned(MessageReference(messageId: event.messageId, deliveryId: event.deliveryId, appId: event.appId, registrationToken: event.registrationToken, platform: .ios), event.plannedAt)
+            .planned(
+                MessageReference(
+                    messageId: event.messageId, deliveryId: event.deliveryId, appId: event.appId, registrationToken: event.registrationToken, platform: .ios),
+                event.plannedAt)
         }
         decoder.register(FCMMessagePlanned.self) { event, _ in
-            .planned(MessageReference(messageId: event.messageId, deliveryId: event.deliveryId, appId: event.appId, registrationToken: event.registrationToken, platform: .android), event.plannedAt)
+            .planned(
+                MessageReference(
+                    messageId: event.messageId, deliveryId: event.deliveryId, appId: event.appId, registrationToken: event.registrationToken, platform: .android
+                ), event.plannedAt)
         }
         decoder.register(MessageSent.self) { event, _ in
             .result(event.message, Outcome(status: "sent", providerMessageId: event.providerMessageId, attempts: event.attempts, at: event.sentAt))
         }
         decoder.register(MessageFailed.self) { event, _ in
-            .result(event.message, Outcome(status: "failed", failureType: event.failureType, reason: event.reason, attempts: event.attempts, at: event.failedAt))
+            .result(
+                event.message, Outcome(status: "failed", failureType: event.failureType, reason: event.reason, attempts: event.attempts, at: event.failedAt))
         }
         decoder.register(MessageExpired.self) { event, _ in
             .result(event.message, Outcome(status: "expired", attempts: event.attempts, at: event.expiredAt))

@@ -71,7 +71,10 @@ extension DeliveryFanOut {
             if row.disabled {
                 // The audience is read from `apps`, so every row's app has a platform.
                 guard let platform = fanOut.platforms[row.appId] else { continue }
-                exclusions.append(.init(appId: row.appId, registrationToken: row.registrationToken, platform: platform, reason: "quarantined: \(row.disabledReason ?? "disabled")"))
+                exclusions.append(
+                    .init(
+                        appId: row.appId, registrationToken: row.registrationToken, platform: platform,
+                        reason: "quarantined: \(row.disabledReason ?? "disabled")"))
             } else if let message = fanOut.factory.message(for: row, plannedAt: plannedAt) {
                 messages.append(message)
             }
@@ -94,7 +97,8 @@ extension DeliveryFanOut {
         let pending = PendingChunk(end: end, offsets: mark!.offsets)
         let json = String(decoding: try JSONEncoder().encode(pending), as: UTF8.self)
         let deliveryId = fanOut.deliveryId
-        try await connection.query("UPDATE push.delivery_plans SET pending_chunk = \(json)::jsonb, updated_at = now() WHERE delivery_id = \(deliveryId)", logger: fanOut.logger)
+        try await connection.query(
+            "UPDATE push.delivery_plans SET pending_chunk = \(json)::jsonb, updated_at = now() WHERE delivery_id = \(deliveryId)", logger: fanOut.logger)
         return pending
     }
 
@@ -122,12 +126,17 @@ extension DeliveryFanOut {
         let logger = fanOut.logger
         let correlationId = fanOut.delivery.requestId
         let failures = chunk.messages.compactMap { if case .failed(let failure) = $0 { failure } else { nil } }
-        var outbox = try failures.map { try PlannerOutbox.record(topic: catalog.messageResults.name, key: $0.message.messageId.uuidString.lowercased(), payload: $0, correlationId: correlationId) }
+        var outbox = try failures.map {
+            try PlannerOutbox.record(
+                topic: catalog.messageResults.name, key: $0.message.messageId.uuidString.lowercased(), payload: $0, correlationId: correlationId)
+        }
         if !chunk.exclusions.isEmpty {
-            outbox.append(try PlannerOutbox.record(
-                topic: catalog.deliveryEvents.name, key: deliveryId,
-                payload: DeliveryExclusionsRecorded(deliveryId: deliveryId, exclusions: chunk.exclusions, excludedAt: chunk.plannedAt), correlationId: correlationId
-            ))
+            outbox.append(
+                try PlannerOutbox.record(
+                    topic: catalog.deliveryEvents.name, key: deliveryId,
+                    payload: DeliveryExclusionsRecorded(deliveryId: deliveryId, exclusions: chunk.exclusions, excludedAt: chunk.plannedAt),
+                    correlationId: correlationId
+                ))
         }
         let counts = ChunkCounts(targeted: chunk.messages.count, excluded: chunk.exclusions.count, failed: failures.count)
         let (targeted, excluded, failed, end) = (counts.targeted, counts.excluded, counts.failed, chunk.end)

@@ -57,11 +57,13 @@ extension DeliveryFanOut {
             logger: logger
         )
         for try await (accepted, status, cursorApp, cursorToken, targeted, excluded, failed, pending)
-            in rows.decode((String, String, UUID?, String?, Int64, Int64, Int64, String?).self) {
+            in rows.decode((String, String, UUID?, String?, Int64, Int64, Int64, String?).self)
+        {
             let delivery = try EventJSON.decoder.decode(DeliveryAccepted.self, from: Data(accepted.utf8))
             let cursor = cursorApp.map { Cursor(appId: $0, token: cursorToken ?? "") } ?? .start
             let chunk = try pending.map { try JSONDecoder().decode(PendingChunk.self, from: Data($0.utf8)) }
-            return PlanState(delivery: delivery, status: status, cursor: cursor, targeted: Int(targeted), excluded: Int(excluded), failed: Int(failed), pending: chunk)
+            return PlanState(
+                delivery: delivery, status: status, cursor: cursor, targeted: Int(targeted), excluded: Int(excluded), failed: Int(failed), pending: chunk)
         }
         return nil
     }
@@ -74,7 +76,8 @@ extension DeliveryFanOut {
         let started = DeliveryPlanningStarted(deliveryId: deliveryId, startedAt: Date())
         let record = try PlannerOutbox.record(topic: catalog.deliveryEvents.name, key: deliveryId, payload: started, correlationId: fanOut.delivery.requestId)
         try await connection.withTransaction(logger: logger) { connection in
-            try await connection.query("UPDATE push.delivery_plans SET status = 'planning', started_at = now(), updated_at = now() WHERE delivery_id = \(deliveryId)", logger: logger)
+            try await connection.query(
+                "UPDATE push.delivery_plans SET status = 'planning', started_at = now(), updated_at = now() WHERE delivery_id = \(deliveryId)", logger: logger)
             try await PlannerOutbox.insert([record], on: connection, logger: logger)
         }
         outboxWritten.signal()
@@ -88,7 +91,8 @@ extension DeliveryFanOut {
         let planned = DeliveryPlanned(deliveryId: deliveryId, targeted: state.targeted, excluded: state.excluded, failed: state.failed, plannedAt: Date())
         let record = try PlannerOutbox.record(topic: catalog.deliveryEvents.name, key: deliveryId, payload: planned, correlationId: state.delivery.requestId)
         try await connection.withTransaction(logger: logger) { connection in
-            try await connection.query("UPDATE push.delivery_plans SET status = 'planned', planned_at = now(), updated_at = now() WHERE delivery_id = \(deliveryId)", logger: logger)
+            try await connection.query(
+                "UPDATE push.delivery_plans SET status = 'planned', planned_at = now(), updated_at = now() WHERE delivery_id = \(deliveryId)", logger: logger)
             try await PlannerOutbox.insert([record], on: connection, logger: logger)
         }
         outboxWritten.signal()

@@ -20,7 +20,9 @@ extension DeliveryFanOut {
 
     /// Resuming a chunk a previous planner left marked: reads the message topics back from the
     /// mark and drops the records the broker already stored, so no device gets two messages.
-    func dropAlreadyPublished(_ records: [KafkaProducerRecord], of fanOut: FanOutContext, chunk: Chunk, since pending: PendingChunk) async throws -> [KafkaProducerRecord] {
+    func dropAlreadyPublished(_ records: [KafkaProducerRecord], of fanOut: FanOutContext, chunk: Chunk, since pending: PendingChunk) async throws
+        -> [KafkaProducerRecord]
+    {
         let skip = try await publishedMessageIds(deliveryId: fanOut.deliveryId, since: pending.offsets)
         recovered.increment()
         alreadyPublished.increment(by: skip.count)
@@ -53,14 +55,18 @@ extension DeliveryFanOut {
         switch message {
         case .apns(let apns):
             deliveryId = apns.deliveryId
-            record = try KafkaProducerRecord(topic: catalog.apnsMessages.name, event: EventEnvelope(
-                key: SubscriptionRegistered.key(appId: apns.appId, registrationToken: apns.registrationToken), payload: apns, correlationId: correlationId
-            ))
+            record = try KafkaProducerRecord(
+                topic: catalog.apnsMessages.name,
+                event: EventEnvelope(
+                    key: SubscriptionRegistered.key(appId: apns.appId, registrationToken: apns.registrationToken), payload: apns, correlationId: correlationId
+                ))
         case .fcm(let fcm):
             deliveryId = fcm.deliveryId
-            record = try KafkaProducerRecord(topic: catalog.fcmMessages.name, event: EventEnvelope(
-                key: SubscriptionRegistered.key(appId: fcm.appId, registrationToken: fcm.registrationToken), payload: fcm, correlationId: correlationId
-            ))
+            record = try KafkaProducerRecord(
+                topic: catalog.fcmMessages.name,
+                event: EventEnvelope(
+                    key: SubscriptionRegistered.key(appId: fcm.appId, registrationToken: fcm.registrationToken), payload: fcm, correlationId: correlationId
+                ))
         case .failed:
             return nil
         }

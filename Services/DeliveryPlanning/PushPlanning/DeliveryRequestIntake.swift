@@ -30,7 +30,8 @@ package struct DeliveryRequestIntake: Projection {
 
     /// `wakeOnCommit`: the parts that read what the intake writes (the fan-out reads the plans,
     /// the outbox publisher the outbox), woken once a batch committed.
-    package init(name: String = "push-delivery-planner", catalog: TopicCatalog, wakeOnCommit: [Wakeup] = [], clock: @escaping @Sendable () -> Date = Date.init) {
+    package init(name: String = "push-delivery-planner", catalog: TopicCatalog, wakeOnCommit: [Wakeup] = [], clock: @escaping @Sendable () -> Date = Date.init)
+    {
         self.name = name
         self.topics = [catalog.deliveryRequests.name]
         self.catalog = catalog
@@ -82,11 +83,16 @@ package struct DeliveryRequestIntake: Projection {
                 for try await _ in inserted { isNew = true }
                 if isNew {
                     accepted.increment()
-                    logger.info("Delivery accepted", metadata: ["delivery.id": "\(delivery.deliveryId)", "request.id": "\(delivery.requestId)", "send.at": "\(delivery.sendAt)"])
-                    outbox.append(try PlannerOutbox.record(topic: catalog.deliveryEvents.name, key: delivery.deliveryId, payload: delivery, correlationId: delivery.requestId))
+                    logger.info(
+                        "Delivery accepted",
+                        metadata: ["delivery.id": "\(delivery.deliveryId)", "request.id": "\(delivery.requestId)", "send.at": "\(delivery.sendAt)"])
+                    outbox.append(
+                        try PlannerOutbox.record(
+                            topic: catalog.deliveryEvents.name, key: delivery.deliveryId, payload: delivery, correlationId: delivery.requestId))
                 } else {
                     duplicates.increment()
-                    logger.notice("Delivery request already seen; ignored", metadata: ["request.id": "\(request.requestId)", "kafka.offset": "\(record.offset)"])
+                    logger.notice(
+                        "Delivery request already seen; ignored", metadata: ["request.id": "\(request.requestId)", "kafka.offset": "\(record.offset)"])
                 }
             }
         }
@@ -97,7 +103,9 @@ package struct DeliveryRequestIntake: Projection {
     private func rejectionRecords(_ rejection: DeliveryRejection, record: KafkaConsumerRecord) throws -> [KafkaProducerRecord] {
         rejected.increment()
         let now = clock()
-        let event = DeliveryRejected(requestId: rejection.requestId, reason: rejection.reason, sourceTopic: record.topic, sourcePartition: record.partition, sourceOffset: record.offset, rejectedAt: now)
+        let event = DeliveryRejected(
+            requestId: rejection.requestId, reason: rejection.reason, sourceTopic: record.topic, sourcePartition: record.partition, sourceOffset: record.offset,
+            rejectedAt: now)
         let key = rejection.requestId ?? "unreadable:\(record.partition):\(record.offset)"
         let letter = KafkaProducerRecord(
             topic: catalog.deliveryRequestsDLQ.name, key: record.key, value: record.value,

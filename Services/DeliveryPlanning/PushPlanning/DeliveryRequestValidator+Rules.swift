@@ -19,7 +19,7 @@ extension DeliveryRequestValidator {
             throw DeliveryRejection(requestId: readableId, reason: "version \(request.version) is not supported; this planner reads version 1")
         }
         guard Limits.requestIdLength.contains(request.requestId.count),
-              request.requestId.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F })
+            request.requestId.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value != 0x7F })
         else {
             throw DeliveryRejection(requestId: nil, reason: "requestId must be 1 to 200 printable characters without spaces")
         }
@@ -52,7 +52,9 @@ extension DeliveryRequestValidator {
         if let all = audience.all, !all { throw rejection(request, "audience.all must be true (or use userKeys or where)") }
         if let keys = audience.userKeys {
             guard !keys.isEmpty else { throw rejection(request, "audience.userKeys is empty") }
-            guard Limits.userKeys.contains(keys.count) else { throw rejection(request, "audience.userKeys has more than 100000 keys: use where, or split the request") }
+            guard Limits.userKeys.contains(keys.count) else {
+                throw rejection(request, "audience.userKeys has more than 100000 keys: use where, or split the request")
+            }
         }
         if let conditions = audience.where {
             guard !conditions.isEmpty else { throw rejection(request, "audience.where is empty") }
@@ -88,7 +90,8 @@ extension DeliveryRequestValidator {
         let declared = apps.reduce(into: Set<String>()) { $0.formUnion($1.variables) }
         for (name, value) in (content.variables ?? [:]).sorted(by: { $0.key < $1.key }) {
             guard declared.contains(name) else {
-                throw rejection(request, "variable '\(name.prefix(64))' is not declared by any targeted app (declared: \(declared.sorted().joined(separator: ", ")))")
+                throw rejection(
+                    request, "variable '\(name.prefix(64))' is not declared by any targeted app (declared: \(declared.sorted().joined(separator: ", ")))")
             }
             templates.append(("variables.\(name)", value))
         }
@@ -120,7 +123,9 @@ extension DeliveryRequestValidator {
     static func checkAndroidOptions(of request: DeliveryRequest) throws(DeliveryRejection) {
         guard let android = request.content.android else { return }
         if let mode = android.mode, mode != "data", mode != "notification" { throw rejection(request, "content.android.mode must be data or notification") }
-        if let priority = android.priority, priority != "high", priority != "normal" { throw rejection(request, "content.android.priority must be high or normal") }
+        if let priority = android.priority, priority != "high", priority != "normal" {
+            throw rejection(request, "content.android.priority must be high or normal")
+        }
         if let key = android.collapseKey, key.isEmpty || key.utf8.count > 64 { throw rejection(request, "content.android.collapseKey must be 1 to 64 bytes") }
     }
 

@@ -75,34 +75,43 @@ package struct MessageFactory: Sendable {
         let render = { (template: MessageTemplate?) -> String? in
             template.map { $0.render(userKey: subscription.userKey, params: subscription.params) }
         }
-        let variables = self.variables.filter { app.variables.contains($0.name) }.map { ($0.name, $0.template.render(userKey: subscription.userKey, params: subscription.params)) }
+        let variables = self.variables.filter { app.variables.contains($0.name) }.map {
+            ($0.name, $0.template.render(userKey: subscription.userKey, params: subscription.params))
+        }
         func failed(_ reason: String) -> PlannedMessage {
-            .failed(MessageFailed(
-                message: MessageReference(messageId: messageId, deliveryId: delivery.deliveryId, appId: app.appId, registrationToken: subscription.registrationToken, platform: app.platform),
-                failureType: "soft", reason: reason, attempts: 0, failedAt: plannedAt
-            ))
+            .failed(
+                MessageFailed(
+                    message: MessageReference(
+                        messageId: messageId, deliveryId: delivery.deliveryId, appId: app.appId, registrationToken: subscription.registrationToken,
+                        platform: app.platform),
+                    failureType: "soft", reason: reason, attempts: 0, failedAt: plannedAt
+                ))
         }
         if app.platform == .ios {
             let built = apnsPayload(messageId: messageId, title: render(title), subtitle: render(subtitle), body: render(body), variables: variables)
             guard built.payload.utf8.count <= Self.maximumPayloadBytes else { return failed("payload-too-large") }
-            return .apns(APNSMessagePlanned(
-                messageId: messageId, deliveryId: delivery.deliveryId, appId: app.appId,
-                registrationToken: subscription.registrationToken, environment: app.environment,
-                credential: app.credential, topic: app.bundleId ?? "", pushType: built.silent ? "background" : "alert",
-                priority: built.silent ? 5 : 10, collapseId: delivery.content.ios?.collapseId,
-                payload: built.payload, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt
-            ))
+            return .apns(
+                APNSMessagePlanned(
+                    messageId: messageId, deliveryId: delivery.deliveryId, appId: app.appId,
+                    registrationToken: subscription.registrationToken, environment: app.environment,
+                    credential: app.credential, topic: app.bundleId ?? "", pushType: built.silent ? "background" : "alert",
+                    priority: built.silent ? 5 : 10, collapseId: delivery.content.ios?.collapseId,
+                    payload: built.payload, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt
+                ))
         } else {
             if variables.contains(where: { Self.reservedFCMKeys.contains($0.0) || $0.0.hasPrefix("google.") || $0.0.hasPrefix("gcm.") }) {
                 return failed("reserved-key")
             }
-            let built = fcmMessage(messageId: messageId, token: subscription.registrationToken, title: render(title), body: render(body), variables: variables, plannedAt: plannedAt)
+            let built = fcmMessage(
+                messageId: messageId, token: subscription.registrationToken, title: render(title), body: render(body), variables: variables,
+                plannedAt: plannedAt)
             guard built.contentBytes <= Self.maximumPayloadBytes else { return failed("payload-too-large") }
-            return .fcm(FCMMessagePlanned(
-                messageId: messageId, deliveryId: delivery.deliveryId, appId: app.appId,
-                registrationToken: subscription.registrationToken, projectId: app.fcmProjectId ?? "",
-                credential: app.credential, message: built.message, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt
-            ))
+            return .fcm(
+                FCMMessagePlanned(
+                    messageId: messageId, deliveryId: delivery.deliveryId, appId: app.appId,
+                    registrationToken: subscription.registrationToken, projectId: app.fcmProjectId ?? "",
+                    credential: app.credential, message: built.message, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt
+                ))
         }
     }
 
@@ -139,7 +148,9 @@ package struct MessageFactory: Sendable {
 
     /// The FCM HTTP v1 `message` object and the size of what counts against the 4096-byte limit
     /// (the `data` and `notification` objects).
-    func fcmMessage(messageId: UUID, token: String, title: String?, body: String?, variables: [(String, String)], plannedAt: Date) -> (message: String, contentBytes: Int) {
+    func fcmMessage(messageId: UUID, token: String, title: String?, body: String?, variables: [(String, String)], plannedAt: Date) -> (
+        message: String, contentBytes: Int
+    ) {
         let android = delivery.content.android
         let notificationMode = android?.mode == "notification"
         let ttl = max(0, min(Int(delivery.validUntil.timeIntervalSince(plannedAt).rounded(.down)), Int(DeliveryRequestValidator.Limits.maximumValidity)))

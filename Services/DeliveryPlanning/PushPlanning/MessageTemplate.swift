@@ -62,7 +62,9 @@ package struct MessageTemplate: Sendable, Hashable {
             fallback = nil
         }
         guard !name.isEmpty, name.count <= 64,
-              name.unicodeScalars.allSatisfy({ $0.isASCII && ($0.properties.isAlphabetic || $0.properties.numericType != nil || "_-.".unicodeScalars.contains($0)) })
+            name.unicodeScalars.allSatisfy({
+                $0.isASCII && ($0.properties.isAlphabetic || $0.properties.numericType != nil || "_-.".unicodeScalars.contains($0))
+            })
         else {
             throw SyntaxError(description: "placeholder {{param.\(name.prefix(40))}} needs a parameter name of letters, digits, '_', '-', '.'")
         }

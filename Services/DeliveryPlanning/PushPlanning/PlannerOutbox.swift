@@ -30,7 +30,9 @@ package enum PlannerOutbox {
         let hasKeys = records.map { $0.key != nil }
         let values = records.map { Data($0.value).base64EncodedString() }
         let headers = try records.map { record in
-            String(decoding: try encoder.encode(record.headers.map { StoredHeader(name: $0.name, value: $0.value.map { Data($0).base64EncodedString() }) }), as: UTF8.self)
+            String(
+                decoding: try encoder.encode(record.headers.map { StoredHeader(name: $0.name, value: $0.value.map { Data($0).base64EncodedString() }) }),
+                as: UTF8.self)
         }
         try await connection.query(
             """
@@ -119,10 +121,11 @@ package final class PlannerOutboxPublisher: Service {
             let decoder = JSONDecoder()
             for try await (seq, topic, key, value, headers) in rows.decode((Int64, String, ByteBuffer?, ByteBuffer, String).self) {
                 let stored = (try? decoder.decode([PlannerOutbox.StoredHeader].self, from: Data(headers.utf8))) ?? []
-                records.append(KafkaProducerRecord(
-                    topic: topic, key: key.map { Array($0.readableBytesView) }, value: Array(value.readableBytesView),
-                    headers: stored.map { KafkaHeader(name: $0.name, value: $0.value.flatMap { Data(base64Encoded: $0) }.map { Array($0) }) }
-                ))
+                records.append(
+                    KafkaProducerRecord(
+                        topic: topic, key: key.map { Array($0.readableBytesView) }, value: Array(value.readableBytesView),
+                        headers: stored.map { KafkaHeader(name: $0.name, value: $0.value.flatMap { Data(base64Encoded: $0) }.map { Array($0) }) }
+                    ))
                 last = seq
             }
             guard !records.isEmpty else { return 0 }

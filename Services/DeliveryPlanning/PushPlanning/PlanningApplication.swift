@@ -14,7 +14,9 @@ package enum PlanningApplication {
         package var deliveries: String
         package var broadLog: String
 
-        package init(intake: String = "push-delivery-planner", deliveries: String = "push-deliveries-projection", broadLog: String = "push-broad-log-projection") {
+        package init(
+            intake: String = "push-delivery-planner", deliveries: String = "push-deliveries-projection", broadLog: String = "push-broad-log-projection"
+        ) {
             self.intake = intake
             self.deliveries = deliveries
             self.broadLog = broadLog

@@ -23,6 +23,7 @@ package struct PlanningSettings: Sendable, Hashable {
         chunkSize = try environment.int("PLANNER_CHUNK_SIZE", default: chunkSize, in: 1...100_000)
         pollIntervalMilliseconds = try environment.int("PLANNER_POLL_INTERVAL_MS", default: pollIntervalMilliseconds, in: 10...60_000)
         idleWaitMilliseconds = try environment.int("PLANNER_IDLE_WAIT_MS", default: idleWaitMilliseconds, in: 100...600_000)
-        recoveryMarkIntervalMilliseconds = try environment.int("PLANNER_RECOVERY_MARK_INTERVAL_MS", default: recoveryMarkIntervalMilliseconds, in: 100...600_000)
+        recoveryMarkIntervalMilliseconds = try environment.int(
+            "PLANNER_RECOVERY_MARK_INTERVAL_MS", default: recoveryMarkIntervalMilliseconds, in: 100...600_000)
     }
 }

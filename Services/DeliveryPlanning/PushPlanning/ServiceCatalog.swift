@@ -83,17 +83,19 @@ package enum ServiceCatalog {
         }
         var apps: [PlanningApp] = []
         for try await (appId, key, platform, environment, bundleId, project, variables, credentialId, kind, fingerprint)
-            in rows.decode((UUID, String, String, String, String?, String?, String, UUID?, String?, String?).self) {
+            in rows.decode((UUID, String, String, String, String?, String?, String, UUID?, String?, String?).self)
+        {
             guard let platform = Platform(rawValue: platform) else { continue }  // push.apps allows only the two
             let declared = (try? JSONDecoder().decode([String].self, from: Data(variables.utf8))) ?? []
             var credential: CredentialReference?
             if let credentialId, let kind, let fingerprint {
                 credential = CredentialReference(credentialId: credentialId, kind: kind, fingerprint: fingerprint)
             }
-            apps.append(PlanningApp(
-                appId: appId, integrationKey: key, platform: platform, environment: environment, bundleId: bundleId,
-                fcmProjectId: project, variables: Set(declared), credential: credential
-            ))
+            apps.append(
+                PlanningApp(
+                    appId: appId, integrationKey: key, platform: platform, environment: environment, bundleId: bundleId,
+                    fcmProjectId: project, variables: Set(declared), credential: credential
+                ))
         }
         return apps
     }

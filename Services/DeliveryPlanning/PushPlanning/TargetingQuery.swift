@@ -19,9 +19,10 @@ enum TargetingQuery {
         let endToken = end?.token ?? ""
         let userKeys = delivery.audience.userKeys ?? []
         let byUserKey = delivery.audience.userKeys != nil
-        let conditions = try (delivery.audience.where).map { conditions in
-            String(decoding: try JSONEncoder().encode(conditions.mapValues(\.text)), as: UTF8.self)
-        } ?? "{}"
+        let conditions =
+            try (delivery.audience.where).map { conditions in
+                String(decoding: try JSONEncoder().encode(conditions.mapValues(\.text)), as: UTF8.self)
+            } ?? "{}"
         let rowLimit = end == nil ? limit : Int(Int32.max)
         let rows = try await connection.query(
             """
@@ -42,7 +43,8 @@ enum TargetingQuery {
         let decoder = JSONDecoder()
         for try await (appId, token, userKey, params, disabled, reason) in rows.decode((UUID, String, String, String, Bool, String?).self) {
             let values = withParams ? ((try? decoder.decode([String: String].self, from: Data(params.utf8))) ?? [:]) : [:]
-            result.append(TargetedSubscription(appId: appId, registrationToken: token, userKey: userKey, params: values, disabled: disabled, disabledReason: reason))
+            result.append(
+                TargetedSubscription(appId: appId, registrationToken: token, userKey: userKey, params: values, disabled: disabled, disabledReason: reason))
         }
         return result
     }

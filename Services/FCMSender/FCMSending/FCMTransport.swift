@@ -1,7 +1,7 @@
 import FCM
 import Foundation
-import PushEvents
 import PushCredentials
+import PushEvents
 
 /// Sends `FCMMessagePlanned` records through FCM HTTP v1 with the app's service account and maps
 /// each answer to a `SendOutcome` (docs/senders.md has the table).
@@ -97,7 +97,7 @@ package struct FCMTransport: MessageTransport {
         var message = message
         return message.withUTF8 { bytes in
             guard let android = firstIndex(of: #""android":{"#, in: bytes, from: 0),
-                  let start = firstIndex(of: #""ttl":""#, in: bytes, from: android)
+                let start = firstIndex(of: #""ttl":""#, in: bytes, from: android)
             else { return Array(bytes) }
             let valueStart = start + 7
             guard let end = bytes[valueStart...].firstIndex(of: UInt8(ascii: "\"")) else { return Array(bytes) }

@@ -38,7 +38,12 @@ package enum AdditionalParams {
                 if scanner.consume("/>") { break }
                 if scanner.consume(">") {
                     scanner.skipWhitespace()
-                    guard scanner.consume("</param"), { scanner.skipWhitespace(); return scanner.consume(">") }() else {
+                    guard scanner.consume("</param"),
+                        {
+                            scanner.skipWhitespace()
+                            return scanner.consume(">")
+                        }()
+                    else {
                         throw malformed("param element is not closed")
                     }
                     break
@@ -82,7 +87,8 @@ package enum AdditionalParams {
         mutating func consume(_ literal: String) -> Bool {
             let literalBytes = Array(literal.utf8)
             guard bytes.count - position >= literalBytes.count,
-                  bytes[position..<position + literalBytes.count].elementsEqual(literalBytes) else { return false }
+                bytes[position..<position + literalBytes.count].elementsEqual(literalBytes)
+            else { return false }
             position += literalBytes.count
             return true
         }
@@ -100,7 +106,8 @@ package enum AdditionalParams {
             let start = position
             while position < bytes.count {
                 let byte = bytes[position]
-                let isNameByte = (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
+                let isNameByte =
+                    (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
                     || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ":")
                     || byte >= 0x80
                 guard isNameByte else { break }

@@ -52,10 +52,13 @@ package actor CatalogAdmin {
         let validated = try ValidatedCredential.validate(input, platform: app.platform)
         let credentialId = UUID()
         try await store.store(validated.secret, fingerprint: validated.fingerprint, details: validated.details, appId: appId, credentialId: credentialId)
-        let event = AppCredentialsSet(appId: appId, credentialId: credentialId, kind: validated.kind, fingerprint: validated.fingerprint, details: validated.details)
+        let event = AppCredentialsSet(
+            appId: appId, credentialId: credentialId, kind: validated.kind, fingerprint: validated.fingerprint, details: validated.details)
         let occurredAt = try await publish(key: "app:\(appId)", event)
         try await awaitProjection("SELECT count(*)::int FROM push.apps WHERE app_id = \(appId) AND credential_id = \(credentialId)")
-        return CredentialOutput(credentialId: credentialId, appId: appId, kind: validated.kind, fingerprint: validated.fingerprint, details: validated.details, createdAt: occurredAt)
+        return CredentialOutput(
+            credentialId: credentialId, appId: appId, kind: validated.kind, fingerprint: validated.fingerprint, details: validated.details,
+            createdAt: occurredAt)
     }
 
     // MARK: queries
@@ -86,14 +89,14 @@ package actor CatalogAdmin {
 
     private func appRows(serviceName: String?, appId: UUID?) async throws -> [AppOutput] {
         let query: PostgresQuery = """
-        SELECT json_build_object('appId', a.app_id, 'serviceId', a.service_id, 'serviceName', s.name, 'platform', a.platform,
-            'integrationKey', a.integration_key, 'label', a.label, 'environment', a.environment, 'bundleId', a.bundle_id,
-            'fcmProjectId', a.fcm_project_id, 'variables', a.variables, 'sounds', a.sounds,
-            'subscriptionParameters', a.subscription_parameters)::text
-        FROM push.apps a JOIN push.services s ON s.service_id = a.service_id
-        WHERE (\(serviceName)::text IS NULL OR s.name = \(serviceName)) AND (\(appId)::uuid IS NULL OR a.app_id = \(appId))
-        ORDER BY s.name, a.label, a.app_id
-        """
+            SELECT json_build_object('appId', a.app_id, 'serviceId', a.service_id, 'serviceName', s.name, 'platform', a.platform,
+                'integrationKey', a.integration_key, 'label', a.label, 'environment', a.environment, 'bundleId', a.bundle_id,
+                'fcmProjectId', a.fcm_project_id, 'variables', a.variables, 'sounds', a.sounds,
+                'subscriptionParameters', a.subscription_parameters)::text
+            FROM push.apps a JOIN push.services s ON s.service_id = a.service_id
+            WHERE (\(serviceName)::text IS NULL OR s.name = \(serviceName)) AND (\(appId)::uuid IS NULL OR a.app_id = \(appId))
+            ORDER BY s.name, a.label, a.app_id
+            """
         var apps: [AppOutput] = []
         let decoder = JSONDecoder()
         for try await json in try await postgres.query(query, logger: logger).decode(String.self) {

@@ -50,7 +50,9 @@ enum CatalogValidation {
     static let reservedVariables: Set<String> = ["_mId", "_dId", "_msg", "_iNm", "title", "aps", "from", "message_type", "collapse_key"]
 
     static func serviceName(_ name: String) throws(RegistrationError) {
-        guard (1...64).contains(name.count), name.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII || "_.-".unicodeScalars.contains($0) }) else {
+        guard (1...64).contains(name.count),
+            name.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII || "_.-".unicodeScalars.contains($0) })
+        else {
             throw .badRequest("name must be 1 to 64 characters among letters, digits, '_', '.', '-'")
         }
     }
@@ -75,7 +77,7 @@ enum CatalogValidation {
         }
         if platform == .ios {
             guard let bundleId = input.bundleId, !bundleId.isEmpty, bundleId.count <= 155,
-                  bundleId.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII || "-.".unicodeScalars.contains($0) })
+                bundleId.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII || "-.".unicodeScalars.contains($0) })
             else { throw .badRequest("bundleId (the APNs topic) is required for an iOS app: letters, digits, '-' and '.'") }
         } else {
             guard let project = input.fcmProjectId, !project.isEmpty, project.count <= 64 else {
@@ -88,7 +90,7 @@ enum CatalogValidation {
                 throw .badRequest("variable name \(variable) is reserved by the SDK or the provider")
             }
             guard let first = variable.unicodeScalars.first, CharacterSet.letters.contains(first) || first == "_",
-                  variable.count <= 64, variable.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII || $0 == "_" })
+                variable.count <= 64, variable.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) && $0.isASCII || $0 == "_" })
             else { throw .badRequest("variable names must start with a letter or '_' and hold letters, digits, '_'") }
         }
         guard Set(variables).count == variables.count else { throw .badRequest("variables must be unique") }

@@ -42,7 +42,7 @@ package struct DeviceRegistration: Sendable, Hashable, Codable {
         switch platform {
         case .ios:
             guard token.count <= Self.maximumAPNsTokenLength, token.count.isMultiple(of: 2),
-                  token.unicodeScalars.allSatisfy(\.properties.isASCIIHexDigit)
+                token.unicodeScalars.allSatisfy(\.properties.isASCIIHexDigit)
             else {
                 throw .badRequest("registrationToken is not an APNs device token (even-length hex, at most \(Self.maximumAPNsTokenLength) characters)")
             }

@@ -75,8 +75,8 @@ struct ValidatedCredential {
                 secret = .apnsCertificatePKCS12(base64: encoded, password: input.password ?? "")
             } else {
                 guard let certificatePem = input.certificatePem, let keyPem = input.privateKeyPem,
-                      let certificate = try? NIOSSLCertificate(bytes: Array(certificatePem.utf8), format: .pem),
-                      (try? NIOSSLPrivateKey(bytes: Array(keyPem.utf8), format: .pem)) != nil
+                    let certificate = try? NIOSSLCertificate(bytes: Array(certificatePem.utf8), format: .pem),
+                    (try? NIOSSLPrivateKey(bytes: Array(keyPem.utf8), format: .pem)) != nil
                 else { throw .badRequest("give pkcs12 and password, or certificatePem and privateKeyPem") }
                 details = certificateDetails(certificate)
                 material = Data((certificatePem + keyPem).utf8)
@@ -85,10 +85,10 @@ struct ValidatedCredential {
         case "fcm-service-account":
             guard platform == .android else { throw .badRequest("fcm-service-account credentials are for Android apps") }
             guard let text = input.serviceAccount,
-                  let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+                let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
             else { throw .badRequest("serviceAccount must be the service-account JSON key file's content") }
             guard object["type"] as? String == "service_account", let project = object["project_id"] as? String,
-                  let email = object["client_email"] as? String, let key = object["private_key"] as? String
+                let email = object["client_email"] as? String, let key = object["private_key"] as? String
             else { throw .badRequest("serviceAccount needs type service_account, project_id, client_email and private_key") }
             guard (try? _RSA.Signing.PrivateKey(pemRepresentation: key)) != nil else {
                 throw .badRequest("serviceAccount private_key is not an RSA private key in PEM")

@@ -33,7 +33,8 @@ package enum RegistrationApplication {
     /// projections, then the registration producer flushes).
     package static func build(
         configuration: RuntimeConfiguration, settings: RegistrationSettings, postgres: PostgresClient,
-        deadLetterProducer: KafkaProducer, adminToken: AdminToken?, credentialCipher: CredentialCipher?, logger: Logger, projections: ProjectionNames = ProjectionNames()
+        deadLetterProducer: KafkaProducer, adminToken: AdminToken?, credentialCipher: CredentialCipher?, logger: Logger,
+        projections: ProjectionNames = ProjectionNames()
     ) throws -> [any Service] {
         // Its own producer, so that the delivery timeout is the registration's store timeout:
         // a registration the broker did not store in time is not stored later either.

@@ -25,9 +25,10 @@ package struct TrackingEndpoints: Sendable {
         self.topic = topic
         self.logger = logger
         func counters(status: String, reason: String) -> [TrackingKind: Counter] {
-            Dictionary(uniqueKeysWithValues: TrackingKind.allCases.map { kind in
-                (kind, Counter(label: "push_tracking_hits_total", dimensions: [("kind", kind.rawValue), ("status", status), ("reason", reason)]))
-            })
+            Dictionary(
+                uniqueKeysWithValues: TrackingKind.allCases.map { kind in
+                    (kind, Counter(label: "push_tracking_hits_total", dimensions: [("kind", kind.rawValue), ("status", status), ("reason", reason)]))
+                })
         }
         stored = counters(status: "200", reason: "none")
         notStored = counters(status: "503", reason: "not_stored")

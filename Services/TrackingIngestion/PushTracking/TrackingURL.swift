@@ -83,7 +83,11 @@ package struct TrackingURL: Sendable, Hashable {
         }
         let first = parts[0]
         guard let letter = first.first, letter.isASCII, letter.isLetter else {
-            throw TrackingURLError(.contentLetter, first.isEmpty ? "the id is empty before the first comma: expected a letter and a messageId" : "the id must start with a letter (the SDKs send h), not \(Self.quoted(first.prefix(1)))")
+            throw TrackingURLError(
+                .contentLetter,
+                first.isEmpty
+                    ? "the id is empty before the first comma: expected a letter and a messageId"
+                    : "the id must start with a letter (the SDKs send h), not \(Self.quoted(first.prefix(1)))")
         }
         contentLetter = letter
         messageID = try Self.messageID(first.dropFirst())

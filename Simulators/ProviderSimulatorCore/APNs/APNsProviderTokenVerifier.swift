@@ -126,13 +126,13 @@ package final class APNsProviderTokenVerifier: Sendable {
 
     private func verifySignature(_ token: String) -> Identity? {
         guard let jwt = CompactJWT(token),
-              jwt.header["alg"] == "ES256",
-              let keyID = jwt.header["kid"],
-              let teamID = jwt.string("iss"),
-              let issuedAt = jwt.number("iat"),
-              let key = self.keys["\(teamID):\(keyID)"],
-              let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jwt.signature),
-              key.publicKey.isValidSignature(signature, for: Data(jwt.signingInput.utf8))
+            jwt.header["alg"] == "ES256",
+            let keyID = jwt.header["kid"],
+            let teamID = jwt.string("iss"),
+            let issuedAt = jwt.number("iat"),
+            let key = self.keys["\(teamID):\(keyID)"],
+            let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jwt.signature),
+            key.publicKey.isValidSignature(signature, for: Data(jwt.signingInput.utf8))
         else { return nil }
         return Identity(key: "\(teamID):\(keyID)", issuedAt: Int(issuedAt))
     }

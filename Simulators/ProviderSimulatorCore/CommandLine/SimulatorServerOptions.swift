@@ -24,7 +24,9 @@ package struct SimulatorServerOptions: ParsableArguments {
     @Option(help: "Write the generated CA certificate (PEM) here so clients can trust it.")
     package var caOut: String?
 
-    @Option(name: .customLong("hostname"), help: "Another DNS name for the generated certificate, besides localhost (repeatable), e.g. the service name in docker compose.")
+    @Option(
+        name: .customLong("hostname"),
+        help: "Another DNS name for the generated certificate, besides localhost (repeatable), e.g. the service name in docker compose.")
     package var hostnames: [String] = []
 
     @Option(help: "MAX_CONCURRENT_STREAMS advertised to connections that may use them all.")
@@ -36,7 +38,9 @@ package struct SimulatorServerOptions: ParsableArguments {
     @Option(help: "Event-loop threads (default: one per core).")
     package var threads = System.coreCount
 
-    @Option(name: .customLong("latency-ms"), help: "Milliseconds added before every provider answer from the start (the fault plan's latencyMs; the control API can change it).")
+    @Option(
+        name: .customLong("latency-ms"),
+        help: "Milliseconds added before every provider answer from the start (the fault plan's latencyMs; the control API can change it).")
     package var latencyMilliseconds = 0
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")

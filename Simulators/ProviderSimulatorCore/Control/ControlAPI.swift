@@ -98,7 +98,7 @@ package struct ControlAPI: Sendable {
     /// A `Codable` value as a JSON tree, so it can be merged with other fields.
     static func encodable<T: Encodable>(_ value: T) -> [String: Any] {
         guard let data = try? JSONEncoder().encode(value),
-              let object = JSON.object(data)
+            let object = JSON.object(data)
         else { return [:] }
         return object
     }

@@ -1,9 +1,9 @@
 import Crypto
-import _CryptoExtras
 import Foundation
 import NIOCore
 import PushWire
 import Synchronization
+import _CryptoExtras
 
 /// Answers Google's OAuth token endpoint (`POST /token`) and FCM v1 sends
 /// (`POST /v1/projects/{project}/messages:send`) like Google does.
@@ -72,7 +72,7 @@ package final class FCMBehaviour: ProviderBehaviour {
             return Self.oauthError("invalid_grant", "Invalid grant: account not found")
         }
         guard let signature = Optional(_RSA.Signing.RSASignature(rawRepresentation: jwt.signature)),
-              account.publicKey.isValidSignature(signature, for: Data(jwt.signingInput.utf8), padding: .insecurePKCS1v1_5)
+            account.publicKey.isValidSignature(signature, for: Data(jwt.signingInput.utf8), padding: .insecurePKCS1v1_5)
         else {
             return Self.oauthError("invalid_grant", "Invalid JWT Signature.")
         }
@@ -85,7 +85,7 @@ package final class FCMBehaviour: ProviderBehaviour {
         }
         let now = Date().timeIntervalSince1970
         guard let issuedAt = jwt.number("iat"), let expiresAt = jwt.number("exp"),
-              expiresAt > issuedAt, expiresAt - issuedAt <= 3600, expiresAt > now, issuedAt <= now + 300
+            expiresAt > issuedAt, expiresAt - issuedAt <= 3600, expiresAt > now, issuedAt <= now + 300
         else {
             return Self.oauthError(
                 "invalid_grant",
@@ -109,9 +109,9 @@ package final class FCMBehaviour: ProviderBehaviour {
 
     private func send(_ request: SimulatorRequest, project: String) -> SimulatorResponse {
         guard let authorization = request.header(HTTPHeaderName.authorization),
-              authorization.count > 7, authorization.prefix(7).lowercased() == "bearer ",
-              let grant = self.accessTokens.grant(for: String(authorization.dropFirst(7))),
-              grant.projectID == project
+            authorization.count > 7, authorization.prefix(7).lowercased() == "bearer ",
+            let grant = self.accessTokens.grant(for: String(authorization.dropFirst(7))),
+            grant.projectID == project
         else {
             return FCMError.unauthenticated
         }

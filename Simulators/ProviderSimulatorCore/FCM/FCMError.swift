@@ -62,7 +62,8 @@ package struct FCMError: Sendable, Error {
             [
                 "error": [
                     "code": 401,
-                    "message": "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
+                    "message":
+                        "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
                     "status": "UNAUTHENTICATED",
                 ] as [String: Any]
             ],

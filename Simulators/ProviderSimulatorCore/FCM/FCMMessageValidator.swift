@@ -44,7 +44,9 @@ package enum FCMMessageValidator {
             }
             if let priority = android["priority"] {
                 guard let priority = priority as? String, ["normal", "high"].contains(priority.lowercased()) else {
-                    return .failure(invalid("Invalid value at 'message.android.priority' (type.googleapis.com/google.firebase.fcm.v1.AndroidMessagePriority), \"\(priority)\""))
+                    return .failure(
+                        invalid(
+                            "Invalid value at 'message.android.priority' (type.googleapis.com/google.firebase.fcm.v1.AndroidMessagePriority), \"\(priority)\""))
                 }
             }
             if let data = android["data"] {
@@ -92,7 +94,7 @@ package enum FCMMessageValidator {
         let number = text.dropLast()
         let parts = number.split(separator: ".", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count),
-              !parts[0].isEmpty, parts[0].allSatisfy(\.isASCII), parts[0].allSatisfy(\.isNumber)
+            !parts[0].isEmpty, parts[0].allSatisfy(\.isASCII), parts[0].allSatisfy(\.isNumber)
         else { return false }
         if parts.count == 2 {
             guard (1...9).contains(parts[1].count), parts[1].allSatisfy(\.isASCII), parts[1].allSatisfy(\.isNumber) else { return false }

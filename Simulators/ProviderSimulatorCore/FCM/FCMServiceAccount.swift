@@ -1,6 +1,6 @@
 import Crypto
-import _CryptoExtras
 import Foundation
+import _CryptoExtras
 
 /// A Google service account as FCM knows it: the public half of the key in the account's JSON
 /// key file, plus the fields the OAuth token endpoint checks assertions against.
@@ -25,9 +25,9 @@ package struct FCMServiceAccount: Sendable {
 
     package init(json: Data) throws {
         guard let object = JSON.object(json),
-              let clientEmail = object["client_email"] as? String,
-              let privateKeyPEM = object["private_key"] as? String,
-              let projectID = object["project_id"] as? String
+            let clientEmail = object["client_email"] as? String,
+            let privateKeyPEM = object["private_key"] as? String,
+            let projectID = object["project_id"] as? String
         else {
             throw SimulatorConfigurationError("service account JSON needs client_email, private_key and project_id")
         }

@@ -74,7 +74,8 @@ package final class SimulatorServer: Sendable {
                     let sync = channel.pipeline.syncOperations
                     if let clientCertificates {
                         try sync.addHandler(
-                            NIOSSLServerHandler(context: sslContext, customVerificationCallback: clientCertificates.verificationCallback(for: connection, logger: logger))
+                            NIOSSLServerHandler(
+                                context: sslContext, customVerificationCallback: clientCertificates.verificationCallback(for: connection, logger: logger))
                         )
                     } else {
                         try sync.addHandler(NIOSSLServerHandler(context: sslContext))

@@ -53,11 +53,12 @@ package struct SimulatorTLS: Sendable {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
                 try ExtendedKeyUsage([.serverAuth])
-                SubjectAlternativeNames(hostnames.map { .dnsName($0) } + [
-                    .dnsName("localhost"),
-                    .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
-                    .ipAddress(ASN1OctetString(contentBytes: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])),
-                ])
+                SubjectAlternativeNames(
+                    hostnames.map { .dnsName($0) } + [
+                        .dnsName("localhost"),
+                        .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
+                        .ipAddress(ASN1OctetString(contentBytes: [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])),
+                    ])
             },
             issuerPrivateKey: .init(caKey)
         )

@@ -16,11 +16,11 @@ package struct CompactJWT: Sendable {
     package init?(_ token: String) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
-              let headerData = Base64URL.decode(parts[0]),
-              let claimsData = Base64URL.decode(parts[1]),
-              let signature = Base64URL.decode(parts[2]),
-              let header = JSON.object(headerData),
-              let claims = JSON.object(claimsData)
+            let headerData = Base64URL.decode(parts[0]),
+            let claimsData = Base64URL.decode(parts[1]),
+            let signature = Base64URL.decode(parts[2]),
+            let header = JSON.object(headerData),
+            let claims = JSON.object(claimsData)
         else { return nil }
         self.signingInput = "\(parts[0]).\(parts[1])"
         self.signature = signature

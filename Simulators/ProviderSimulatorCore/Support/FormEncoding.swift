@@ -21,7 +21,8 @@ package enum FormEncoding {
                 bytes.append(UInt8(ascii: " "))
             case UInt8(ascii: "%"):
                 if let high = iterator.next(), let low = iterator.next(),
-                   let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) {
+                    let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+                {
                     bytes.append(value)
                 }
             default:

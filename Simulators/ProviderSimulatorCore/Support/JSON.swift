@@ -24,7 +24,7 @@ package enum JSON {
             return string.utf8.count + 2
         }
         guard JSONSerialization.isValidJSONObject(object),
-              let data = try? JSONSerialization.data(withJSONObject: object, options: [])
+            let data = try? JSONSerialization.data(withJSONObject: object, options: [])
         else { return 0 }
         return data.count
     }

@@ -67,7 +67,6 @@ struct FCMRequestBody {
     }
 }
 
-
 /// The two ways to send: the async `send`, and the callback `send` the senders use (whose rare
 /// paths the caller continues with `send(continuing:)`, as the sender does). Tests of the
 /// client's token and resend rules run through both.

@@ -1,10 +1,10 @@
 import Crypto
-import _CryptoExtras
 import Foundation
 import Logging
 import NIOPosix
 import ProviderSimulatorCore
 import PushWire
+import _CryptoExtras
 
 /// Keys, tokens and simulators made at run time: nothing secret is committed.
 enum Fixtures {

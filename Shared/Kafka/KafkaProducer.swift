@@ -107,7 +107,8 @@ package final class KafkaProducer: Service, Sendable {
     /// Records with the same key in the same topic keep their order (idempotent producer).
     /// If the producer closes or the task is cancelled while records wait for room in the local
     /// queue, those not yet enqueued fail at once (`shut_down`, `cancelled`); the enqueued ones
-    /// still get their delivery report.
+    /// still get their delivery report, unless the task is cancelled: then those still waiting
+    /// fail as `cancelled` at once (the broker may yet store them).
     package func send(_ records: [KafkaProducerRecord]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
         guard !records.isEmpty else { return [] }
         let batch = DeliveryBatch(count: records.count)
@@ -226,10 +227,17 @@ package final class KafkaProducer: Service, Sendable {
         try await client.checkBroker(timeout: timeout)
     }
 
-    /// Waits for graceful shutdown, then flushes and closes.
+    /// Waits for graceful shutdown, then flushes and closes; cancelled (the shutdown ran out of
+    /// time), closes without flushing.
     package func run() async throws {
         try? await gracefulShutdown()
-        await close()
+        if Task.isCancelled {
+            guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            room.close()
+            await retire(client, flushMilliseconds: 0)
+        } else {
+            await close()
+        }
     }
 
     /// Stops accepting records, waits for outstanding deliveries (up to
@@ -281,16 +289,37 @@ final class DeliveryBatch: Sendable {
         if let (continuation, results) = resume { continuation.resume(returning: results) }
     }
 
+    /// Waits for every record's result. Cancelled, returns at once: records still without a
+    /// report fail as `cancelled` (the broker may yet store them; their late reports are dropped).
     func results() async -> [Result<KafkaDeliveryReport, KafkaError>] {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> [Result<KafkaDeliveryReport, KafkaError>]? in
-                if state.remaining == 0 { return state.results.map { $0! } }
-                state.continuation = continuation
-                return nil
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> [Result<KafkaDeliveryReport, KafkaError>]? in
+                    if state.remaining == 0 || Task.isCancelled { return Self.settled(state.results) }
+                    state.continuation = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
             }
-            if let ready { continuation.resume(returning: ready) }
+        } onCancel: {
+            let resume = state.withLock { state -> (CheckedContinuation<[Result<KafkaDeliveryReport, KafkaError>], Never>, [Result<KafkaDeliveryReport, KafkaError>])? in
+                guard let continuation = state.continuation else { return nil }
+                state.continuation = nil
+                return (continuation, Self.settled(state.results))
+            }
+            if let (continuation, results) = resume { continuation.resume(returning: results) }
         }
     }
+
+    private static func settled(_ results: [Result<KafkaDeliveryReport, KafkaError>?]) -> [Result<KafkaDeliveryReport, KafkaError>] {
+        results.map { $0 ?? .failure(.cancelledWhileAwaitingReport) }
+    }
+}
+
+extension KafkaError {
+    static let cancelledWhileAwaitingReport = KafkaError(
+        code: .cancelled, reason: "the sending task was cancelled while the record awaited the broker; it may still be stored", isRetriable: true
+    )
 }
 
 /// Travels through librdkafka as the record's opaque pointer (retained while in flight).

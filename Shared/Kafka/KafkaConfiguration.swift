@@ -46,6 +46,11 @@ package struct KafkaProducerConfiguration: Sendable, Hashable {
     /// `partitioner`. Default `murmur2_random`, the Java client's, so upstream producers and ours
     /// put the same key in the same partition.
     package var partitioner: String
+    /// How long `close()` waits for records still awaiting the broker before failing them.
+    /// Default `nil`: the delivery timeout. Services set less, so a stop with the broker
+    /// unreachable fits in their shutdown grace (their senders were never told the records
+    /// were stored, so nothing acknowledged is lost).
+    package var closeFlushTimeoutMilliseconds: Int?
 
     package init(
         client: KafkaClientConfiguration,
@@ -61,6 +66,11 @@ package struct KafkaProducerConfiguration: Sendable, Hashable {
         self.lingerMilliseconds = lingerMilliseconds
         self.deliveryTimeoutMilliseconds = deliveryTimeoutMilliseconds
         self.partitioner = partitioner
+    }
+
+    /// What `close()` waits for undelivered records, at most the delivery timeout.
+    var closeFlushMilliseconds: Int {
+        min(closeFlushTimeoutMilliseconds ?? deliveryTimeoutMilliseconds, deliveryTimeoutMilliseconds)
     }
 
     var rdKafkaProperties: [String: String] {
@@ -102,7 +112,7 @@ package struct KafkaConsumerConfiguration: Sendable, Hashable {
     /// Records fetched per `batches` element at most. Default 500.
     package var maxBatchSize: Int
     /// How long `close()` lets a first join still in progress finish before leaving the group
-    /// (see `KafkaConsumer.close()`). Default 10 s.
+    /// (see `KafkaConsumer.close()`). Default 10 s; services take a share of their shutdown grace.
     package var joinGraceOnCloseMilliseconds: Int = 10_000
 
     package init(

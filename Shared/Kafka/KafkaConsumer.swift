@@ -243,7 +243,9 @@ package final class KafkaConsumer: Service, Sendable {
 
     // MARK: rebalancing
 
-    private func handleRebalance(_ event: EventHandle) async throws {
+    /// `readingStartPositions` false assigns at the group's committed positions without asking
+    /// the provider: used while closing, when nothing fetched is processed or stored.
+    private func handleRebalance(_ event: EventHandle, readingStartPositions: Bool = true) async throws {
         defer { rd_kafka_event_destroy(event.pointer) }
         let kind = rd_kafka_event_error(event.pointer)
         guard let list = rd_kafka_event_topic_partition_list(event.pointer) else { return }
@@ -252,7 +254,7 @@ package final class KafkaConsumer: Service, Sendable {
         let listHandle = ListHandle(pointer: list)
 
         if kind == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS {
-            if let startPositions, !partitions.isEmpty {
+            if readingStartPositions, let startPositions, !partitions.isEmpty {
                 let positions = try await Self.withRetries(logger: logger, "read start positions") {
                     try await startPositions(partitions)
                 }
@@ -407,20 +409,32 @@ package final class KafkaConsumer: Service, Sendable {
     /// again). So a consumer closed before its first assignment first lets the join finish
     /// (serving the rebalance, dropping any record fetched meanwhile, storing nothing), for at
     /// most `joinGraceOnCloseMilliseconds`, then leaves.
+    ///
+    /// A member no coordinator has answered yet (no member id: the broker is unreachable, or
+    /// the join has not begun) keeps no group waiting, so it leaves at once. The partitions
+    /// assigned meanwhile start where the group committed, without asking the start-position
+    /// provider (it may need a database that is down, and nothing read now is processed).
     private func finishJoinBeforeLeaving() async {
-        guard !state.withLock({ $0.everAssigned }) else { return }
+        guard !state.withLock({ $0.everAssigned }), hasMemberID else { return }
         let deadline = ContinuousClock.now + .milliseconds(configuration.joinGraceOnCloseMilliseconds)
         while ContinuousClock.now < deadline, !state.withLock({ $0.everAssigned }) {
             guard let polled = try? await thread.runIfActive({ [self] in poll(maxRecords: configuration.maxBatchSize) }) else { return }
             if let rebalance = polled.rebalance {
                 do {
-                    try await handleRebalance(rebalance)
+                    try await handleRebalance(rebalance, readingStartPositions: false)
                 } catch {
                     logger.debug("Rebalance during close failed", metadata: ["error": "\(error)"])
                     return
                 }
             }
         }
+    }
+
+    /// Whether a group coordinator has given this member an id (a join got an answer).
+    private var hasMemberID: Bool {
+        guard let id = rd_kafka_memberid(client.handle) else { return false }
+        defer { rd_kafka_mem_free(client.handle, id) }
+        return id.pointee != 0
     }
 
     /// Waits for graceful shutdown, then commits and leaves the group.

@@ -31,7 +31,8 @@ package struct KafkaError: Error, Sendable, Hashable, CustomStringConvertible {
         package static let consumer = Code("consumer")
         /// The client was shut down.
         package static let shutDown = Code("shut_down")
-        /// The task waiting to enqueue the record was cancelled.
+        /// The sending task was cancelled before the record was enqueued, or while it awaited
+        /// the broker (it may then still be stored).
         package static let cancelled = Code("cancelled")
         /// librdkafka raised a fatal error: this client instance can no longer be used.
         package static let fatal = Code("fatal")

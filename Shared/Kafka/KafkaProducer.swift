@@ -21,6 +21,7 @@ package final class KafkaProducer: Service, Sendable {
     package let configuration: KafkaProducerConfiguration
     private let current: Mutex<RdKafkaClient>
     private let health: ProducerHealth
+    private let room: QueueRoom
     private let logger: Logger
     private let isClosed = Atomic<Bool>(false)
 
@@ -28,13 +29,20 @@ package final class KafkaProducer: Service, Sendable {
         self.configuration = configuration
         self.logger = logger
         let health = ProducerHealth()
+        let room = QueueRoom()
         self.health = health
-        self.current = Mutex(try Self.makeClient(configuration: configuration, health: health, logger: logger))
+        self.room = room
+        self.current = Mutex(try Self.makeClient(configuration: configuration, health: health, room: room, logger: logger))
         KafkaRuntime.warnIfTooOld(logger: logger)
     }
 
-    private static func makeClient(configuration: KafkaProducerConfiguration, health: ProducerHealth, logger: Logger) throws(KafkaError) -> RdKafkaClient {
-        let sink = RdKafkaEventSink(logger: logger) { event in Self.handleDeliveryReport(event, health: health) }
+    private static func makeClient(configuration: KafkaProducerConfiguration, health: ProducerHealth, room: QueueRoom, logger: Logger) throws(KafkaError)
+        -> RdKafkaClient
+    {
+        let sink = RdKafkaEventSink(logger: logger) { event in
+            Self.handleDeliveryReport(event, health: health)
+            room.reportsArrived()
+        }
         return try RdKafkaClient(type: RD_KAFKA_PRODUCER, properties: configuration.rdKafkaProperties, events: RD_KAFKA_EVENT_DR, sink: sink)
     }
 
@@ -44,18 +52,16 @@ package final class KafkaProducer: Service, Sendable {
     /// a task that is still enqueueing into it).
     private func acquireClient() -> RdKafkaClient {
         current.withLock { client in
-            client.activeSenders.add(1, ordering: .acquiringAndReleasing)
+            client.activeSenders.enter()
             return client
         }
     }
 
     /// Waits until no task enqueues into `client` any more (they notice a close or
-    /// cancellation within a few milliseconds), then purges what it still holds, so every
-    /// waiting sender gets a result, and destroys it.
+    /// cancellation at their next record), flushes for at most `flushMilliseconds`, then purges
+    /// what it still holds, so every waiting sender gets a result, and destroys it.
     private func retire(_ client: RdKafkaClient, flushMilliseconds: Int32) async {
-        while client.activeSenders.load(ordering: .acquiring) > 0 {
-            try? await Task.sleep(for: .milliseconds(1))
-        }
+        await client.activeSenders.drained()
         let logger = self.logger
         _ = try? await NIOThreadPool.singleton.runIfActive {
             if flushMilliseconds > 0, rd_kafka_flush(client.handle, flushMilliseconds) != RD_KAFKA_RESP_ERR_NO_ERROR {
@@ -75,7 +81,7 @@ package final class KafkaProducer: Service, Sendable {
         guard !isClosed.load(ordering: .relaxed) else { return }
         let fresh: RdKafkaClient
         do {
-            fresh = try Self.makeClient(configuration: configuration, health: health, logger: logger)
+            fresh = try Self.makeClient(configuration: configuration, health: health, room: room, logger: logger)
         } catch {
             logger.error("Could not recreate the Kafka producer", metadata: ["error": "\(error)"])
             return
@@ -106,7 +112,8 @@ package final class KafkaProducer: Service, Sendable {
     /// Records with the same key in the same topic keep their order (idempotent producer).
     /// If the producer closes or the task is cancelled while records wait for room in the local
     /// queue, those not yet enqueued fail at once (`shut_down`, `cancelled`); the enqueued ones
-    /// still get their delivery report.
+    /// still get their delivery report, unless the task is cancelled: then those still waiting
+    /// fail as `cancelled` at once (the broker may yet store them).
     package func send(_ records: [KafkaProducerRecord]) async -> [Result<KafkaDeliveryReport, KafkaError>] {
         guard !records.isEmpty else { return [] }
         let batch = DeliveryBatch(count: records.count)
@@ -123,12 +130,15 @@ package final class KafkaProducer: Service, Sendable {
             let record = records[index]
             let ticket = Unmanaged.passRetained(DeliveryTicket(batch: batch, index: index, topic: record.topic)).toOpaque()
             while true {
+                let mark = room.mark
                 let err = enqueue(record, on: client, opaque: ticket)
                 if err == RD_KAFKA_RESP_ERR_NO_ERROR { break }
-                // The local queue is full: wait for deliveries to drain it, without blocking a
-                // thread, as long as nobody closes the producer or cancels this task.
+                // The local queue is full: wait for a delivery report to free room, without
+                // blocking a thread, as long as nobody closes the producer or cancels this task.
+                // Every queued record gets its report within the delivery timeout, so a report
+                // comes; the deadline is checked again after each one.
                 if err == RD_KAFKA_RESP_ERR__QUEUE_FULL, clock.now < deadline, stopReason() == nil {
-                    try? await Task.sleep(for: .milliseconds(2))
+                    await room.wait(after: mark)
                     continue
                 }
                 Unmanaged<DeliveryTicket>.fromOpaque(ticket).release()
@@ -142,7 +152,7 @@ package final class KafkaProducer: Service, Sendable {
             }
             index += 1
         }
-        client.activeSenders.subtract(1, ordering: .acquiringAndReleasing)
+        client.activeSenders.leave()
         return await batch.results()
     }
 
@@ -203,7 +213,7 @@ package final class KafkaProducer: Service, Sendable {
     package func flush(timeout: Duration) async throws(KafkaError) {
         guard !isClosed.load(ordering: .acquiring) else { throw .shutDownError }
         let client = acquireClient()
-        defer { client.activeSenders.subtract(1, ordering: .acquiringAndReleasing) }
+        defer { client.activeSenders.leave() }
         let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
         let err: rd_kafka_resp_err_t
         do {
@@ -218,21 +228,33 @@ package final class KafkaProducer: Service, Sendable {
     package func checkBroker(timeout: Duration = .seconds(2)) async throws(KafkaError) {
         guard !isClosed.load(ordering: .acquiring) else { throw .shutDownError }
         let client = acquireClient()
-        defer { client.activeSenders.subtract(1, ordering: .acquiringAndReleasing) }
+        defer { client.activeSenders.leave() }
         try await client.checkBroker(timeout: timeout)
     }
 
-    /// Waits for graceful shutdown, then flushes and closes.
+    /// Waits for graceful shutdown, then flushes and closes; cancelled (the shutdown ran out of
+    /// time), closes without flushing.
     package func run() async throws {
         try? await gracefulShutdown()
-        await close()
+        if Task.isCancelled {
+            guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+            room.close()
+            await retire(client, flushMilliseconds: 0)
+        } else {
+            await close()
+        }
     }
 
-    /// Stops accepting records, waits for outstanding deliveries (up to the delivery timeout),
-    /// fails whatever is left and releases the client. Idempotent.
+    /// Stops accepting records, waits for outstanding deliveries (up to
+    /// `closeFlushTimeoutMilliseconds`, by default the delivery timeout), fails whatever is left
+    /// and releases the client. Idempotent.
+    ///
+    /// A record that fails here was never reported stored to its sender (its `send` returns the
+    /// error), so nothing anyone was told is stored is lost.
     package func close() async {
         guard !isClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        await retire(client, flushMilliseconds: Int32(clamping: configuration.deliveryTimeoutMilliseconds))
+        room.close()
+        await retire(client, flushMilliseconds: Int32(clamping: configuration.closeFlushMilliseconds))
     }
 }
 
@@ -273,16 +295,38 @@ final class DeliveryBatch: Sendable {
         if let (continuation, results) = resume { continuation.resume(returning: results) }
     }
 
+    /// Waits for every record's result. Cancelled, returns at once: records still without a
+    /// report fail as `cancelled` (the broker may yet store them; their late reports are dropped).
     func results() async -> [Result<KafkaDeliveryReport, KafkaError>] {
-        await withCheckedContinuation { continuation in
-            let ready = state.withLock { state -> [Result<KafkaDeliveryReport, KafkaError>]? in
-                if state.remaining == 0 { return state.results.map { $0! } }
-                state.continuation = continuation
-                return nil
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> [Result<KafkaDeliveryReport, KafkaError>]? in
+                    if state.remaining == 0 || Task.isCancelled { return Self.settled(state.results) }
+                    state.continuation = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
             }
-            if let ready { continuation.resume(returning: ready) }
+        } onCancel: {
+            let resume = state.withLock {
+                state -> (CheckedContinuation<[Result<KafkaDeliveryReport, KafkaError>], Never>, [Result<KafkaDeliveryReport, KafkaError>])? in
+                guard let continuation = state.continuation else { return nil }
+                state.continuation = nil
+                return (continuation, Self.settled(state.results))
+            }
+            if let (continuation, results) = resume { continuation.resume(returning: results) }
         }
     }
+
+    private static func settled(_ results: [Result<KafkaDeliveryReport, KafkaError>?]) -> [Result<KafkaDeliveryReport, KafkaError>] {
+        results.map { $0 ?? .failure(.cancelledWhileAwaitingReport) }
+    }
+}
+
+extension KafkaError {
+    static let cancelledWhileAwaitingReport = KafkaError(
+        code: .cancelled, reason: "the sending task was cancelled while the record awaited the broker; it may still be stored", isRetriable: true
+    )
 }
 
 /// Travels through librdkafka as the record's opaque pointer (retained while in flight).

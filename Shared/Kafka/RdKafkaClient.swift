@@ -61,7 +61,7 @@ final class RdKafkaClient: @unchecked Sendable {  // the handle is thread-safe; 
     let handle: OpaquePointer
     let sink: RdKafkaEventSink
     /// Producer tasks currently enqueueing into this instance; it is destroyed only at zero.
-    let activeSenders = Atomic<Int>(0)
+    let activeSenders = ActiveSenders()
     private let destroyed = Mutex(false)
 
     init(type: rd_kafka_type_t, properties: [String: String], events: Int32, sink: RdKafkaEventSink) throws(KafkaError) {

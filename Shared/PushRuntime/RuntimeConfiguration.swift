@@ -29,9 +29,14 @@ package struct RuntimeConfiguration: Sendable {
     /// (their result events wait for no user, and fuller batches cost the broker less per record).
     package var kafkaLingerMilliseconds: Int
     /// `PUSH_SHUTDOWN_GRACE_MS`: how long a graceful shutdown (SIGTERM) may take before the
-    /// services still running are cancelled; 5 s after that the process exits (status 70).
-    /// Default 15000: with those 5 s, inside compose's 30 s `stop_grace_period`.
+    /// services still running are cancelled; `shutdownWatchdogMilliseconds` after that the
+    /// process exits (status 70). Default 7000: with the watchdog's 2 s, 9 s, inside docker's
+    /// default 10 s stop timeout.
     package var shutdownGraceMilliseconds: Int
+
+    /// How long after the grace period cancelled what was still running the process is ended
+    /// (status 70) if it has not exited yet.
+    package static let shutdownWatchdogMilliseconds = 2_000
 
     package init(
         service: String, defaultOpsPort: Int, defaultLingerMilliseconds: Int = 5, environment: EnvironmentSettings = EnvironmentSettings()
@@ -58,7 +63,7 @@ package struct RuntimeConfiguration: Sendable {
         kafkaSessionTimeoutMilliseconds = try environment.int("KAFKA_SESSION_TIMEOUT_MS", default: 10_000)
         kafkaDeliveryTimeoutMilliseconds = try environment.int("KAFKA_DELIVERY_TIMEOUT_MS", default: 10_000)
         kafkaLingerMilliseconds = try environment.int("KAFKA_LINGER_MS", default: defaultLingerMilliseconds, in: 0...900_000)
-        shutdownGraceMilliseconds = try environment.int("PUSH_SHUTDOWN_GRACE_MS", default: 15_000)
+        shutdownGraceMilliseconds = try environment.int("PUSH_SHUTDOWN_GRACE_MS", default: 7_000)
         guard shutdownGraceMilliseconds >= 1_000 else {
             throw ConfigurationError("PUSH_SHUTDOWN_GRACE_MS must be at least 1000; got \(shutdownGraceMilliseconds)")
         }
@@ -67,19 +72,27 @@ package struct RuntimeConfiguration: Sendable {
     package var producer: KafkaProducerConfiguration {
         var client = kafka
         client.properties.merge(producerProperties) { _, producerOnly in producerOnly }
-        return KafkaProducerConfiguration(
+        var producer = KafkaProducerConfiguration(
             client: client, lingerMilliseconds: kafkaLingerMilliseconds, deliveryTimeoutMilliseconds: kafkaDeliveryTimeoutMilliseconds
         )
+        // Records still waiting for the broker at shutdown get a third of the grace (2.3 s by
+        // default), so that the service's own parts, before, and PostgreSQL, after, have the rest.
+        producer.closeFlushTimeoutMilliseconds = shutdownGraceMilliseconds / 3
+        return producer
     }
 
     /// Consumer settings for `group` and `topics` (a projection runner replaces both with its own).
     package func consumer(group: String, topics: [String] = []) -> KafkaConsumerConfiguration {
         var client = kafka
         client.properties.merge(consumerProperties) { _, consumerOnly in consumerOnly }
-        return KafkaConsumerConfiguration(
+        var consumer = KafkaConsumerConfiguration(
             client: client, groupID: group, topics: topics,
             sessionTimeoutMilliseconds: kafkaSessionTimeoutMilliseconds,
             heartbeatIntervalMilliseconds: max(1_000, kafkaSessionTimeoutMilliseconds / 5)
         )
+        // A first join still in progress at shutdown may finish for a quarter of the grace
+        // (1.75 s by default): a service with two projections closes them one after the other.
+        consumer.joinGraceOnCloseMilliseconds = min(consumer.joinGraceOnCloseMilliseconds, shutdownGraceMilliseconds / 4)
+        return consumer
     }
 }

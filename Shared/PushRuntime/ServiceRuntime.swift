@@ -6,6 +6,7 @@ import PostgresNIO
 import Prometheus
 import PushStore
 import ServiceLifecycle
+import Synchronization
 
 /// What every executable shares: configuration, logging and metrics bootstrap, the PostgreSQL
 /// pool, the Kafka producer, readiness checks and the operations endpoints, all run in one
@@ -73,41 +74,115 @@ package struct ServiceRuntime: Sendable {
             checks: standardChecks + extraChecks, logger: logger
         )
         let grace = Duration.milliseconds(configuration.shutdownGraceMilliseconds)
-        // The watchdog is last: services stop in reverse order, so it hears of the shutdown first.
+        let watchdog = Duration.milliseconds(RuntimeConfiguration.shutdownWatchdogMilliseconds)
+        let shutdown = ShutdownSignal()
+        // The signal is last: services stop in reverse order, so it hears of the shutdown first.
         var groupConfiguration = ServiceGroupConfiguration(
             services: [
                 .init(service: postgres), .init(service: SchemaCheck(postgres: postgres, logger: logger)), .init(service: producer), .init(service: ops),
             ]
-                + services.map { .init(service: $0) } + [.init(service: ShutdownWatchdog(limit: grace + .seconds(5), logger: logger))],
+                + services.map { .init(service: $0) } + [.init(service: shutdown)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger
         )
         // A shutdown that hangs (seen in the fault-injection suite: a registration service still
         // running minutes after SIGTERM) must not need an operator: after the grace period the
-        // services still running are cancelled, and 5 s later the watchdog ends the process.
-        // Either way no more is lost than by a SIGKILL, which every service is built to survive.
+        // services still running are cancelled, and `watchdog` later the process ends. Either
+        // way no more is lost than by a SIGKILL, which every service is built to survive.
         groupConfiguration.maximumGracefulShutdownDuration = grace
         let group = ServiceGroup(configuration: groupConfiguration)
-        try await group.run()
+        let clock = ContinuousClock()
+        // Once the grace period ran out, what was still running was cancelled: a forced
+        // shutdown (it may have cut work short, as a SIGKILL would), whether the cancelled parts
+        // then returned or failed. The caller exits with status 70, as the watchdog would.
+        func ranOutOfTime() -> Bool { shutdown.beganAt.map { clock.now - $0 >= grace } ?? false }
+        do {
+            try await runGroup(group, until: shutdown, grace: grace, watchdog: watchdog, clock: clock)
+        } catch  where ranOutOfTime() {
+            logger.error(
+                "Graceful shutdown did not finish in time; what was still running was cancelled", metadata: ["grace": "\(grace)", "error": "\(error)"])
+            throw ShutdownTimedOut()
+        }
+        if ranOutOfTime() {
+            logger.error("Graceful shutdown did not finish in time; what was still running was cancelled", metadata: ["grace": "\(grace)"])
+            throw ShutdownTimedOut()
+        }
+        logger.info("Stopped", metadata: ["after": "\(shutdown.beganAt.map { clock.now - $0 } ?? .zero)"])
+    }
+
+    /// Runs the group and, as its sibling, the deadline that ends the process `grace + watchdog`
+    /// after the shutdown began if the group has not returned by then.
+    private func runGroup(_ group: ServiceGroup, until shutdown: ShutdownSignal, grace: Duration, watchdog: Duration, clock: ContinuousClock) async throws {
+        let logger = self.logger
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            tasks.addTask {
+                // Cancelled when the group returns first; otherwise ends the process.
+                guard await shutdown.began() else { return }
+                let began = shutdown.beganAt ?? clock.now
+                logger.info("Shutting down", metadata: ["grace": "\(grace)"])
+                try await Task.sleep(for: grace + watchdog)
+                logger.error(
+                    "Graceful shutdown did not finish in time; exiting", metadata: ["limit": "\(grace + watchdog)", "elapsed": "\(clock.now - began)"])
+                exit(70)
+            }
+            defer { tasks.cancelAll() }
+            try await tasks.next()
+        }
     }
 }
 
-/// Ends the process `limit` after a graceful shutdown began if it is still running then, with
-/// one error line and exit status 70 (EX_SOFTWARE): a clean, quick exit instead of a crash
-/// report, well inside the orchestrator's stop timeout.
-struct ShutdownWatchdog: Service {
-    let limit: Duration
-    let logger: Logger
+/// The graceful shutdown outlasted `PUSH_SHUTDOWN_GRACE_MS` and a part failed when cancelled:
+/// the process exits with status 70, like the watchdog.
+package struct ShutdownTimedOut: Error, CustomStringConvertible {
+    package var description: String { "graceful shutdown did not finish in time" }
+}
 
+/// Tells the runtime when a graceful shutdown begins: the last service of the group, so the
+/// first to hear of it. The runtime then starts its deadline (`ServiceRuntime.run`).
+final class ShutdownSignal: Service, Sendable {
+    private let state = Mutex<(began: Bool?, waiter: CheckedContinuation<Bool, Never>?)>((nil, nil))
+    private let beganInstant = Mutex<ContinuousClock.Instant?>(nil)
+
+    /// When the group began to stop, if it did.
+    var beganAt: ContinuousClock.Instant? { beganInstant.withLock { $0 } }
+
+    /// Returns when the group shuts down gracefully, or is cancelled (a service failed): either
+    /// way the group is stopping, and the deadline starts.
     func run() async throws {
         try? await gracefulShutdown()
-        let (limit, logger) = (self.limit, self.logger)
-        // Unstructured on purpose: it must outlive this service, which returns at once so the
-        // others are told to stop.
-        Task.detached {
-            try? await Task.sleep(for: limit)
-            logger.error("Graceful shutdown did not finish in time; exiting", metadata: ["limit": "\(limit)"])
-            exit(70)
+        beganInstant.withLock { $0 = $0 ?? .now }
+        finish(began: true)
+    }
+
+    private func finish(began: Bool) {
+        let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            guard state.began == nil else { return nil }
+            state.began = began
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: began)
+    }
+
+    /// True once the group began to stop; false if the waiting task is cancelled first.
+    func began() async -> Bool {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { state -> Bool? in
+                    if let began = state.began { return began }
+                    if Task.isCancelled { return false }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let now { continuation.resume(returning: now) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(returning: false)
         }
     }
 }
@@ -118,7 +193,16 @@ struct SchemaCheck: Service {
     let logger: Logger
 
     func run() async throws {
-        try await Migrator(client: postgres, logger: logger).requireCurrentSchema()
+        do {
+            // With PostgreSQL unreachable the check would wait for a connection until the
+            // grace period ran out; a stop needs no answer from it.
+            try await cancelWhenGracefulShutdown {
+                try await Migrator(client: postgres, logger: logger).requireCurrentSchema()
+            }
+        } catch  where Task.isShuttingDownGracefully {
+            logger.notice("Schema check abandoned: shutting down before PostgreSQL answered")
+            return
+        }
         try? await gracefulShutdown()
     }
 }
@@ -139,6 +223,8 @@ extension ServiceRuntime {
         } catch let error as ConfigurationError {
             FileHandle.standardError.write(Data("\(service): configuration error: \(error)\n".utf8))
             exit(78)
+        } catch is ShutdownTimedOut {
+            exit(70)
         } catch let error as SchemaVersionError {
             FileHandle.standardError.write(Data("\(service): configuration error: \(error)\n".utf8))
             exit(78)

@@ -98,14 +98,40 @@ package final class ProjectionRunner<P: Projection>: Service {
             }, logger: logger)
         do {
             for try await batch in consumer.batches.cancelOnGracefulShutdown() {
-                try await processWithRetries(batch)
+                try await Self.finishing(within: Self.batchLimitOnShutdown) { try await self.processWithRetries(batch) }
                 try consumer.storeOffsets(for: batch)
             }
+        } catch  where Task.isShuttingDownGracefully {
+            // The transaction rolled back: whoever owns the partitions next replays the batch.
+            logger.notice("Projection stopped with a batch not applied", metadata: ["error": "\(String(reflecting: error))"])
         } catch {
             await consumer.close()
             throw error
         }
         await consumer.close()
+    }
+
+    /// How long a batch under way when the shutdown begins may go on (PostgreSQL slow or
+    /// unreachable) before it is abandoned: a share of the service's shutdown grace.
+    static var batchLimitOnShutdown: Duration { .seconds(2) }
+
+    /// Runs `body`; once a graceful shutdown begins, lets it go on for at most `limit`, then
+    /// cancels it and throws `CancellationError`.
+    private static func finishing<T: Sendable>(within limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await gracefulShutdown()
+                try await Task.sleep(for: limit)
+                return nil
+            }
+            defer { group.cancelAll() }
+            while let result = try await group.next() {
+                if let result { return result }
+                group.cancelAll()
+            }
+            throw CancellationError()
+        }
     }
 
     /// Next offsets stored for these partitions; a partition never projected starts at the
@@ -139,7 +165,8 @@ package final class ProjectionRunner<P: Projection>: Service {
                 if Task.isCancelled || Task.isShuttingDownGracefully { throw error }
                 retryCounter.increment()
                 logger.error("Projection batch failed; retrying", metadata: ["error": "\(String(reflecting: error))", "retry.in": "\(delay)"])
-                try await Task.sleep(for: delay)
+                // A shutdown ends the wait: the batch stays unstored for the next owner.
+                try await cancelWhenGracefulShutdown { [delay] in try await Task.sleep(for: delay) }
                 delay = min(delay * 2, .seconds(10))
             }
         }

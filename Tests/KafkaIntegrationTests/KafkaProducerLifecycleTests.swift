@@ -61,4 +61,26 @@ struct KafkaProducerLifecycleTests {
         #expect(results.count == records.count)
         await producer.close()
     }
+
+    @Test("close() with the broker unreachable waits for undelivered records only for its close flush timeout, and fails them")
+    func closeFlushIsBounded() async throws {
+        var configuration = KafkaProducerConfiguration(
+            client: KafkaClientConfiguration(bootstrapServers: "127.0.0.1:1"),
+            deliveryTimeoutMilliseconds: 20_000
+        )
+        configuration.closeFlushTimeoutMilliseconds = 1_000
+        let producer = try KafkaProducer(configuration: configuration, logger: KafkaTestSupport.logger)
+        let records = (0..<100).map { KafkaProducerRecord(topic: "push.subscriptions", key: "k", value: [UInt8]($0.description.utf8)) }
+        let clock = ContinuousClock()
+        let (results, closing) = try await withDeadline(.seconds(15)) {
+            async let sent = producer.send(records)
+            try await Task.sleep(for: .milliseconds(200))
+            let started = clock.now
+            await producer.close()
+            return (await sent, clock.now - started)
+        }
+        #expect(closing < .seconds(3), "close took \(closing), not the 20 s delivery timeout")
+        #expect(results.count == records.count)
+        #expect(results.allSatisfy { if case .failure = $0 { true } else { false } }, "no record the broker never stored is reported stored")
+    }
 }

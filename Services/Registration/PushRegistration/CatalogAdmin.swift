@@ -194,12 +194,40 @@ package actor CatalogAdmin {
     }
 
     /// Waits until `query` returns 1 (the projection shows the change), at most 5 s.
+    ///
+    /// The catalog projection notifies `CatalogProjection.changedChannel` in each transaction it
+    /// commits (whichever registration instance holds `push.catalog`), so this checks once, then
+    /// again after each notification, instead of polling.
     private func awaitProjection(_ query: PostgresQuery) async throws {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while ContinuousClock.now < deadline {
-            for try await value in try await postgres.query(query, logger: logger).decode(Int.self) where value >= 1 { return }
-            try await Task.sleep(for: .milliseconds(20))
+        let postgres = self.postgres
+        let logger = self.logger
+        let shown = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try await postgres.withConnection { connection in
+                    try await connection.listen(on: CatalogProjection.changedChannel) { changes in
+                        // Listening first, then checking: a commit in between is seen either way.
+                        if try await Self.shows(query, on: connection, logger: logger) { return true }
+                        for try await _ in changes {
+                            if try await Self.shows(query, on: connection, logger: logger) { return true }
+                        }
+                        return false
+                    }
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: .seconds(5))
+                return false
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? false
         }
-        logger.warning("Catalog projection is behind: the change is stored but not yet visible")
+        if !shown {
+            logger.warning("Catalog projection is behind: the change is stored but not yet visible")
+        }
+    }
+
+    private static func shows(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) async throws -> Bool {
+        for try await value in try await connection.query(query, logger: logger).decode(Int.self) where value >= 1 { return true }
+        return false
     }
 }

@@ -36,7 +36,14 @@ package struct CatalogProjection: EnvelopeProjection {
         self.decoder = decoder
     }
 
+    /// The PostgreSQL notification channel told of every transaction that applies catalog
+    /// events (delivered on commit): `CatalogAdmin` awaits it to read its own writes.
+    package static let changedChannel = "push_catalog_changed"
+
     package func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
+        if !events.isEmpty {
+            try await connection.query("SELECT pg_notify(\(Self.changedChannel), '')", logger: logger)
+        }
         for projected in events {
             switch projected.event {
             case .serviceDefined(let service, let at):

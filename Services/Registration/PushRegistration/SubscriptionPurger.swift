@@ -32,7 +32,9 @@ package struct SubscriptionPurger: Service {
     package func run() async throws {
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             do {
-                let purged = try await purgeOnce()
+                // A round waiting for PostgreSQL or the broker must not hold up a stop; the
+                // next round (after a restart) picks up what this one did not publish.
+                let purged = try await cancelWhenGracefulShutdown { try await self.purgeOnce() }
                 if purged > 0 { logger.info("Purged quarantined subscriptions", metadata: ["count": "\(purged)"]) }
             } catch {
                 logger.warning("Purge of quarantined subscriptions failed; retrying next round", metadata: ["error": "\(String(reflecting: error))"])

@@ -1,0 +1,218 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// SIGTERM while PostgreSQL or the broker cannot be reached: every service executable must
+/// exit well inside docker's default 10 s stop timeout, cleanly (status 0), and say so in its log.
+///
+/// "Unreachable" is the harder kind: a listener that completes the TCP handshake and then never
+/// answers (a stalled server or a black-holed route), not a refused connection.
+@Suite("A service stopped while a dependency does not answer", .serialized)
+struct ServiceShutdownTests {
+    enum Dependency: String, CustomTestStringConvertible {
+        case broker, postgres
+        var testDescription: String { rawValue }
+    }
+
+    @Test(
+        "SIGTERM exits cleanly within 10 s",
+        arguments: [
+            ("registration", Dependency.broker), ("registration", .postgres),
+            ("tracking-ingestion", .broker), ("tracking-ingestion", .postgres),
+            ("apns-sender", .broker), ("apns-sender", .postgres),
+        ]
+    )
+    func exitsInTime(service: String, unreachable: Dependency) async throws {
+        _ = try StoreTestSupport.configuration()
+        let silent = try SilentListener()
+        defer { silent.close() }
+        var overrides: [String: String] = [:]
+        switch unreachable {
+        case .broker: overrides["KAFKA_BROKERS"] = "127.0.0.1:\(silent.port)"
+        case .postgres: overrides["POSTGRES_URL"] = "postgres://push:push@127.0.0.1:\(silent.port)/push"
+        }
+        let running = try RunningService(service, overrides: overrides)
+        defer { running.kill() }
+        try await running.waitUntilLive()
+        // Let the parts get stuck on the dependency: connections opening, a consumer joining,
+        // the schema check waiting for PostgreSQL.
+        try await Task.sleep(for: .seconds(2))
+
+        // A tracking hit waiting for the broker when the stop begins is answered, not dropped:
+        // 503, since its event was not stored.
+        async let hit: Int? =
+            service == "tracking-ingestion" && unreachable == .broker
+            ? running.get(port: running.publicPort, "/r/?id=hd7e15e5c,\(Int.random(in: 1...1_000_000)),1")
+            : nil
+        if service == "tracking-ingestion" && unreachable == .broker { try await Task.sleep(for: .milliseconds(300)) }
+
+        let clock = ContinuousClock()
+        let started = clock.now
+        running.terminate()
+        let status = await running.exited()
+        let elapsed = clock.now - started
+        let log = running.log()
+        print("\(service), \(unreachable) unreachable: exited \(status) after \(elapsed)")
+
+        #expect(elapsed < .seconds(10), "\(service) took \(elapsed) to stop")
+        #expect(status == .exit(0), "\(service) ends its shutdown by itself, not by the watchdog (70) or an error:\n\(log.suffix(3_000))")
+        #expect(log.contains("Shutting down"), "the log says why it stops")
+        #expect(log.contains("Stopped"), "the log says it stopped:\n\(log.suffix(3_000))")
+        if let answered = await hit {
+            #expect(answered == 503, "a hit the broker never stored is not answered 200")
+        }
+    }
+
+    @Test("a shutdown that outlasts PUSH_SHUTDOWN_GRACE_MS is cut short: status 70 and a log line, within the grace plus the watchdog's 2 s")
+    func forcedWhenGraceRunsOut() async throws {
+        _ = try StoreTestSupport.configuration()
+        let silent = try SilentListener()
+        defer { silent.close() }
+        // A hit waits up to TRACKING_STORE_TIMEOUT_MS (5 s) for the broker: longer than a 1 s grace.
+        let running = try RunningService(
+            "tracking-ingestion",
+            overrides: [
+                "KAFKA_BROKERS": "127.0.0.1:\(silent.port)", "PUSH_SHUTDOWN_GRACE_MS": "1000",
+            ])
+        defer { running.kill() }
+        try await running.waitUntilLive()
+        async let hit = running.get(port: running.publicPort, "/r/?id=hd7e15e5c,\(Int.random(in: 1...1_000_000)),1")
+        try await Task.sleep(for: .milliseconds(500))
+
+        let clock = ContinuousClock()
+        let started = clock.now
+        running.terminate()
+        let status = await running.exited()
+        let elapsed = clock.now - started
+        let log = running.log()
+        print("tracking-ingestion, grace 1 s, a hit in flight: exited \(status) after \(elapsed)")
+        #expect(elapsed < .seconds(3), "stopped within the grace (1 s) and the watchdog (2 s): \(elapsed)")
+        #expect(status == .exit(70), "a forced shutdown is reported as such:\n\(log.suffix(3_000))")
+        #expect(log.contains("Graceful shutdown did not finish in time"), "\(log.suffix(3_000))")
+        #expect(await hit != 200, "the hit was never stored, so never answered 200")
+    }
+}
+
+/// A TCP port that accepts connections (the kernel completes the handshake into the backlog)
+/// and never answers.
+final class SilentListener: Sendable {
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        let kind = Int32(SOCK_STREAM.rawValue)
+        let descriptor = socket(AF_INET, kind, 0)
+        try #require(descriptor >= 0, "socket() failed")
+        self.descriptor = descriptor
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(descriptor, generic, length) == 0 && listen(descriptor, 128) == 0 && getsockname(descriptor, generic, &length) == 0
+            }
+        }
+        guard bound else {
+            _ = Glibc.close(descriptor)
+            throw POSIXError(.EADDRNOTAVAIL)
+        }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func close() {
+        _ = Glibc.close(descriptor)
+    }
+}
+
+/// A service executable started with the test environment, its log (stderr) kept in a file,
+/// its own consumer groups and topics that do not exist (it must not touch the stack's data).
+final class RunningService: Sendable {
+    enum Status: Equatable, CustomStringConvertible {
+        case exit(Int32)
+        case signal(Int32)
+        var description: String {
+            switch self {
+            case .exit(let code): "with status \(code)"
+            case .signal(let signal): "on signal \(signal)"
+            }
+        }
+    }
+
+    let opsPort: Int
+    let publicPort: Int
+    private let process: Process
+    private let logFile: URL
+    private let termination: AsyncStream<Status>
+
+    init(_ executable: String, overrides: [String: String]) throws {
+        opsPort = Int.random(in: 20_000..<30_000)
+        publicPort = opsPort + 10_000
+        let suffix = UUID().uuidString.prefix(8).lowercased()
+        var environment = ProcessInfo.processInfo.environment
+        environment["PUSH_OPS_HOST"] = "127.0.0.1"
+        environment["PUSH_OPS_PORT"] = String(opsPort)
+        environment["REGISTRATION_PORT"] = String(publicPort)
+        environment["TRACKING_HOST"] = "127.0.0.1"
+        environment["TRACKING_PORT"] = String(publicPort)
+        environment["LOG_LEVEL"] = "info"
+        environment["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
+        for group in ["REGISTRATION_CATALOG_GROUP", "REGISTRATION_SUBSCRIPTIONS_GROUP", "TRACKING_LOG_GROUP", "APNS_SENDER_GROUP"] {
+            environment[group] = "test.shutdown-\(group.lowercased()).\(suffix)"
+        }
+        for topic in ["APNS_MESSAGES", "APNS_RETRIES", "CATALOG", "MESSAGE_RESULTS", "SUBSCRIPTIONS", "TRACKING"] {
+            environment["PUSH_TOPIC_\(topic)"] = "test.shutdown.\(topic.lowercased()).\(suffix)"
+        }
+        environment["PUSH_CREDENTIALS_KEY"] = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        environment.merge(overrides) { $1 }
+
+        logFile = FileManager.default.temporaryDirectory.appendingPathComponent("shutdown-\(executable)-\(suffix).log")
+        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        let (termination, continuation) = AsyncStream.makeStream(of: Status.self)
+        self.termination = termination
+        process = Process()
+        process.executableURL = try StoreTestSupport.executable(executable)
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try FileHandle(forWritingTo: logFile)
+        process.terminationHandler = { process in
+            continuation.yield(process.terminationReason == .exit ? .exit(process.terminationStatus) : .signal(process.terminationStatus))
+            continuation.finish()
+        }
+        try process.run()
+    }
+
+    func get(port: Int, _ path: String) async -> Int? {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port)\(path)")!)
+        request.timeoutInterval = 15
+        guard let (_, response) = try? await URLSession.shared.data(for: request) else { return nil }
+        return (response as? HTTPURLResponse)?.statusCode
+    }
+
+    /// `/health/live` answers: the process runs its operations endpoints (it need not be ready).
+    func waitUntilLive() async throws {
+        try await StoreTestSupport.eventually(within: .seconds(30), "/health/live answers") {
+            await get(port: opsPort, "/health/live") == 200
+        }
+    }
+
+    func terminate() { process.terminate() }
+
+    func exited() async -> Status {
+        for await status in termination { return status }
+        return .signal(-1)
+    }
+
+    func kill() {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(at: logFile)
+    }
+
+    func log() -> String {
+        (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+    }
+}

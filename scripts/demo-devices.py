@@ -12,7 +12,7 @@
   demo-devices.py track --url URL --delivered FILE... --delivery-id ID --summary FILE
       Each FILE is a simulator's /_control/log answer: the notifications it accepted, with
       `provider`, `token` and `mId`. Each simulated device that got
-      one sends the SDK's tracking hits (GET /r/?id=h<mId>,<deliveryId>,<tag>): tag 1
+      one sends the SDK's tracking hits (GET /r/?id=h<hex of mId>,<deliveryId>,<tag>): tag 1
       ("received", an impression: Android mostly, iOS rarely) and tag 2 ("opened"), spread
       over --spread seconds. Writes the expected figures to the summary file (shell syntax).
 
@@ -268,8 +268,10 @@ def cmd_track(args):
 
     def send(hit):
         _, message_id, tag = hit
-        # Exactly the SDK's URL: content letter h, the payload's _mId and _dId as is, the tag.
-        status, _, text = connections.request("GET", f"/r/?id=h{message_id},{args.delivery_id},{tag}")
+        # Exactly the SDK's URL: content letter h, the payload's _mId (a decimal 32-bit id goes as
+        # Java's Integer.toHexString writes it; a UUID as is), the _dId as is, the tag.
+        sdk_id = f"{int(message_id) & 0xFFFFFFFF:x}" if message_id.lstrip("-").isdigit() else message_id
+        status, _, text = connections.request("GET", f"/r/?id=h{sdk_id},{args.delivery_id},{tag}")
         counters.add("done")
         if status == 200:
             counters.add("received" if tag == 1 else "opened")

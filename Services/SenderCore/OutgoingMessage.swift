@@ -5,6 +5,7 @@ import PushWire
 /// A planned message as a sender reads it from its message topic or its retry topic.
 package protocol OutgoingMessage: SingleEventDecodable {
     var messageId: UUID { get }
+    var broadLogId: Int32? { get }
     var deliveryId: String { get }
     var appId: UUID { get }
     var registrationToken: String { get }
@@ -17,7 +18,8 @@ package protocol OutgoingMessage: SingleEventDecodable {
 
 extension OutgoingMessage {
     package var reference: MessageReference {
-        MessageReference(messageId: messageId, deliveryId: deliveryId, appId: appId, registrationToken: registrationToken, platform: Self.platform)
+        MessageReference(
+            messageId: messageId, broadLogId: broadLogId, deliveryId: deliveryId, appId: appId, registrationToken: registrationToken, platform: Self.platform)
     }
 
     /// The key of the message's records: `<appId>:<token>`, so one device's records share a partition.

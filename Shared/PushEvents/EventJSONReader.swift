@@ -192,6 +192,13 @@ package struct EventJSONReader {
         return Date(timeIntervalSinceReferenceDate: Double(seconds - EventJSONDate.referenceDateSince1970) + Double(milliseconds) / 1000)
     }
 
+    /// Null, or an integer that fits an `Int32`.
+    package mutating func optionalInt32() throws(Unsupported) -> Int32? {
+        if try null() { return nil }
+        guard let value = Int32(exactly: try int()) else { throw Unsupported() }
+        return value
+    }
+
     package mutating func optionalDate() throws(Unsupported) -> Date? {
         try null() ? nil : try date()
     }

@@ -98,6 +98,11 @@ package struct EventJSONWriter {
         appendDecimal(value)
     }
 
+    /// Omitted when nil.
+    package mutating func int(_ key: StaticString, _ value: Int32?) {
+        if let value { int(key, Int(value)) }
+    }
+
     package mutating func uuid(_ key: StaticString, _ value: UUID) {
         self.key(key)
         bytes.append(UInt8(ascii: "\""))

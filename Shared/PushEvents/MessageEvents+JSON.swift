@@ -41,6 +41,7 @@ extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
     package func writeMembers(to writer: inout EventJSONWriter) {
         writer.uuid("appId", appId)
         writer.int("attempt", attempt)
+        writer.int("broadLogId", broadLogId)
         writer.string("collapseId", collapseId)
         if let credential { writer.object("credential", credential.writeMembers) }
         writer.string("deliveryId", deliveryId)
@@ -76,7 +77,7 @@ extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
             }
         }
         self.init(
-            messageId: try common.messageId(), deliveryId: try common.deliveryId(), appId: try common.appId(),
+            messageId: try common.messageId(), broadLogId: common.broadLogId ?? nil, deliveryId: try common.deliveryId(), appId: try common.appId(),
             registrationToken: try common.registrationToken(), environment: try EventJSONReader.required(environment),
             credential: common.credential ?? nil, topic: try EventJSONReader.required(topic),
             pushType: try EventJSONReader.required(pushType), priority: try EventJSONReader.required(priority),
@@ -90,6 +91,7 @@ extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
     package func writeMembers(to writer: inout EventJSONWriter) {
         writer.uuid("appId", appId)
         writer.int("attempt", attempt)
+        writer.int("broadLogId", broadLogId)
         if let credential { writer.object("credential", credential.writeMembers) }
         writer.string("deliveryId", deliveryId)
         writer.string("message", message)
@@ -113,7 +115,7 @@ extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
             }
         }
         self.init(
-            messageId: try common.messageId(), deliveryId: try common.deliveryId(), appId: try common.appId(),
+            messageId: try common.messageId(), broadLogId: common.broadLogId ?? nil, deliveryId: try common.deliveryId(), appId: try common.appId(),
             registrationToken: try common.registrationToken(), projectId: try EventJSONReader.required(projectId),
             credential: common.credential ?? nil, message: try EventJSONReader.required(message),
             validUntil: try common.validUntil(), attempt: try common.attempt(), plannedAt: try common.plannedAt(),
@@ -129,11 +131,12 @@ struct PlannedMessageMembers {
     private var messageIdValue: UUID?, deliveryIdValue: String?, appIdValue: UUID?, registrationTokenValue: String?
     private var validUntilValue: Date?, attemptValue: Int?, plannedAtValue: Date?
     /// Absent (nil), null or a value.
-    private(set) var credential: CredentialReference??, notBefore: Date??
+    private(set) var credential: CredentialReference??, notBefore: Date??, broadLogId: Int32??
 
     mutating func read(_ key: EventJSONReader.Key, from reader: inout EventJSONReader) throws(Unsupported) {
         switch key {
         case "messageId": try EventJSONReader.once(&messageIdValue, try reader.uuid())
+        case "broadLogId": try EventJSONReader.once(&broadLogId, try reader.optionalInt32())
         case "deliveryId": try EventJSONReader.once(&deliveryIdValue, try reader.string())
         case "appId": try EventJSONReader.once(&appIdValue, try reader.uuid())
         case "registrationToken": try EventJSONReader.once(&registrationTokenValue, try reader.string())
@@ -158,6 +161,7 @@ struct PlannedMessageMembers {
 extension MessageReference: EventJSONWritable {
     package func writeMembers(to writer: inout EventJSONWriter) {
         writer.uuid("appId", appId)
+        writer.int("broadLogId", broadLogId)
         writer.string("deliveryId", deliveryId)
         writer.uuid("messageId", messageId)
         writer.string("platform", platform.rawValue)

@@ -21,8 +21,13 @@ package struct APNSMessagePlanned: PushEvent, Hashable {
     package static let eventType = "APNSMessagePlanned"
     package static let eventVersion = 1
 
-    /// `_mId` in the payload; also the `apns-id` header.
+    /// The message's identity in every event and table, and the `apns-id` header.
     package var messageId: UUID
+    /// `_mId` in the payload: Campaign's broadLog id, a positive 32-bit integer unique across
+    /// deliveries until 2^31 messages have been planned. Absent on records planned before it
+    /// existed.
+    package var broadLogId: Int32?
+    /// `_dId` in the payload.
     package var deliveryId: String
     package var appId: UUID
     package var registrationToken: String
@@ -51,11 +56,12 @@ package struct APNSMessagePlanned: PushEvent, Hashable {
     package var notBefore: Date?
 
     package init(
-        messageId: UUID, deliveryId: String, appId: UUID, registrationToken: String, environment: String,
+        messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, registrationToken: String, environment: String,
         credential: CredentialReference?, topic: String, pushType: String, priority: Int, collapseId: String?,
         payload: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil
     ) {
         self.messageId = messageId
+        self.broadLogId = broadLogId
         self.deliveryId = deliveryId
         self.appId = appId
         self.registrationToken = registrationToken
@@ -78,8 +84,10 @@ package struct FCMMessagePlanned: PushEvent, Hashable {
     package static let eventType = "FCMMessagePlanned"
     package static let eventVersion = 1
 
-    /// `_mId` in the data.
     package var messageId: UUID
+    /// `_mId` in the data (see `APNSMessagePlanned.broadLogId`).
+    package var broadLogId: Int32?
+    /// `_dId` in the data.
     package var deliveryId: String
     package var appId: UUID
     package var registrationToken: String
@@ -96,10 +104,11 @@ package struct FCMMessagePlanned: PushEvent, Hashable {
     package var notBefore: Date?
 
     package init(
-        messageId: UUID, deliveryId: String, appId: UUID, registrationToken: String, projectId: String,
+        messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, registrationToken: String, projectId: String,
         credential: CredentialReference?, message: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil
     ) {
         self.messageId = messageId
+        self.broadLogId = broadLogId
         self.deliveryId = deliveryId
         self.appId = appId
         self.registrationToken = registrationToken
@@ -116,13 +125,16 @@ package struct FCMMessagePlanned: PushEvent, Hashable {
 /// What every message result says about the message it concerns.
 package struct MessageReference: Codable, Sendable, Hashable {
     package var messageId: UUID
+    /// The payload's `_mId` (absent for messages planned before it existed).
+    package var broadLogId: Int32?
     package var deliveryId: String
     package var appId: UUID
     package var registrationToken: String
     package var platform: Platform
 
-    package init(messageId: UUID, deliveryId: String, appId: UUID, registrationToken: String, platform: Platform) {
+    package init(messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, registrationToken: String, platform: Platform) {
         self.messageId = messageId
+        self.broadLogId = broadLogId
         self.deliveryId = deliveryId
         self.appId = appId
         self.registrationToken = registrationToken

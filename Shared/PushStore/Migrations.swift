@@ -357,5 +357,36 @@ package enum Migrations {
                     'The APNs provider token (JWT) in force per signing key, shared by every apns-sender process; sealed with PUSH_CREDENTIALS_KEY. Sender state, not a projection'
                 """,
             ]),
+        Migration(
+            version: 8, name: "integer delivery and message ids (Campaign's _dId and _mId)",
+            statements: [
+                """
+                CREATE SEQUENCE push.delivery_ids AS integer MINVALUE 1 MAXVALUE 2147483647 NO CYCLE
+                """,
+                """
+                COMMENT ON SEQUENCE push.delivery_ids IS
+                    'The delivery planner''s delivery ids (the payload''s _dId): one per accepted request, kept in push.delivery_plans so that a replayed request keeps its id'
+                """,
+                """
+                CREATE TABLE push.broad_log_id_allocator (
+                    singleton   boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+                    next_id     bigint  NOT NULL CHECK (next_id BETWEEN 1 AND 2147483648),
+                    updated_at  timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                "INSERT INTO push.broad_log_id_allocator (next_id) VALUES (1)",
+                """
+                COMMENT ON TABLE push.broad_log_id_allocator IS
+                    'The next broadLog id (the payload''s _mId) the delivery planner hands out; planners reserve a block per fan-out chunk and wrap to 1 after 2^31 - 1'
+                """,
+                "ALTER TABLE push.broad_log ADD COLUMN broad_log_id integer",
+                "CREATE INDEX broad_log_broad_log_id ON push.broad_log (broad_log_id)",
+                "ALTER TABLE push.tracking_log ADD COLUMN broad_log_id integer",
+                """
+                UPDATE push.tracking_log SET broad_log_id = message_id::integer
+                WHERE CASE WHEN message_id_form = 'decimal' THEN message_id::numeric BETWEEN 1 AND 2147483647 ELSE false END
+                """,
+                "CREATE INDEX tracking_log_broad_log_id ON push.tracking_log (broad_log_id) WHERE broad_log_id IS NOT NULL",
+            ]),
     ]
 }

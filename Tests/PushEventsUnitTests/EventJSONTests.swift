@@ -51,18 +51,24 @@ struct EventJSONTests {
 
         mutating func maybe<T>(_ value: T) -> T? { Bool.random(using: &self) ? value : nil }
 
+        /// A broadLog id or none (records planned before broadLog ids existed).
+        mutating func broadLogId() -> Int32? {
+            maybe([1, 7, Int32.max, Int32.min, -1, Int32.random(in: 1...Int32.max, using: &self)].randomElement(using: &self)!)
+        }
+
         mutating func credential() -> CredentialReference {
             CredentialReference(credentialId: uuid(), kind: text(), fingerprint: text())
         }
 
         mutating func reference() -> MessageReference {
             MessageReference(
-                messageId: uuid(), deliveryId: text(), appId: uuid(), registrationToken: text(), platform: Platform.allCases.randomElement(using: &self)!)
+                messageId: uuid(), broadLogId: broadLogId(), deliveryId: text(), appId: uuid(), registrationToken: text(),
+                platform: Platform.allCases.randomElement(using: &self)!)
         }
 
         mutating func apns() -> APNSMessagePlanned {
             APNSMessagePlanned(
-                messageId: uuid(), deliveryId: text(), appId: uuid(), registrationToken: text(), environment: text(),
+                messageId: uuid(), broadLogId: broadLogId(), deliveryId: text(), appId: uuid(), registrationToken: text(), environment: text(),
                 credential: maybe(credential()), topic: text(), pushType: text(), priority: int(), collapseId: maybe(text()),
                 payload: text(), validUntil: date(), attempt: int(), plannedAt: date(), notBefore: maybe(date())
             )
@@ -70,7 +76,7 @@ struct EventJSONTests {
 
         mutating func fcm() -> FCMMessagePlanned {
             FCMMessagePlanned(
-                messageId: uuid(), deliveryId: text(), appId: uuid(), registrationToken: text(), projectId: text(),
+                messageId: uuid(), broadLogId: broadLogId(), deliveryId: text(), appId: uuid(), registrationToken: text(), projectId: text(),
                 credential: maybe(credential()), message: text(), validUntil: date(), attempt: int(), plannedAt: date(), notBefore: maybe(date())
             )
         }

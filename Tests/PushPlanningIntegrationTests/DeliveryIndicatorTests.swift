@@ -83,9 +83,12 @@ struct DeliveryIndicatorTests {
             topic: h.topics.tracking.name, event: EventEnvelope(key: hit.messageId, payload: hit, id: hit.trackingId, occurredAt: hit.occurredAt))
     }
 
-    static func trackingHit(_ message: UUID, delivery: String, tag: Int32, at date: Date = Date()) -> TrackingHitRecorded {
+    /// The hit the tracking endpoint records for the SDK's URL of `message`: the decimal `_mId`
+    /// (the broadLog id), or its UUID for a message planned before broadLog ids.
+    static func trackingHit(_ message: MessageReference, delivery: String, tag: Int32, at date: Date = Date()) -> TrackingHitRecorded {
         TrackingHitRecorded(
-            trackingId: UUID(), messageId: message.uuidString.lowercased(), messageIdForm: "uuid", deliveryId: delivery, tagId: tag,
+            trackingId: UUID(), messageId: message.broadLogId.map { String($0) } ?? message.messageId.uuidString.lowercased(),
+            messageIdForm: message.broadLogId == nil ? "uuid" : "decimal", deliveryId: delivery, tagId: tag,
             kind: TrackingKind(tagID: tag).rawValue, occurredAt: date
         )
     }
@@ -175,19 +178,19 @@ struct DeliveryIndicatorTests {
             // for 3, and one record delivered twice (same tracking id).
             let opened = Date().addingTimeInterval(90)
             var hits = [
-                Self.trackingHit(m[0].messageId, delivery: deliveryId, tag: 1), Self.trackingHit(m[0].messageId, delivery: deliveryId, tag: 1),
-                Self.trackingHit(m[1].messageId, delivery: deliveryId, tag: 1), Self.trackingHit(m[2].messageId, delivery: deliveryId, tag: 1),
-                Self.trackingHit(m[0].messageId, delivery: deliveryId, tag: 2, at: opened),
-                Self.trackingHit(m[1].messageId, delivery: deliveryId, tag: 2, at: opened.addingTimeInterval(60)),
-                Self.trackingHit(m[1].messageId, delivery: deliveryId, tag: 2, at: opened.addingTimeInterval(61)),
-                Self.trackingHit(m[3].messageId, delivery: deliveryId, tag: 3),
+                Self.trackingHit(m[0], delivery: deliveryId, tag: 1), Self.trackingHit(m[0], delivery: deliveryId, tag: 1),
+                Self.trackingHit(m[1], delivery: deliveryId, tag: 1), Self.trackingHit(m[2], delivery: deliveryId, tag: 1),
+                Self.trackingHit(m[0], delivery: deliveryId, tag: 2, at: opened),
+                Self.trackingHit(m[1], delivery: deliveryId, tag: 2, at: opened.addingTimeInterval(60)),
+                Self.trackingHit(m[1], delivery: deliveryId, tag: 2, at: opened.addingTimeInterval(61)),
+                Self.trackingHit(m[3], delivery: deliveryId, tag: 3),
             ]
             hits.append(hits[2])
             try await Self.publish(h, try hits.map { try Self.hit(h, $0) })
             try await Self.waitProjected(h, group: Self.trackingGroup(h.suffix), topic: h.topics.tracking.name, count: hits.count)
             // A later batch with more of the same.
             let more = [
-                hits[6], Self.trackingHit(m[1].messageId, delivery: deliveryId, tag: 2), Self.trackingHit(m[2].messageId, delivery: deliveryId, tag: 1),
+                hits[6], Self.trackingHit(m[1], delivery: deliveryId, tag: 2), Self.trackingHit(m[2], delivery: deliveryId, tag: 1),
             ]
             try await Self.publish(h, try more.map { try Self.hit(h, $0) })
             try await Self.waitProjected(h, group: Self.trackingGroup(h.suffix), topic: h.topics.tracking.name, count: hits.count + more.count)
@@ -235,7 +238,8 @@ struct DeliveryIndicatorTests {
             let app = UUID()
             let refs = (1...3).map { n in
                 MessageReference(
-                    messageId: UUID(), deliveryId: deliveryId, appId: app, registrationToken: String(repeating: "a\(n)", count: 32), platform: .ios)
+                    messageId: UUID(), broadLogId: Int32(n), deliveryId: deliveryId, appId: app, registrationToken: String(repeating: "a\(n)", count: 32),
+                    platform: .ios)
             }
             let broadLogGroup = "test.broad-log.\(h.suffix)"
             let early = [
@@ -254,7 +258,8 @@ struct DeliveryIndicatorTests {
                     event: EventEnvelope(
                         key: "\(app):\(ref.registrationToken)",
                         payload: APNSMessagePlanned(
-                            messageId: ref.messageId, deliveryId: deliveryId, appId: app, registrationToken: ref.registrationToken, environment: "production",
+                            messageId: ref.messageId, broadLogId: ref.broadLogId, deliveryId: deliveryId, appId: app, registrationToken: ref.registrationToken,
+                            environment: "production",
                             credential: nil, topic: "com.example.trips", pushType: "alert", priority: 10, collapseId: nil, payload: "{}",
                             validUntil: Date().addingTimeInterval(3600), attempt: 1, plannedAt: Date()
                         )))

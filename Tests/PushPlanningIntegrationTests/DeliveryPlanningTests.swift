@@ -30,6 +30,8 @@ struct DeliveryPlanningTests {
             #expect(apns.count == 120)
             #expect(fcm.count == 80)
             #expect(Set((apns + fcm).map { $0.headers.string("push-message-id") }).count == 200, "one message id per device")
+            #expect(Set((apns + fcm).map { $0.headers.string("push-broad-log-id") }).count == 200, "one _mId per device")
+            #expect(Int32(deliveryId).map { $0 > 0 } == true, "the delivery id is a positive 32-bit integer: \(deliveryId)")
             for record in apns + fcm {
                 let envelope = try #require(try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any])
                 let data = try #require(envelope["data"] as? [String: Any])
@@ -38,7 +40,20 @@ struct DeliveryPlanningTests {
                 #expect(record.keyString == "\(appId.lowercased()):\(token)", "keyed by device")
                 #expect(record.headers.string("push-delivery-id") == deliveryId)
                 #expect((data["messageId"] as? String)?.lowercased() == record.headers.string("push-message-id"))
+                // What an app written from the Campaign samples reads: `_mId` and `_dId` as
+                // strings that Java's Integer.valueOf accepts (Int32's parser takes exactly that:
+                // an optional sign, decimal digits, the 32-bit range).
+                let ids = try Self.payloadIds(of: data)
+                #expect(ids.mId.flatMap { Int32($0) } != nil, "_mId \(String(describing: ids.mId)) is a Java int")
+                #expect(ids.dId.flatMap { Int32($0) } != nil, "_dId \(String(describing: ids.dId)) is a Java int")
+                #expect(ids.dId == deliveryId)
+                #expect(ids.mId == record.headers.string("push-broad-log-id"))
+                #expect(ids.mId == (data["broadLogId"] as? Int).map { String($0) })
             }
+            #expect(
+                try await h.int(
+                    "SELECT count(DISTINCT broad_log_id)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND broad_log_id > 0") == 200,
+                "the broad log holds each message's _mId")
             // Personalization reached the payloads.
             let first = try #require(apns.first)
             let apnsEvent = try EventJSON.decoder.decode(EnvelopeProbe<APNSMessagePlanned>.self, from: Data(first.value)).data
@@ -48,7 +63,7 @@ struct DeliveryPlanningTests {
             #expect(alert["body"]?.hasPrefix("See Lisbon (") == true)
             #expect((payload["url"] as? String)?.hasPrefix("https://example.com/n") == true)
             #expect(payload["_dId"] as? String == deliveryId)
-            #expect(payload["_mId"] as? String == apnsEvent.messageId.uuidString.lowercased())
+            #expect(payload["_mId"] as? String == apnsEvent.broadLogId.map { String($0) })
             #expect(apnsEvent.topic == "com.example.trips")
             #expect(apnsEvent.attempt == 1)
 
@@ -59,6 +74,43 @@ struct DeliveryPlanningTests {
             #expect(try await h.text("SELECT service_name FROM push.deliveries WHERE delivery_id = \(deliveryId)") == service)
             let types = try await h.deliveryEvents().compactMap { $0["type"] as? String }
             #expect(types == ["DeliveryAccepted", "DeliveryPlanningStarted", "DeliveryPlanned"])
+        }
+    }
+
+    /// `_mId` and `_dId` of a planned message's event data: beside `aps` in the APNs payload,
+    /// in `data` of the FCM message.
+    static func payloadIds(of data: [String: Any]) throws -> (mId: String?, dId: String?) {
+        if let payload = data["payload"] as? String {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(payload.utf8)) as? [String: Any])
+            return (object["_mId"] as? String, object["_dId"] as? String)
+        }
+        let text = try #require(data["message"] as? String)
+        let message = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        let fields = try #require(message["data"] as? [String: String])
+        return (fields["_mId"], fields["_dId"])
+    }
+
+    @Test("two deliveries to the same devices: different _dId, and no _mId shared (the Android notification id)")
+    func idsAcrossDeliveries() async throws {
+        try await PlanningHarness.run { h in
+            let (service, apps) = try await h.defineService()
+            try await h.addSubscriptions(apps[0], count: 30)
+            try await h.addSubscriptions(apps[1], count: 30)
+            try await h.publishRequest(requestJSON(requestId: "first-\(h.suffix)", service: service))
+            try await h.publishRequest(requestJSON(requestId: "second-\(h.suffix)", service: service))
+            let first = try await h.waitPlanned("first-\(h.suffix)")
+            let second = try await h.waitPlanned("second-\(h.suffix)")
+            #expect(first != second)
+            let records = try await h.messageRecords()
+            var mIds: [String: Set<String>] = [:]
+            for record in records {
+                let envelope = try #require(try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any])
+                let ids = try Self.payloadIds(of: try #require(envelope["data"] as? [String: Any]))
+                mIds[try #require(ids.dId), default: []].insert(try #require(ids.mId))
+            }
+            #expect(Set(mIds.keys) == [first, second])
+            #expect(mIds[first]?.count == 60 && mIds[second]?.count == 60, "one _mId per message")
+            #expect(mIds[first]!.isDisjoint(with: mIds[second]!), "a device's two notifications never share an _mId")
         }
     }
 
@@ -164,7 +216,7 @@ struct DeliveryPlanningTests {
             try await h.publishRequest(requestJSON(requestId: requestId, service: service))
             try await h.publishRequest(requestJSON(requestId: "after-\(suffix)", service: service))
             try await h.waitPlanned("after-\(suffix)")
-            let deliveryId = DeliveryRequestValidator.deliveryId(forRequestId: requestId)
+            let deliveryId = try await h.deliveryId(of: requestId)
             #expect(try await h.int("SELECT count(*)::int FROM push.deliveries WHERE request_id = \(requestId)") == 1)
             let messages = try await h.records(h.topics.apnsMessages.name).filter { $0.headers.string("push-delivery-id") == deliveryId }
             #expect(messages.count == 25, "one message per device, not one per request copy")
@@ -180,9 +232,10 @@ struct DeliveryPlanningTests {
             let (service, apps) = try await h.defineService()
             try await h.addSubscriptions(apps[0], count: 5)
             try await h.addSubscriptions(apps[1], count: 5)
-            let long = String(repeating: "x", count: 4000)
+            // Each text within the contract's 4096 bytes, together over the providers' limit.
+            let (title, body) = (String(repeating: "x", count: 2500), String(repeating: "y", count: 2000))
             let requestId = "big-\(h.suffix)"
-            try await h.publishRequest(requestJSON(requestId: requestId, service: service, content: #"{"title": "\#(long)", "body": "b"}"#))
+            try await h.publishRequest(requestJSON(requestId: requestId, service: service, content: #"{"title": "\#(title)", "body": "\#(body)"}"#))
             let deliveryId = try await h.waitPlanned(requestId)
             try await h.eventually("failures projected") {
                 try await h.int(

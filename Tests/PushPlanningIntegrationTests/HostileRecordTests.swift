@@ -72,7 +72,8 @@ struct HostileRecordTests {
         let serviceName = "hostile-\(suffix)"
         let token = "hostile-token-\(suffix)"
         let requestId = "hostile-request-\(suffix)"
-        let message = MessageReference(messageId: UUID(), deliveryId: "hostile-\(suffix)", appId: UUID(), registrationToken: token, platform: .android)
+        let message = MessageReference(
+            messageId: UUID(), broadLogId: nil, deliveryId: "hostile-\(suffix)", appId: UUID(), registrationToken: token, platform: .android)
         let tracking = TrackingHitRecorded(
             trackingId: UUID(), messageId: message.messageId.uuidString.lowercased(), messageIdForm: "uuid", deliveryId: message.deliveryId,
             tagId: 2, kind: "opened", occurredAt: at

@@ -21,7 +21,6 @@ struct PlannerCrashTests {
     func killMidFanOut() async throws {
         let suffix = PlanningHarness.makeSuffix()
         let requestId = "crash-\(suffix)"
-        let deliveryId = DeliveryRequestValidator.deliveryId(forRequestId: requestId)
         try await PlanningHarness.run(suffix: suffix, planner: false) { h in
             let (service, apps) = try await h.defineService()
             try await h.addSubscriptions(apps[0], count: 50_000)
@@ -40,12 +39,13 @@ struct PlannerCrashTests {
                 attempt += 1
                 let planner = try Self.startPlanner(suffix: suffix, opsPort: try EphemeralPort.next())
                 defer { planner.killIfRunning() }
-                let before = try await h.int("SELECT coalesce((SELECT targeted::int FROM push.delivery_plans WHERE delivery_id = \(deliveryId)), 0)")
+                let before = try await h.int("SELECT coalesce((SELECT targeted::int FROM push.delivery_plans WHERE request_id = \(requestId)), 0)")
                 try await h.eventually(within: .seconds(90), "the planner publishes a chunk") {
                     try await h.int(
-                        "SELECT count(*)::int FROM push.delivery_plans WHERE delivery_id = \(deliveryId) AND targeted > \(before + 5_000) AND pending_chunk IS NOT NULL"
+                        "SELECT count(*)::int FROM push.delivery_plans WHERE request_id = \(requestId) AND targeted > \(before + 5_000) AND pending_chunk IS NOT NULL"
                     ) == 1
                 }
+                let deliveryId = try await h.deliveryId(of: requestId)
                 try await Task.sleep(for: .milliseconds(Int.random(in: 50...300)))
                 await planner.kill()
                 #expect(planner.terminationReason == .uncaughtSignal)
@@ -57,6 +57,7 @@ struct PlannerCrashTests {
             #expect(partialKills == 2, "two kills left a chunk partly published: \(kills)")
             #expect(kills.allSatisfy { $0.committed < 100_000 })
             let killedAtTargeted = kills.map(\.committed)
+            let deliveryId = try await h.deliveryId(of: requestId)
 
             let planner = try Self.startPlanner(suffix: suffix, opsPort: try EphemeralPort.next())
             defer { planner.killIfRunning() }
@@ -73,6 +74,27 @@ struct PlannerCrashTests {
             #expect(ids.count == 100_000)
             #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId)") == 100_000)
             #expect(try await h.int("SELECT targeted::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == 100_000)
+
+            // The broadLog ids (`_mId`): one per message, the same in the record as in the broad
+            // log, and each chunk's ids one block, consecutive in audience order: the chunks a
+            // kill interrupted handed out, after the restart, the ids their marks recorded.
+            let headerIds = Dictionary(
+                uniqueKeysWithValues: records.compactMap { record in
+                    record.headers.string("push-message-id").map { ($0, record.headers.string("push-broad-log-id")) }
+                })
+            #expect(Set(headerIds.values.compactMap { $0 }).count == 100_000, "100,000 distinct _mId")
+            var inOrder: [Int32] = []
+            let rows = try await h.postgres.query(
+                "SELECT message_id, broad_log_id FROM push.broad_log WHERE delivery_id = \(deliveryId) ORDER BY app_id, registration_token", logger: h.logger)
+            var mismatched = 0
+            for try await (messageId, broadLogId) in rows.decode((UUID, Int32?).self) {
+                inOrder.append(broadLogId ?? 0)
+                if headerIds[messageId.uuidString.lowercased()] != broadLogId.map({ String($0) }) { mismatched += 1 }
+            }
+            #expect(mismatched == 0, "the broad log's broad_log_id is the record's")
+            let chunkSize = 5_000
+            let breaks = inOrder.indices.dropFirst().filter { inOrder[$0] != inOrder[$0 - 1] + 1 && $0 % chunkSize != 0 }
+            #expect(breaks.isEmpty, "ids are consecutive within each chunk; breaks at \(breaks.prefix(10))")
         }
     }
 }

@@ -227,10 +227,10 @@ struct PlanningHarness: Sendable {
     /// Waits until the delivery of `requestId` is planned and its broad log complete.
     @discardableResult
     func waitPlanned(_ requestId: String, within limit: Duration = .seconds(60)) async throws -> String {
-        let deliveryId = DeliveryRequestValidator.deliveryId(forRequestId: requestId)
         try await eventually(within: limit, "delivery \(requestId) planned") {
             try await deliveryStatus(requestId: requestId) == "planned"
         }
+        let deliveryId = try await deliveryId(of: requestId)
         let targeted = try await int("SELECT targeted::int FROM push.deliveries WHERE delivery_id = \(deliveryId)")
         try await eventually(within: limit, "broad log of \(requestId) complete") {
             try await int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId)") == targeted
@@ -238,17 +238,24 @@ struct PlanningHarness: Sendable {
         return deliveryId
     }
 
+    /// The delivery id the planner allocated for the request (it must have accepted it).
+    func deliveryId(of requestId: String) async throws -> String {
+        let id = try await text("SELECT delivery_id FROM push.delivery_plans WHERE request_id = \(requestId)")
+        return try #require(id, "request \(requestId) accepted")
+    }
+
     /// The delivery's messages as `broad_log` lists them, ordered by message id.
     func plannedMessages(_ deliveryId: String) async throws -> [MessageReference] {
         var messages: [MessageReference] = []
         let rows = try await postgres.query(
-            "SELECT message_id, app_id, registration_token, platform FROM push.broad_log WHERE delivery_id = \(deliveryId) ORDER BY message_id",
+            "SELECT message_id, broad_log_id, app_id, registration_token, platform FROM push.broad_log WHERE delivery_id = \(deliveryId) ORDER BY message_id",
             logger: logger
         )
-        for try await (id, app, token, platform) in rows.decode((UUID, UUID, String, String).self) {
+        for try await (id, broadLogId, app, token, platform) in rows.decode((UUID, Int32?, UUID, String, String).self) {
             messages.append(
                 MessageReference(
-                    messageId: id, deliveryId: deliveryId, appId: app, registrationToken: token, platform: try #require(Platform(rawValue: platform))))
+                    messageId: id, broadLogId: broadLogId, deliveryId: deliveryId, appId: app, registrationToken: token,
+                    platform: try #require(Platform(rawValue: platform))))
         }
         return messages
     }

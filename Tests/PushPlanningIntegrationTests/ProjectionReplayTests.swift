@@ -60,17 +60,17 @@ struct ProjectionReplayTests {
                     if i % 2 == 0 {
                         hits.append(
                             try DeliveryIndicatorTests.hit(
-                                h, DeliveryIndicatorTests.trackingHit(m.messageId, delivery: deliveryId, tag: 1, at: at.addingTimeInterval(2))))
+                                h, DeliveryIndicatorTests.trackingHit(m, delivery: deliveryId, tag: 1, at: at.addingTimeInterval(2))))
                     }
                     if i % 10 == 5 {
                         hits.append(
                             try DeliveryIndicatorTests.hit(
-                                h, DeliveryIndicatorTests.trackingHit(m.messageId, delivery: deliveryId, tag: 2, at: at.addingTimeInterval(60))))
+                                h, DeliveryIndicatorTests.trackingHit(m, delivery: deliveryId, tag: 2, at: at.addingTimeInterval(60))))
                     }
                     if i % 50 == 5 {
                         hits.append(
                             try DeliveryIndicatorTests.hit(
-                                h, DeliveryIndicatorTests.trackingHit(m.messageId, delivery: deliveryId, tag: 2, at: at.addingTimeInterval(90))))
+                                h, DeliveryIndicatorTests.trackingHit(m, delivery: deliveryId, tag: 2, at: at.addingTimeInterval(90))))
                     }
                 }
             }

@@ -28,7 +28,7 @@ struct PayloadBytesTests {
 
     func message(_ content: DeliveryRequest.Content, app: PlanningApp) throws -> PlannedMessage {
         let delivery = DeliveryAccepted(
-            deliveryId: "0123456789abcdef0123", requestId: "r", serviceId: UUID(), serviceName: "s", apps: [app.reference],
+            deliveryId: "2026", requestId: "r", serviceId: UUID(), serviceName: "s", apps: [app.reference],
             audience: .everyone, content: content, validUntil: Self.plannedAt.addingTimeInterval(3600), sendAt: Self.plannedAt, throttlePerSecond: nil,
             acceptedAt: Self.plannedAt
         )
@@ -55,12 +55,12 @@ struct PayloadBytesTests {
             Issue.record("not APNs")
             return
         }
-        let mId = message.messageId.uuidString.lowercased()
+        let mId = String(try #require(message.broadLogId))
         let expected =
             #"{"aps":{"alert":{"title":"# + e + #","subtitle":"# + e + #","body":"# + e + #"},"badge":2,"sound":"# + e
             + #","category":"c","thread-id":"# + e
             + #","mutable-content":1,"content-available":1,"interruption-level":"active","relevance-score":0.25},"_mId":""#
-            + mId + #"","_dId":"0123456789abcdef0123","# + Self.keyJSON + ":" + e + "}"
+            + mId + #"","_dId":"2026","# + Self.keyJSON + ":" + e + "}"
         #expect(Array(message.payload.utf8) == Array(expected.utf8))
         let payload = try object(message.payload)
         #expect(payload[Self.key] as? String == a)
@@ -77,13 +77,13 @@ struct PayloadBytesTests {
             Issue.record("not FCM")
             return
         }
-        let mId = dataMessage.messageId.uuidString.lowercased()
+        let mId = String(try #require(dataMessage.broadLogId))
         let expectedData =
-            #"{"token":"# + Self.tokenJSON + #","data":{"_mId":""# + mId + #"","_dId":"0123456789abcdef0123","_msg":"# + e + #","title":"# + e
+            #"{"token":"# + Self.tokenJSON + #","data":{"_mId":""# + mId + #"","_dId":"2026","_msg":"# + e + #","title":"# + e
             + "," + Self.keyJSON + ":" + e + #"},"android":{"priority":"normal","ttl":"3600s","collapse_key":"# + e + "}}"
         #expect(Array(dataMessage.message.utf8) == Array(expectedData.utf8))
         #expect(
-            try object(dataMessage.message)["data"] as? [String: String] == ["_mId": mId, "_dId": "0123456789abcdef0123", "_msg": a, "title": a, Self.key: a])
+            try object(dataMessage.message)["data"] as? [String: String] == ["_mId": mId, "_dId": "2026", "_msg": a, "title": a, Self.key: a])
 
         let notification = try message(
             .init(title: a, body: a, variables: [Self.key: a], android: .init(mode: "notification", channelId: a)), app: Self.android)
@@ -92,7 +92,7 @@ struct PayloadBytesTests {
             return
         }
         let expectedNotification =
-            #"{"token":"# + Self.tokenJSON + #","data":{"_mId":""# + mId + #"","_dId":"0123456789abcdef0123","# + Self.keyJSON + ":" + e
+            #"{"token":"# + Self.tokenJSON + #","data":{"_mId":""# + mId + #"","_dId":"2026","# + Self.keyJSON + ":" + e
             + #"},"notification":{"title":"# + e + #","body":"# + e + #"},"android":{"priority":"high","ttl":"3600s","notification":{"channel_id":"# + e + "}}}"
         #expect(Array(notificationMessage.message.utf8) == Array(expectedNotification.utf8))
         let body = try object(notificationMessage.message)
@@ -102,8 +102,8 @@ struct PayloadBytesTests {
 
     @Test("the FCM size limit counts data and notification, as before")
     func fcmLimit() throws {
-        // data {"_mId":"<36>","_dId":"<20>","_msg":"<n>"} is 31 + 36 + 20 + n bytes.
-        let fits = String(repeating: "x", count: 4096 - 87)
+        // data {"_mId":"7","_dId":"2026","_msg":"<n>"} is 31 + 1 + 4 + n bytes.
+        let fits = String(repeating: "x", count: 4096 - 36)
         guard case .fcm = try message(.init(body: fits), app: Self.android) else {
             Issue.record("a payload of exactly 4096 bytes fails")
             return

@@ -45,7 +45,7 @@ struct DeliveryRequestValidationTests {
     func reason(_ json: String, service: PlanningService? = service) -> String? {
         do {
             let request = try DeliveryRequestValidator.parse(Array(json.utf8))
-            _ = try DeliveryRequestValidator.validate(request, service: service?.name == request.service ? service : nil, now: Self.now)
+            _ = try DeliveryRequestValidator.validate(request, service: service?.name == request.service ? service : nil, now: Self.now, deliveryId: "1")
             return nil
         } catch {
             return error.reason
@@ -60,13 +60,11 @@ struct DeliveryRequestValidationTests {
                 #"{"title": "Lisbon", "subtitle": "3 days left", "body": "Hello {{userKey}}", "variables": {"url": "https://example.com/{{param.city|x}}"}, "ios": {"badge": 1, "sound": "default", "interruptionLevel": "active", "relevanceScore": 0.5, "collapseId": "offer-42"}, "android": {"mode": "data", "priority": "high", "channelId": "trips", "collapseKey": "offer-42"}}"#
         )
         let request = try DeliveryRequestValidator.parse(Array(json.utf8))
-        let accepted = try DeliveryRequestValidator.validate(request, service: Self.service, now: Self.now)
+        let accepted = try DeliveryRequestValidator.validate(request, service: Self.service, now: Self.now, deliveryId: "41")
         #expect(accepted.apps.count == 2)
         #expect(accepted.sendAt == Self.now)
         #expect(accepted.validUntil == Self.now.addingTimeInterval(24 * 3600))
-        #expect(!accepted.deliveryId.contains(","))
-        #expect(accepted.deliveryId == DeliveryRequestValidator.deliveryId(forRequestId: "crm-1"))
-        #expect(accepted.deliveryId != DeliveryRequestValidator.deliveryId(forRequestId: "crm-2"))
+        #expect(accepted.deliveryId == "41", "the id the intake allocated")
     }
 
     @Test("each rejection names its reason")
@@ -156,7 +154,7 @@ struct MessageFactoryTests {
     func factory(_ content: DeliveryRequest.Content, validFor: TimeInterval = 3600) throws -> (MessageFactory, DeliveryAccepted) {
         let now = Date()
         let delivery = DeliveryAccepted(
-            deliveryId: "0123456789abcdef0123", requestId: "r", serviceId: UUID(), serviceName: "s", apps: [ios.reference, android.reference],
+            deliveryId: "2026", requestId: "r", serviceId: UUID(), serviceName: "s", apps: [ios.reference, android.reference],
             audience: .everyone, content: content, validUntil: now.addingTimeInterval(validFor), sendAt: now, throttlePerSecond: nil, acceptedAt: now
         )
         return (try MessageFactory(delivery: delivery, apps: [ios, android]), delivery)
@@ -195,7 +193,7 @@ struct MessageFactoryTests {
         #expect(aps["content-available"] == nil)
         #expect(aps["interruption-level"] as? String == "time-sensitive")
         #expect(aps["relevance-score"] as? Double == 0.5)
-        #expect(payload["_mId"] as? String == message.messageId.uuidString.lowercased())
+        #expect(payload["_mId"] as? String == "7", "the broadLog id, in decimal")
         #expect(payload["_dId"] as? String == delivery.deliveryId)
         #expect(payload["url"] as? String == "https://x/Lisbon")
         #expect(payload["deepLink"] == nil, "deepLink is not declared by the iOS app")
@@ -238,7 +236,7 @@ struct MessageFactoryTests {
         #expect(body["token"] as? String == "tok")
         let data = try #require(body["data"] as? [String: String])
         #expect(
-            data == ["_mId": message.messageId.uuidString.lowercased(), "_dId": delivery.deliveryId, "_msg": "B", "title": "T bo", "url": "u", "deepLink": "d"])
+            data == ["_mId": "7", "_dId": delivery.deliveryId, "_msg": "B", "title": "T bo", "url": "u", "deepLink": "d"])
         #expect(body["notification"] == nil)
         let androidConfig = try #require(body["android"] as? [String: Any])
         #expect(androidConfig["priority"] as? String == "normal")
@@ -259,7 +257,7 @@ struct MessageFactoryTests {
         let body = try json(message.message)
         #expect(body["notification"] as? [String: String] == ["title": "T", "body": "B"])
         #expect((body["data"] as? [String: String])?["_msg"] == nil)
-        #expect((body["data"] as? [String: String])?["_mId"] != nil)
+        #expect((body["data"] as? [String: String])?["_mId"] == "7")
         #expect(((body["android"] as? [String: Any])?["notification"] as? [String: String]) == ["channel_id": "trips"])
     }
 
@@ -324,5 +322,13 @@ struct ContractExampleTests {
             let request = try DeliveryRequestValidator.parse(bytes)
             #expect(request.version == 1, "\(file)")
         }
+    }
+}
+
+extension MessageFactory {
+    /// The message for one device as the fan-out builds it, with broadLog id `broadLogId` (7
+    /// unless a test needs another).
+    func message(for subscription: TargetedSubscription, plannedAt: Date, broadLogId: Int32 = 7) -> PlannedMessage? {
+        message(for: subscription, messageId: messageId(for: subscription), broadLogId: broadLogId, plannedAt: plannedAt)
     }
 }

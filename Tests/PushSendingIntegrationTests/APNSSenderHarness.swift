@@ -137,7 +137,7 @@ struct APNSSenderHarness: SenderHarness {
     func message(token: String, validFor seconds: TimeInterval = 3600, deliveryId: String = "d-test", collapseId: String? = nil) -> APNSMessagePlanned {
         let messageId = UUID()
         return APNSMessagePlanned(
-            messageId: messageId, deliveryId: deliveryId, appId: appId, registrationToken: token, environment: "production",
+            messageId: messageId, broadLogId: nil, deliveryId: deliveryId, appId: appId, registrationToken: token, environment: "production",
             credential: nil, topic: Self.topic, pushType: "alert", priority: 10, collapseId: collapseId,
             payload: #"{"aps":{"alert":{"title":"Hello","body":"World"}},"_mId":"\#(messageId.uuidString.lowercased())","_dId":"\#(deliveryId)"}"#,
             validUntil: Date().addingTimeInterval(seconds), attempt: 1, plannedAt: Date()

@@ -113,7 +113,7 @@ struct FCMSenderHarness: SenderHarness {
             ? #""data":{"_mId":"\#(id)","_dId":"d-test","url":"https://example.com"},"notification":{"title":"Hello","body":"World"}"#
             : #""data":{"_mId":"\#(id)","_dId":"d-test","_msg":"World","title":"Hello","url":"https://example.com"}"#
         return FCMMessagePlanned(
-            messageId: messageId, deliveryId: "d-test", appId: appId, registrationToken: token, projectId: Self.project, credential: nil,
+            messageId: messageId, broadLogId: nil, deliveryId: "d-test", appId: appId, registrationToken: token, projectId: Self.project, credential: nil,
             message: #"{"token":"\#(token)",\#(content),"android":{"priority":"high","ttl":"86400s"}}"#,
             validUntil: Date().addingTimeInterval(seconds), attempt: 1, plannedAt: Date()
         )

@@ -105,7 +105,9 @@ struct Setup: AsyncParsableCommand {
     /// about 230 bytes of payload, FCM a data message of about the same size).
     func publish(configuration: RuntimeConfiguration, appId: UUID, projectId: String?, logger: Logger) async throws {
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
-        let deliveryId = "bench\(Int(Date().timeIntervalSince1970))"
+        // Integer ids as the planner writes them (`_dId`, `_mId`), from the clock so runs differ.
+        let deliveryId = String(Int(Date().timeIntervalSince1970) % 1_000_000_000)
+        let firstBroadLogId = Int32(Int(Date().timeIntervalSince1970 * 10) % 1_000_000_000)
         let validUntil = Date().addingTimeInterval(24 * 3600)
         let batch = 10_000
         var published = 0
@@ -113,7 +115,8 @@ struct Setup: AsyncParsableCommand {
         while published < messages {
             let records = try (published..<min(published + batch, messages)).map { index -> KafkaProducerRecord in
                 let messageId = UUID()
-                let id = messageId.uuidString.lowercased()
+                let broadLogId = firstBroadLogId + Int32(index)
+                let id = String(broadLogId)
                 if let projectId {
                     // FCM-like tokens (152 characters); no simulator fault prefix.
                     let token = "bench" + String(repeating: String(format: "%08x", index), count: 19).prefix(147)
@@ -121,7 +124,7 @@ struct Setup: AsyncParsableCommand {
                         #"{"token":"\#(token)","data":{"_mId":"\#(id)","_dId":"\#(deliveryId)","_msg":"Hello Ada, your order #\#(index) has shipped and will arrive tomorrow.","title":"Your order is on its way","url":"https://example.com/orders/\#(index)"},"android":{"priority":"high","ttl":"86400s"}}"#
                     if firstPayload == nil { firstPayload = #"{"message":\#(message)}"# }
                     let planned = FCMMessagePlanned(
-                        messageId: messageId, deliveryId: deliveryId, appId: appId, registrationToken: token, projectId: projectId,
+                        messageId: messageId, broadLogId: broadLogId, deliveryId: deliveryId, appId: appId, registrationToken: token, projectId: projectId,
                         credential: nil, message: message, validUntil: validUntil, attempt: 1, plannedAt: Date()
                     )
                     return try KafkaProducerRecord(
@@ -133,7 +136,7 @@ struct Setup: AsyncParsableCommand {
                         #"{"aps":{"alert":{"title":"Your order is on its way","body":"Hello Ada, your order #\#(index) has shipped and will arrive tomorrow."},"sound":"default"},"url":"https://example.com/orders/\#(index)","_mId":"\#(id)","_dId":"\#(deliveryId)"}"#
                     if firstPayload == nil { firstPayload = payload }
                     let planned = APNSMessagePlanned(
-                        messageId: messageId, deliveryId: deliveryId, appId: appId, registrationToken: token, environment: "production",
+                        messageId: messageId, broadLogId: broadLogId, deliveryId: deliveryId, appId: appId, registrationToken: token, environment: "production",
                         credential: nil, topic: bundleId, pushType: "alert", priority: 10, collapseId: nil,
                         payload: payload, validUntil: validUntil, attempt: 1, plannedAt: Date()
                     )

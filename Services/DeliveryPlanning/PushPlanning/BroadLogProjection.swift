@@ -44,13 +44,15 @@ package struct BroadLogProjection: EnvelopeProjection {
         decoder.register(APNSMessagePlanned.self) { event, _ in
             .planned(
                 MessageReference(
-                    messageId: event.messageId, deliveryId: event.deliveryId, appId: event.appId, registrationToken: event.registrationToken, platform: .ios),
+                    messageId: event.messageId, broadLogId: event.broadLogId, deliveryId: event.deliveryId, appId: event.appId,
+                    registrationToken: event.registrationToken, platform: .ios),
                 event.plannedAt)
         }
         decoder.register(FCMMessagePlanned.self) { event, _ in
             .planned(
                 MessageReference(
-                    messageId: event.messageId, deliveryId: event.deliveryId, appId: event.appId, registrationToken: event.registrationToken, platform: .android
+                    messageId: event.messageId, broadLogId: event.broadLogId, deliveryId: event.deliveryId, appId: event.appId,
+                    registrationToken: event.registrationToken, platform: .android
                 ), event.plannedAt)
         }
         decoder.register(MessageSent.self) { event, _ in
@@ -85,11 +87,13 @@ package struct BroadLogProjection: EnvelopeProjection {
         if !planned.isEmpty {
             try await connection.query(
                 """
-                INSERT INTO push.broad_log (message_id, delivery_id, app_id, registration_token, platform, status, attempts, created_at, updated_at)
-                SELECT m, d, a, t, p, 'pending', 0, c, c
-                FROM unnest(\(planned.map(\.0.messageId))::uuid[], \(planned.map(\.0.deliveryId))::text[], \(planned.map(\.0.appId))::uuid[],
-                            \(planned.map(\.0.registrationToken))::text[], \(planned.map(\.0.platform.rawValue))::text[], \(planned.map(\.1))::timestamptz[]) AS x(m, d, a, t, p, c)
-                ON CONFLICT (message_id) DO UPDATE SET created_at = least(push.broad_log.created_at, excluded.created_at)
+                INSERT INTO push.broad_log (message_id, broad_log_id, delivery_id, app_id, registration_token, platform, status, attempts, created_at, updated_at)
+                SELECT m, nullif(b, 0), d, a, t, p, 'pending', 0, c, c
+                FROM unnest(\(planned.map(\.0.messageId))::uuid[], \(planned.map { $0.0.broadLogId ?? 0 })::int[], \(planned.map(\.0.deliveryId))::text[],
+                            \(planned.map(\.0.appId))::uuid[], \(planned.map(\.0.registrationToken))::text[], \(planned.map(\.0.platform.rawValue))::text[],
+                            \(planned.map(\.1))::timestamptz[]) AS x(m, b, d, a, t, p, c)
+                ON CONFLICT (message_id) DO UPDATE SET created_at = least(push.broad_log.created_at, excluded.created_at),
+                    broad_log_id = coalesce(push.broad_log.broad_log_id, excluded.broad_log_id)
                 """,
                 logger: logger
             )
@@ -103,14 +107,15 @@ package struct BroadLogProjection: EnvelopeProjection {
             try await connection.query(
                 """
                 WITH changed AS (
-                INSERT INTO push.broad_log AS b (message_id, delivery_id, app_id, registration_token, platform, status, failure_type,
+                INSERT INTO push.broad_log AS b (message_id, broad_log_id, delivery_id, app_id, registration_token, platform, status, failure_type,
                                                  failure_reason, provider_message_id, attempts, created_at, updated_at, sent_at)
-                SELECT m, d, a, t, p, s, nullif(ft, ''), nullif(fr, ''), nullif(pm, ''), n, at, at, CASE WHEN s = 'sent' THEN at END
-                FROM unnest(\(rows.map(\.0.messageId))::uuid[], \(rows.map(\.0.deliveryId))::text[], \(rows.map(\.0.appId))::uuid[],
+                SELECT m, nullif(bl, 0), d, a, t, p, s, nullif(ft, ''), nullif(fr, ''), nullif(pm, ''), n, at, at, CASE WHEN s = 'sent' THEN at END
+                FROM unnest(\(rows.map(\.0.messageId))::uuid[], \(rows.map { $0.0.broadLogId ?? 0 })::int[], \(rows.map(\.0.deliveryId))::text[], \(rows.map(\.0.appId))::uuid[],
                             \(rows.map(\.0.registrationToken))::text[], \(rows.map(\.0.platform.rawValue))::text[], \(rows.map(\.1.status))::text[],
                             \(rows.map { $0.1.failureType ?? "" })::text[], \(rows.map { $0.1.reason ?? "" })::text[], \(rows.map { $0.1.providerMessageId ?? "" })::text[],
-                            \(rows.map(\.1.attempts))::int[], \(rows.map(\.1.at))::timestamptz[]) AS x(m, d, a, t, p, s, ft, fr, pm, n, at)
-                ON CONFLICT (message_id) DO UPDATE SET status = excluded.status, failure_type = excluded.failure_type,
+                            \(rows.map(\.1.attempts))::int[], \(rows.map(\.1.at))::timestamptz[]) AS x(m, bl, d, a, t, p, s, ft, fr, pm, n, at)
+                ON CONFLICT (message_id) DO UPDATE SET status = excluded.status, broad_log_id = coalesce(b.broad_log_id, excluded.broad_log_id),
+                    failure_type = excluded.failure_type,
                     failure_reason = excluded.failure_reason, provider_message_id = excluded.provider_message_id,
                     attempts = excluded.attempts, updated_at = excluded.updated_at, sent_at = excluded.sent_at
                 WHERE b.status = 'pending'

@@ -61,9 +61,37 @@ extension DeliveryFanOut {
         )
     }
 
+    /// The broadLog ids for the page's messages: a new block for a new chunk (no round trip per
+    /// message); for a resumed chunk the blocks its mark recorded, without the ids of messages
+    /// the broker already stored, plus a new block (recorded in the mark) if devices were added
+    /// inside the chunk since.
+    func broadLogIds(
+        for rows: [TargetedSubscription], of fanOut: FanOutContext, stored: StoredMessages, state: inout PlanState, on connection: PostgresConnection
+    )
+        async throws -> BroadLogIdAssigner
+    {
+        let enabled = rows.lazy.filter { !$0.disabled }
+        guard var pending = state.pending else {
+            let count = enabled.count
+            return BroadLogIdAssigner(blocks: count > 0 ? [try await BroadLogIds.reserve(count, on: connection, logger: fanOut.logger)] : [])
+        }
+        var ids = BroadLogIdAssigner(blocks: pending.broadLogIds ?? [], taken: Set(stored.broadLogIds.values))
+        let needed = enabled.count(where: { stored.broadLogIds[fanOut.factory.messageId(for: $0)] == nil })
+        if ids.remaining < needed {
+            ids.add(try await BroadLogIds.reserve(needed - ids.remaining, on: connection, logger: fanOut.logger))
+            pending.broadLogIds = ids.blocks
+            try await writeMark(pending, of: fanOut, on: connection)
+            state.pending = pending
+        }
+        return ids
+    }
+
     /// Each enabled device's message (or its failure at planning) and each disabled one's
-    /// exclusion. This is the per-message path: no I/O, one pass over the page.
-    func buildChunk(of fanOut: FanOutContext, from rows: [TargetedSubscription], pending: PendingChunk?) -> Chunk {
+    /// exclusion. This is the per-message path: no I/O, one pass over the page. A message the
+    /// broker already stored keeps its broadLog id; the others take the next of `ids`.
+    func buildChunk(of fanOut: FanOutContext, from rows: [TargetedSubscription], pending: PendingChunk?, stored: StoredMessages, ids: inout BroadLogIdAssigner)
+        -> Chunk
+    {
         let plannedAt = Date()
         var messages: [PlannedMessage] = []
         var exclusions: [DeliveryExclusionsRecorded.Exclusion] = []
@@ -75,7 +103,12 @@ extension DeliveryFanOut {
                     .init(
                         appId: row.appId, registrationToken: row.registrationToken, platform: platform,
                         reason: "quarantined: \(row.disabledReason ?? "disabled")"))
-            } else if let message = fanOut.factory.message(for: row, plannedAt: plannedAt) {
+                continue
+            }
+            let messageId = fanOut.factory.messageId(for: row)
+            // `broadLogIds(for:)` reserved an id for every enabled row.
+            guard let broadLogId = stored.broadLogIds[messageId] ?? ids.next() else { preconditionFailure("no broadLog id left for the chunk") }
+            if let message = fanOut.factory.message(for: row, messageId: messageId, broadLogId: broadLogId, plannedAt: plannedAt) {
                 messages.append(message)
             }
         }
@@ -85,21 +118,28 @@ extension DeliveryFanOut {
     }
 
     /// Records in the plan row that the chunk ending at `end` is being published, with the
-    /// message topics' end offsets from before its first record: what a planner that finds
-    /// the row after a crash reads back from.
-    func markChunk(of fanOut: FanOutContext, ending end: Cursor, mark: inout TopicsMark?, on connection: PostgresConnection) async throws -> PendingChunk {
+    /// message topics' end offsets from before its first record and its broadLog ids: what a
+    /// planner that finds the row after a crash reads back from.
+    func markChunk(
+        of fanOut: FanOutContext, ending end: Cursor, broadLogIds: [BroadLogIdBlock], mark: inout TopicsMark?, on connection: PostgresConnection
+    ) async throws -> PendingChunk {
         let markInterval = Duration.milliseconds(settings.recoveryMarkIntervalMilliseconds)
         if mark == nil || ContinuousClock.now - mark!.at > markInterval {
             var offsets: [String: [Int32: Int64]] = [:]
             for topic in fanOut.topics { offsets[topic] = try await reader.endOffsets(topic: topic) }
             mark = TopicsMark(offsets: offsets, at: .now)
         }
-        let pending = PendingChunk(end: end, offsets: mark!.offsets)
+        let pending = PendingChunk(end: end, offsets: mark!.offsets, broadLogIds: broadLogIds)
+        try await writeMark(pending, of: fanOut, on: connection)
+        return pending
+    }
+
+    /// Writes the chunk in flight into the plan row.
+    func writeMark(_ pending: PendingChunk, of fanOut: FanOutContext, on connection: PostgresConnection) async throws {
         let json = String(decoding: try JSONEncoder().encode(pending), as: UTF8.self)
         let deliveryId = fanOut.deliveryId
         try await connection.query(
             "UPDATE push.delivery_plans SET pending_chunk = \(json)::jsonb, updated_at = now() WHERE delivery_id = \(deliveryId)", logger: fanOut.logger)
-        return pending
     }
 
     /// Sends the records (paced when the delivery is throttled) and returns once the broker

@@ -32,11 +32,13 @@ extension DeliveryFanOut {
         static let start = Cursor(appId: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)), token: "")
     }
 
-    /// The chunk being published: its last subscription, and end offsets of the message topics
-    /// taken before any of its records was sent.
+    /// The chunk being published: its last subscription, end offsets of the message topics
+    /// taken before any of its records was sent, and the broadLog ids reserved for its messages
+    /// (absent in marks written before broadLog ids existed).
     struct PendingChunk: Codable, Hashable {
         var end: Cursor
         var offsets: [String: [Int32: Int64]]
+        var broadLogIds: [BroadLogIdBlock]?
     }
 
     /// What a chunk adds to the plan row's counts.

@@ -10,6 +10,8 @@ extension DeliveryFanOut {
     /// Headers on every message record, so that a reader can filter without parsing values.
     package static let deliveryHeader = "push-delivery-id"
     package static let messageHeader = "push-message-id"
+    /// The message's broadLog id (`_mId`), decimal.
+    package static let broadLogHeader = "push-broad-log-id"
 
     /// The record of each message to send (failures at planning have none).
     func messageRecords(of fanOut: FanOutContext, _ chunk: Chunk) throws -> [KafkaProducerRecord] {
@@ -18,33 +20,39 @@ extension DeliveryFanOut {
         return try chunk.messages.compactMap { try Self.record(for: $0, catalog: catalog, correlationId: correlationId) }
     }
 
-    /// Resuming a chunk a previous planner left marked: reads the message topics back from the
-    /// mark and drops the records the broker already stored, so no device gets two messages.
-    func dropAlreadyPublished(_ records: [KafkaProducerRecord], of fanOut: FanOutContext, chunk: Chunk, since pending: PendingChunk) async throws
-        -> [KafkaProducerRecord]
-    {
-        let skip = try await publishedMessageIds(deliveryId: fanOut.deliveryId, since: pending.offsets)
-        recovered.increment()
-        alreadyPublished.increment(by: skip.count)
-        fanOut.logger.notice("Resuming an interrupted chunk", metadata: ["already.published": "\(skip.count)", "chunk.messages": "\(chunk.messages.count)"])
-        var records = records
-        records.removeAll { record in record.headers.string(Self.messageHeader).flatMap(UUID.init(uuidString:)).map(skip.contains) ?? false }
-        return records
+    /// This delivery's messages the broker stored on the message topics since a chunk's mark: a
+    /// planner resuming the chunk publishes only the others, and hands out no id these carry.
+    struct StoredMessages {
+        var messageIds: Set<UUID> = []
+        /// The broadLog id of each stored message that has one.
+        var broadLogIds: [UUID: Int32] = [:]
+
+        func contains(_ record: KafkaProducerRecord) -> Bool {
+            record.headers.string(DeliveryFanOut.messageHeader).flatMap(UUID.init(uuidString:)).map(messageIds.contains) ?? false
+        }
     }
 
-    /// Ids of this delivery's messages stored on the message topics since the mark.
-    func publishedMessageIds(deliveryId: String, since offsets: [String: [Int32: Int64]]) async throws -> Set<UUID> {
-        let found = Mutex<Set<UUID>>([])
-        for (topic, start) in offsets {
+    /// Reads the message topics back from the mark of the chunk a previous planner left pending.
+    func readBack(of fanOut: FanOutContext, since pending: PendingChunk) async throws -> StoredMessages {
+        let deliveryId = fanOut.deliveryId
+        let found = Mutex(StoredMessages())
+        for (topic, start) in pending.offsets {
             try await reader.read(topic: topic, from: start) { records in
-                let ids = records.compactMap { record -> UUID? in
-                    guard record.headers.string(Self.deliveryHeader) == deliveryId else { return nil }
-                    return record.headers.string(Self.messageHeader).flatMap(UUID.init(uuidString:))
+                for record in records where record.headers.string(Self.deliveryHeader) == deliveryId {
+                    guard let messageId = record.headers.string(Self.messageHeader).flatMap(UUID.init(uuidString:)) else { continue }
+                    let broadLogId = record.headers.string(Self.broadLogHeader).flatMap { Int32($0) }
+                    found.withLock {
+                        $0.messageIds.insert(messageId)
+                        if let broadLogId { $0.broadLogIds[messageId] = broadLogId }
+                    }
                 }
-                found.withLock { $0.formUnion(ids) }
             }
         }
-        return found.withLock { $0 }
+        let stored = found.withLock { $0 }
+        recovered.increment()
+        alreadyPublished.increment(by: stored.messageIds.count)
+        fanOut.logger.notice("Resuming an interrupted chunk", metadata: ["already.published": "\(stored.messageIds.count)"])
+        return stored
     }
 
     /// A message's record on its platform's topic, keyed by device, with the delivery and
@@ -72,6 +80,7 @@ extension DeliveryFanOut {
         }
         record.headers.append(KafkaHeader(name: deliveryHeader, string: deliveryId))
         record.headers.append(KafkaHeader(name: messageHeader, string: message.messageId.uuidString.lowercased()))
+        if let broadLogId = message.broadLogId { record.headers.append(KafkaHeader(name: broadLogHeader, string: String(broadLogId))) }
         return record
     }
 }

@@ -17,7 +17,9 @@ import ServiceLifecycle
 /// end offsets. After the chunk is stored by the broker, one transaction moves the cursor past
 /// it and clears the mark. A planner that finds a mark (the previous one died mid-chunk) reads
 /// the topics back from the mark, and publishes only the chunk's messages that are not there.
-/// Message ids are a function of (delivery, app, token), so the same device gets the same id.
+/// Message ids are a function of (delivery, app, token), so the same device gets the same id;
+/// the chunk's broadLog ids (the payload's `_mId`) are a block reserved for it and recorded with
+/// the mark, so a resumed chunk hands out the same ones (`IntegerIds.swift`).
 ///
 /// Each delivery is planned by one instance at a time (a session advisory lock held while it
 /// runs); a dead instance's lock goes with its connection, and another instance resumes.
@@ -148,14 +150,19 @@ package final class DeliveryFanOut: Service {
                 try await finish(state, on: connection, logger: fanOut.logger)
                 return
             }
-            let chunk = buildChunk(of: fanOut, from: rows, pending: state.pending)
+            // Resuming a chunk a previous planner left marked: what the broker already stored
+            // keeps its ids and is not published again.
+            var stored = StoredMessages()
+            if let pending = state.pending { stored = try await readBack(of: fanOut, since: pending) }
+            var ids = try await broadLogIds(for: rows, of: fanOut, stored: stored, state: &state, on: connection)
+            let chunk = buildChunk(of: fanOut, from: rows, pending: state.pending, stored: stored, ids: &ids)
             // Records are built before the chunk is marked, so that the mark is held only
             // while publishing.
             var records = try messageRecords(of: fanOut, chunk)
-            if let pending = state.pending {
-                records = try await dropAlreadyPublished(records, of: fanOut, chunk: chunk, since: pending)
+            if state.pending != nil {
+                records.removeAll { stored.contains($0) }
             } else {
-                state.pending = try await markChunk(of: fanOut, ending: chunk.end, mark: &mark, on: connection)
+                state.pending = try await markChunk(of: fanOut, ending: chunk.end, broadLogIds: ids.blocks, mark: &mark, on: connection)
             }
             try await publish(records, limiter: &limiter)
             let counts = try await advanceCursor(of: fanOut, past: chunk, on: connection)

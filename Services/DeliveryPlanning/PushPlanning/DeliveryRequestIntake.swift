@@ -59,13 +59,21 @@ package struct DeliveryRequestIntake: Projection {
             case .unreadable(let rejection, let record):
                 outbox += try rejectionRecords(rejection, record: record)
             case .request(let request, let record):
+                if let known = try await DeliveryIds.existing(requestId: request.requestId, on: connection, logger: logger) {
+                    duplicates.increment()
+                    logger.notice(
+                        "Delivery request already seen; ignored",
+                        metadata: ["request.id": "\(request.requestId)", "delivery.id": "\(known)", "kafka.offset": "\(record.offset)"])
+                    continue
+                }
                 if services[request.service] == nil {
                     services[request.service] = .some(try await ServiceCatalog.service(named: request.service, on: connection, logger: logger))
                 }
                 let delivery: DeliveryAccepted
                 do {
-                    delivery = try DeliveryRequestValidator.validate(request, service: services[request.service]!, now: clock())
-                } catch {
+                    let deliveryId = try await DeliveryIds.next(on: connection, logger: logger)
+                    delivery = try DeliveryRequestValidator.validate(request, service: services[request.service]!, now: clock(), deliveryId: deliveryId)
+                } catch let error as DeliveryRejection {
                     outbox += try rejectionRecords(error, record: record)
                     continue
                 }

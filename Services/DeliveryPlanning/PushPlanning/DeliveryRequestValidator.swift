@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import PushEvents
 
@@ -44,20 +43,13 @@ package enum DeliveryRequestValidator {
         return request
     }
 
-    /// The delivery id of a request: a stable function of the requestId, so that replaying the
-    /// request topic reproduces it. 20 lowercase hex digits (used as `_dId`: never a comma).
-    package static func deliveryId(forRequestId requestId: String) -> String {
-        let digest = SHA256.hash(data: Array("push-delivery:\(requestId)".utf8))
-        return digest.prefix(10).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
-    }
-
     /// Checks the request against the catalog and the clock: the service and its apps, the
     /// audience, the content (texts, templates, each platform's options), the apps' provider
-    /// settings, then the schedule and the throttle.
-    package static func validate(_ request: DeliveryRequest, service: PlanningService?, now: Date) throws(DeliveryRejection) -> DeliveryAccepted {
+    /// settings, then the schedule and the throttle. `deliveryId` is the id the intake allocated
+    /// for the request (`DeliveryIds`).
+    package static func validate(_ request: DeliveryRequest, service: PlanningService?, now: Date, deliveryId: String) throws(DeliveryRejection)
+        -> DeliveryAccepted
+    {
         guard let service else { throw rejection(request, "unknown service '\(request.service.prefix(64))'") }
         let apps = try targetedApps(of: request, in: service)
         try checkAudience(of: request)
@@ -70,7 +62,7 @@ package enum DeliveryRequestValidator {
         try checkThrottle(of: request)
 
         return DeliveryAccepted(
-            deliveryId: deliveryId(forRequestId: request.requestId),
+            deliveryId: deliveryId,
             requestId: request.requestId,
             serviceId: service.serviceId,
             serviceName: service.name,

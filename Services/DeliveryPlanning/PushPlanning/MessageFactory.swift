@@ -34,6 +34,14 @@ package enum PlannedMessage: Sendable {
         case .failed(let failure): failure.message.messageId
         }
     }
+
+    package var broadLogId: Int32? {
+        switch self {
+        case .apns(let message): message.broadLogId
+        case .fcm(let message): message.broadLogId
+        case .failed(let failure): failure.message.broadLogId
+        }
+    }
 }
 
 /// Builds each device's message for one delivery: personalization, the platform payload, the
@@ -68,10 +76,15 @@ package struct MessageFactory: Sendable {
         needsParams = ([title, subtitle, body].compactMap { $0 } + variables.map(\.template)).contains { !$0.parameterNames.isEmpty }
     }
 
-    /// The message for one device (never nil for an app of the delivery).
-    package func message(for subscription: TargetedSubscription, plannedAt: Date) -> PlannedMessage? {
+    /// The device's message id: the same for every planning of this delivery.
+    package func messageId(for subscription: TargetedSubscription) -> UUID {
+        MessageIdentity.messageId(deliveryId: delivery.deliveryId, appId: subscription.appId, registrationToken: subscription.registrationToken)
+    }
+
+    /// The message for one device (never nil for an app of the delivery). `broadLogId` is its
+    /// `_mId`.
+    package func message(for subscription: TargetedSubscription, messageId: UUID, broadLogId: Int32, plannedAt: Date) -> PlannedMessage? {
         guard let app = apps[subscription.appId] else { return nil }
-        let messageId = MessageIdentity.messageId(deliveryId: delivery.deliveryId, appId: app.appId, registrationToken: subscription.registrationToken)
         let render = { (template: MessageTemplate?) -> String? in
             template.map { $0.render(userKey: subscription.userKey, params: subscription.params) }
         }
@@ -82,17 +95,18 @@ package struct MessageFactory: Sendable {
             .failed(
                 MessageFailed(
                     message: MessageReference(
-                        messageId: messageId, deliveryId: delivery.deliveryId, appId: app.appId, registrationToken: subscription.registrationToken,
+                        messageId: messageId, broadLogId: broadLogId, deliveryId: delivery.deliveryId, appId: app.appId,
+                        registrationToken: subscription.registrationToken,
                         platform: app.platform),
                     failureType: "soft", reason: reason, attempts: 0, failedAt: plannedAt
                 ))
         }
         if app.platform == .ios {
-            let built = apnsPayload(messageId: messageId, title: render(title), subtitle: render(subtitle), body: render(body), variables: variables)
+            let built = apnsPayload(broadLogId: broadLogId, title: render(title), subtitle: render(subtitle), body: render(body), variables: variables)
             guard built.payload.utf8.count <= Self.maximumPayloadBytes else { return failed("payload-too-large") }
             return .apns(
                 APNSMessagePlanned(
-                    messageId: messageId, deliveryId: delivery.deliveryId, appId: app.appId,
+                    messageId: messageId, broadLogId: broadLogId, deliveryId: delivery.deliveryId, appId: app.appId,
                     registrationToken: subscription.registrationToken, environment: app.environment,
                     credential: app.credential, topic: app.bundleId ?? "", pushType: built.silent ? "background" : "alert",
                     priority: built.silent ? 5 : 10, collapseId: delivery.content.ios?.collapseId,
@@ -103,12 +117,12 @@ package struct MessageFactory: Sendable {
                 return failed("reserved-key")
             }
             let built = fcmMessage(
-                messageId: messageId, token: subscription.registrationToken, title: render(title), body: render(body), variables: variables,
+                broadLogId: broadLogId, token: subscription.registrationToken, title: render(title), body: render(body), variables: variables,
                 plannedAt: plannedAt)
             guard built.contentBytes <= Self.maximumPayloadBytes else { return failed("payload-too-large") }
             return .fcm(
                 FCMMessagePlanned(
-                    messageId: messageId, deliveryId: delivery.deliveryId, appId: app.appId,
+                    messageId: messageId, broadLogId: broadLogId, deliveryId: delivery.deliveryId, appId: app.appId,
                     registrationToken: subscription.registrationToken, projectId: app.fcmProjectId ?? "",
                     credential: app.credential, message: built.message, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt
                 ))
@@ -116,7 +130,7 @@ package struct MessageFactory: Sendable {
     }
 
     /// The APNs JSON payload: `aps`, then `_mId`, `_dId` and the app's variables beside it.
-    func apnsPayload(messageId: UUID, title: String?, subtitle: String?, body: String?, variables: [(String, String)]) -> (payload: String, silent: Bool) {
+    func apnsPayload(broadLogId: Int32, title: String?, subtitle: String?, body: String?, variables: [(String, String)]) -> (payload: String, silent: Bool) {
         let ios = delivery.content.ios
         let hasAlert = title != nil || subtitle != nil || body != nil
         let silent = !hasAlert && ios?.contentAvailable == true
@@ -139,7 +153,7 @@ package struct MessageFactory: Sendable {
                 if hasAlert { aps.string("interruption-level", ios?.interruptionLevel) }
                 if let score = ios?.relevanceScore { aps.number("relevance-score", score) }
             }
-            json.string("_mId", messageId.uuidString.lowercased())
+            json.string("_mId", String(broadLogId))
             json.string("_dId", delivery.deliveryId)
             for (name, value) in variables { json.string(key: name, value) }
         }
@@ -148,7 +162,7 @@ package struct MessageFactory: Sendable {
 
     /// The FCM HTTP v1 `message` object and the size of what counts against the 4096-byte limit
     /// (the `data` and `notification` objects).
-    func fcmMessage(messageId: UUID, token: String, title: String?, body: String?, variables: [(String, String)], plannedAt: Date) -> (
+    func fcmMessage(broadLogId: Int32, token: String, title: String?, body: String?, variables: [(String, String)], plannedAt: Date) -> (
         message: String, contentBytes: Int
     ) {
         let android = delivery.content.android
@@ -159,7 +173,7 @@ package struct MessageFactory: Sendable {
         json.object { json in
             json.string("token", token)
             contentBytes += json.object("data") { data in
-                data.string("_mId", messageId.uuidString.lowercased())
+                data.string("_mId", String(broadLogId))
                 data.string("_dId", delivery.deliveryId)
                 if !notificationMode {
                     data.string("_msg", body)

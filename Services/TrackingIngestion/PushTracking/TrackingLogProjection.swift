@@ -57,12 +57,12 @@ package struct TrackingLogProjection: EnvelopeProjection {
             """
             WITH hits AS (
                 INSERT INTO push.tracking_log (
-                    tracking_id, message_id, message_id_form, delivery_id, tag_id, kind, occurred_at, kafka_partition, kafka_offset)
-                SELECT * FROM unnest(
+                    tracking_id, message_id, message_id_form, broad_log_id, delivery_id, tag_id, kind, occurred_at, kafka_partition, kafka_offset)
+                SELECT t, m, f, nullif(b, 0), d, g, k, o, p, n FROM unnest(
                     \(hits.map(\.trackingId))::uuid[], \(hits.map(\.messageId))::text[], \(hits.map(\.messageIdForm))::text[],
-                    \(hits.map(\.deliveryId))::text[], \(hits.map(\.tagId))::int[], \(hits.map(\.kind))::text[],
+                    \(hits.map { $0.broadLogId ?? 0 })::int[], \(hits.map(\.deliveryId))::text[], \(hits.map(\.tagId))::int[], \(hits.map(\.kind))::text[],
                     \(hits.map(\.occurredAt))::timestamptz[], \(events.map(\.partition))::int[], \(events.map(\.offset))::bigint[]
-                )
+                ) AS x(t, m, f, b, d, g, k, o, p, n)
                 ON CONFLICT (tracking_id) DO NOTHING
                 RETURNING delivery_id, message_id, kind, occurred_at
             ), firsts AS (
@@ -81,5 +81,15 @@ package struct TrackingLogProjection: EnvelopeProjection {
             """,
             logger: logger
         )
+    }
+}
+
+extension TrackingHitRecorded {
+    /// The broadLog id (`push.broad_log.broad_log_id`) a decimal message id names: the payload's
+    /// `_mId` of the messages this channel plans, a positive 32-bit integer. Nil for a UUID, and
+    /// for a decimal id no message of this channel can have (zero, negative, beyond 32 bits).
+    package var broadLogId: Int32? {
+        guard messageIdForm == "decimal", let id = Int32(messageId), id > 0 else { return nil }
+        return id
     }
 }

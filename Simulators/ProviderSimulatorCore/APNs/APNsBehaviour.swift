@@ -158,6 +158,7 @@ package struct APNsBehaviour: ProviderBehaviour {
                 token: token,
                 id: apnsID,
                 mId: Self.messageID(payload["_mId"]),
+                dId: Self.messageID(payload["_dId"]),
                 topic: topic,
                 pushType: pushType ?? (contentAvailableOnly ? "background" : "alert"),
                 priority: priority,

@@ -158,6 +158,7 @@ package final class FCMBehaviour: ProviderBehaviour {
                 target: otherTarget,
                 id: name,
                 mId: data?["_mId"] as? String,
+                dId: data?["_dId"] as? String,
                 priority: android?["priority"] as? String,
                 collapseId: android?["collapse_key"] as? String,
                 project: project,

@@ -12,6 +12,8 @@ package struct LoggedNotification: Sendable, Codable, Equatable {
     package var id: String
     /// The project's message id: top-level `_mId` (APNs payload) or `data._mId` (FCM).
     package var mId: String?
+    /// The delivery id: top-level `_dId` (APNs payload) or `data._dId` (FCM).
+    package var dId: String?
     /// APNs `apns-topic`.
     package var topic: String?
     /// APNs `apns-push-type`.
@@ -28,7 +30,7 @@ package struct LoggedNotification: Sendable, Codable, Equatable {
     package var receivedAtMs: Int64
 
     package init(
-        provider: String, token: String?, target: String? = nil, id: String, mId: String?,
+        provider: String, token: String?, target: String? = nil, id: String, mId: String?, dId: String? = nil,
         topic: String? = nil, pushType: String? = nil, priority: String? = nil, collapseId: String? = nil,
         project: String? = nil, payloadBytes: Int, receivedAtMs: Int64
     ) {
@@ -38,6 +40,7 @@ package struct LoggedNotification: Sendable, Codable, Equatable {
         self.target = target
         self.id = id
         self.mId = mId
+        self.dId = dId
         self.topic = topic
         self.pushType = pushType
         self.priority = priority

@@ -73,7 +73,7 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
 
     package struct IOS: Codable, Sendable, Hashable {
         package var badge: Int?
-        package var sound: String?
+        package var sound: Sound?
         package var category: String?
         package var threadId: String?
         package var mutableContent: Bool?
@@ -83,7 +83,7 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
         package var collapseId: String?
 
         package init(
-            badge: Int? = nil, sound: String? = nil, category: String? = nil, threadId: String? = nil,
+            badge: Int? = nil, sound: Sound? = nil, category: String? = nil, threadId: String? = nil,
             mutableContent: Bool? = nil, contentAvailable: Bool? = nil, interruptionLevel: String? = nil,
             relevanceScore: Double? = nil, collapseId: String? = nil
         ) {
@@ -99,6 +99,60 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
         }
     }
 
+    /// The APNs `sound`: a sound file name (`default`, or one the app declares), or the
+    /// critical-alert dictionary `{critical, name, volume}`. Written in the request as a string
+    /// or as that object, and kept in the same form.
+    package enum Sound: Codable, Sendable, Hashable, ExpressibleByStringLiteral {
+        case named(String)
+        /// `critical` (a critical alert: plays even when muted, needs Apple's entitlement),
+        /// `volume` between 0 and 1.
+        case dictionary(name: String, critical: Bool?, volume: Double?)
+
+        package init(stringLiteral name: String) {
+            self = .named(name)
+        }
+
+        package var name: String {
+            switch self {
+            case .named(let name), .dictionary(let name, _, _): name
+            }
+        }
+
+        private enum Key: String, CodingKey {
+            case name, critical, volume
+        }
+
+        package init(from decoder: any Decoder) throws {
+            if let name = try? decoder.singleValueContainer().decode(String.self) {
+                self = .named(name)
+                return
+            }
+            let object: KeyedDecodingContainer<Key>
+            do {
+                object = try decoder.container(keyedBy: Key.self)
+            } catch {
+                throw DecodingError.typeMismatch(
+                    Sound.self, .init(codingPath: decoder.codingPath, debugDescription: "expected a sound name or an object {critical, name, volume}"))
+            }
+            self = .dictionary(
+                name: try object.decode(String.self, forKey: .name), critical: try object.decodeIfPresent(Bool.self, forKey: .critical),
+                volume: try object.decodeIfPresent(Double.self, forKey: .volume))
+        }
+
+        package func encode(to encoder: any Encoder) throws {
+            switch self {
+            case .named(let name):
+                var single = encoder.singleValueContainer()
+                try single.encode(name)
+            case .dictionary(let name, let critical, let volume):
+                var object = encoder.container(keyedBy: Key.self)
+                try object.encode(name, forKey: .name)
+                try object.encodeIfPresent(critical, forKey: .critical)
+                try object.encodeIfPresent(volume, forKey: .volume)
+            }
+        }
+    }
+
     package struct Android: Codable, Sendable, Hashable {
         /// `data` (default: the SDK builds the notification from `_msg` and `title`) or
         /// `notification` (FCM displays it).
@@ -107,12 +161,38 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
         package var priority: String?
         package var channelId: String?
         package var collapseKey: String?
+        /// Notification mode only (`android.notification` of the FCM message): an image URL
+        /// (http or https), the small icon's drawable name, the icon colour `#rrggbb`, a sound
+        /// resource name (`default` for the device's), a tag (a notification with the same tag
+        /// replaces the previous one), the activity's intent filter action opened on click.
+        package var image: String?
+        package var icon: String?
+        package var color: String?
+        package var sound: String?
+        package var tag: String?
+        package var clickAction: String?
 
-        package init(mode: String? = nil, priority: String? = nil, channelId: String? = nil, collapseKey: String? = nil) {
+        package init(
+            mode: String? = nil, priority: String? = nil, channelId: String? = nil, collapseKey: String? = nil, image: String? = nil, icon: String? = nil,
+            color: String? = nil, sound: String? = nil, tag: String? = nil, clickAction: String? = nil
+        ) {
             self.mode = mode
             self.priority = priority
             self.channelId = channelId
             self.collapseKey = collapseKey
+            self.image = image
+            self.icon = icon
+            self.color = color
+            self.sound = sound
+            self.tag = tag
+            self.clickAction = clickAction
+        }
+
+        /// The notification-mode options that are set, by their request name.
+        package var notificationOptions: [(name: String, value: String)] {
+            [("image", image), ("icon", icon), ("color", color), ("sound", sound), ("tag", tag), ("clickAction", clickAction)].compactMap { option in
+                option.1.map { (option.0, $0) }
+            }
         }
     }
 

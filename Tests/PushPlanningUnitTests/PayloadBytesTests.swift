@@ -48,7 +48,7 @@ struct PayloadBytesTests {
             .init(
                 title: a, subtitle: a, body: a, variables: [Self.key: a],
                 ios: .init(
-                    badge: 2, sound: a, category: "c", threadId: a, mutableContent: true, contentAvailable: true, interruptionLevel: "active",
+                    badge: 2, sound: .named(a), category: "c", threadId: a, mutableContent: true, contentAvailable: true, interruptionLevel: "active",
                     relevanceScore: 0.25)
             ), app: Self.ios)
         guard case .apns(let message) = planned else {

@@ -36,7 +36,7 @@ struct DeliveryRequestValidationTests {
     static let now = Date(timeIntervalSince1970: 1_795_000_000)
     static let ios = PlanningApp(
         appId: UUID(), integrationKey: "ios-key", platform: .ios, environment: "production", bundleId: "com.example.trips", fcmProjectId: nil,
-        variables: ["url"], credential: nil)
+        variables: ["url"], sounds: ["chime.caf"], credential: nil)
     static let android = PlanningApp(
         appId: UUID(), integrationKey: "android-key", platform: .android, environment: "production", bundleId: nil, fcmProjectId: "example",
         variables: ["url", "deepLink"], credential: nil)
@@ -65,6 +65,18 @@ struct DeliveryRequestValidationTests {
         #expect(accepted.sendAt == Self.now)
         #expect(accepted.validUntil == Self.now.addingTimeInterval(24 * 3600))
         #expect(accepted.deliveryId == "41", "the id the intake allocated")
+    }
+
+    @Test("accepted: a badge-only and a sound-only iOS push without texts, default or a declared sound as a name or a critical-alert dictionary")
+    func soundsAndBadges() {
+        for content in [
+            #"{"ios": {"badge": 3}}"#, #"{"ios": {"sound": "chime.caf"}}"#, #"{"body": "x", "ios": {"sound": "default"}}"#,
+            #"{"body": "x", "ios": {"sound": {"critical": true, "name": "chime.caf", "volume": 0.8}}}"#,
+            #"{"body": "x", "ios": {"sound": {"name": "default", "volume": 0}}}"#,
+            ##"{"body": "x", "android": {"mode": "notification", "image": "https://example.com/a.png", "icon": "ic_trip", "color": "#1A2b3C", "sound": "default", "tag": "offer", "clickAction": "OPEN_TRIP"}}"##,
+        ] {
+            #expect(reason(requestJSON(requestId: "r", service: "neotrips", content: content)) == nil, "\(content)")
+        }
     }
 
     @Test("each rejection names its reason")
@@ -98,7 +110,40 @@ struct DeliveryRequestValidationTests {
             (requestJSON(requestId: "r", service: "neotrips", audience: #"{}"#), "exactly one of all, userKeys, where"),
             (requestJSON(requestId: "r", service: "neotrips", audience: #"{"all": true, "userKeys": ["a"]}"#), "exactly one of all, userKeys, where"),
             (requestJSON(requestId: "r", service: "neotrips", content: #"{"title": "t"}"#), "content.body is required"),
-            (requestJSON(requestId: "r", service: "neotrips", content: #"{}"#), "content.body is required unless the push is silent"),
+            (requestJSON(requestId: "r", service: "neotrips", content: #"{}"#), "content.body is required unless the iOS push is silent"),
+            (
+                requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "ios": {"sound": "horn.caf"}}"#),
+                "content.ios.sound 'horn.caf' is not declared by iOS app 'ios-key' (declared: chime.caf; default is always allowed)"
+            ),
+            (
+                requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "ios": {"sound": {"name": "horn.caf", "critical": true}}}"#),
+                "content.ios.sound.name 'horn.caf' is not declared by iOS app 'ios-key'"
+            ),
+            (
+                requestJSON(
+                    requestId: "r", service: "neotrips", content: #"{"body": "x", "ios": {"sound": {"name": "chime.caf", "critical": true, "volume": 1.5}}}"#),
+                "content.ios.sound.volume must be between 0 and 1"
+            ),
+            (requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "ios": {"sound": {"critical": true}}}"#), "missing field name"),
+            (requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "ios": {"sound": 5}}"#), "wrong type at content.ios.sound"),
+            (requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "ios": {"sound": ""}}"#), "content.ios.sound must be 1 to 256 bytes"),
+            (
+                requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "android": {"image": "https://example.com/a.png"}}"#),
+                "content.android.image is a notification option: set android.mode to notification"
+            ),
+            (
+                requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "android": {"mode": "notification", "color": "red"}}"#),
+                "content.android.color must be #rrggbb"
+            ),
+            (
+                requestJSON(
+                    requestId: "r", service: "neotrips", content: #"{"body": "x", "android": {"mode": "notification", "image": "ftp://example.com/a"}}"#),
+                "content.android.image must be an http or https URL"
+            ),
+            (
+                requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "android": {"mode": "notification", "tag": ""}}"#),
+                "content.android.tag must be 1 to 1024 bytes"
+            ),
             (requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "variables": {"coupon": "1"}}"#), "variable 'coupon' is not declared"),
             (requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "Hi {{firstName}}"}"#), "content.body: unknown placeholder {{firstName}}"),
             (
@@ -244,6 +289,49 @@ struct MessageFactoryTests {
         let ttl = try #require(androidConfig["ttl"] as? String)
         #expect(["7199s", "7200s"].contains(ttl))
         #expect(message.projectId == "example")
+    }
+
+    @Test("APNs: a critical-alert sound dictionary; a badge-only and a sound-only notification are alerts without alert text")
+    func apnsSoundsAndBadges() throws {
+        let device = TargetedSubscription(appId: ios.appId, registrationToken: "ab", userKey: "", params: [:])
+        let (critical, _) = try factory(.init(body: "Gate changed", ios: .init(sound: .dictionary(name: "chime.caf", critical: true, volume: 0.8))))
+        guard case .apns(let alert) = critical.message(for: device, plannedAt: Date()) else { throw CancellationError() }
+        #expect(alert.payload.contains(#""sound":{"critical":1,"name":"chime.caf","volume":0.8}"#), "\(alert.payload)")
+
+        let (badgeOnly, _) = try factory(.init(ios: .init(badge: 4)))
+        guard case .apns(let badge) = badgeOnly.message(for: device, plannedAt: Date()) else { throw CancellationError() }
+        let aps = try #require(try json(badge.payload)["aps"] as? [String: Any])
+        #expect(aps["badge"] as? Int == 4 && aps["alert"] == nil && aps.count == 1, "\(badge.payload)")
+        #expect(badge.pushType == "alert" && badge.priority == 10)
+
+        let (soundOnly, _) = try factory(.init(ios: .init(sound: "default")))
+        guard case .apns(let sound) = soundOnly.message(for: device, plannedAt: Date()) else { throw CancellationError() }
+        #expect(try json(sound.payload)["aps"] as? [String: String] == ["sound": "default"])
+        #expect(sound.pushType == "alert")
+    }
+
+    @Test("FCM: notification options in android.notification; in data mode the subtitle is a data key beside the title")
+    func fcmOptions() throws {
+        let device = TargetedSubscription(appId: android.appId, registrationToken: "tok", userKey: "", params: [:])
+        let (notification, _) = try factory(
+            .init(
+                title: "T", subtitle: "S", body: "B",
+                android: .init(
+                    mode: "notification", channelId: "trips", image: "https://example.com/a.png", icon: "ic_trip", color: "#1a2b3c", sound: "default",
+                    tag: "offer", clickAction: "OPEN_TRIP")))
+        guard case .fcm(let shown) = notification.message(for: device, plannedAt: Date()) else { throw CancellationError() }
+        let body = try json(shown.message)
+        #expect(body["notification"] as? [String: String] == ["title": "T", "body": "B"], "no subtitle in an FCM notification")
+        #expect(
+            (body["android"] as? [String: Any])?["notification"] as? [String: String] == [
+                "channel_id": "trips", "image": "https://example.com/a.png", "icon": "ic_trip", "color": "#1a2b3c", "sound": "default", "tag": "offer",
+                "click_action": "OPEN_TRIP",
+            ])
+
+        let (data, _) = try factory(.init(title: "T", subtitle: "S", body: "B"))
+        guard case .fcm(let quiet) = data.message(for: device, plannedAt: Date()) else { throw CancellationError() }
+        let fields = try #require(try json(quiet.message)["data"] as? [String: String])
+        #expect(fields["title"] == "T" && fields["subtitle"] == "S" && fields["_msg"] == "B")
     }
 
     @Test("FCM notification message: notification title/body, channel, ids still in data")

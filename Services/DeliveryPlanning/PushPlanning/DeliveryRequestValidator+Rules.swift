@@ -63,7 +63,8 @@ extension DeliveryRequestValidator {
     }
 
     /// The texts: each within the providers' limit, and a body whenever the message shows
-    /// something (only a silent iOS push or an Android data message may go without one).
+    /// text (a silent or a badge- or sound-only iOS push, or an Android data message, may go
+    /// without one).
     static func checkTexts(of request: DeliveryRequest, apps: [PlanningApp]) throws(DeliveryRejection) {
         let content = request.content
         for (field, text) in [("title", content.title), ("subtitle", content.subtitle), ("body", content.body)] {
@@ -72,8 +73,11 @@ extension DeliveryRequestValidator {
         let body = content.body.flatMap { $0.isEmpty ? nil : $0 }
         if body == nil {
             if content.title != nil || content.subtitle != nil { throw rejection(request, "content.body is required when there is a title or subtitle") }
-            if apps.contains(where: { $0.platform == .ios }), content.ios?.contentAvailable != true {
-                throw rejection(request, "content.body is required unless the push is silent (ios.contentAvailable true and no alert text)")
+            let ios = content.ios
+            if apps.contains(where: { $0.platform == .ios }), ios?.contentAvailable != true, ios?.badge == nil, ios?.sound == nil {
+                throw rejection(
+                    request,
+                    "content.body is required unless the iOS push is silent (ios.contentAvailable true) or only sets a badge or a sound (ios.badge, ios.sound)")
             }
             if apps.contains(where: { $0.platform == .android }), (content.android?.mode ?? "data") != "data" {
                 throw rejection(request, "content.body is required for an Android notification message (android.mode notification)")
@@ -105,8 +109,8 @@ extension DeliveryRequestValidator {
     }
 
     /// The APNs options: values APNs accepts (badge, interruption level, relevance score,
-    /// collapse id, sound).
-    static func checkIOSOptions(of request: DeliveryRequest) throws(DeliveryRejection) {
+    /// collapse id, sound), and a sound every targeted iOS app declares (`default` always).
+    static func checkIOSOptions(of request: DeliveryRequest, apps: [PlanningApp]) throws(DeliveryRejection) {
         guard let ios = request.content.ios else { return }
         if let badge = ios.badge, badge < 0 { throw rejection(request, "content.ios.badge must be 0 or more") }
         if let level = ios.interruptionLevel, !interruptionLevels.contains(level) {
@@ -116,7 +120,25 @@ extension DeliveryRequestValidator {
         if let collapseId = ios.collapseId, collapseId.utf8.count > Limits.collapseIdBytes || collapseId.isEmpty {
             throw rejection(request, "content.ios.collapseId must be 1 to 64 bytes")
         }
-        if let sound = ios.sound, sound.isEmpty { throw rejection(request, "content.ios.sound must not be empty") }
+        if let sound = ios.sound { try checkSound(sound, of: request, apps: apps) }
+    }
+
+    /// A sound name, not empty and at most 256 bytes; the critical-alert dictionary's volume
+    /// between 0 and 1; a name other than `default` declared by each targeted iOS app (a sound
+    /// the app does not ship would play nothing).
+    static func checkSound(_ sound: DeliveryRequest.Sound, of request: DeliveryRequest, apps: [PlanningApp]) throws(DeliveryRejection) {
+        let field = if case .dictionary = sound { "content.ios.sound.name" } else { "content.ios.sound" }
+        guard !sound.name.isEmpty, sound.name.utf8.count <= 256 else { throw rejection(request, "\(field) must be 1 to 256 bytes") }
+        if case .dictionary(_, _, let volume?) = sound, !(0...1).contains(volume) {
+            throw rejection(request, "content.ios.sound.volume must be between 0 and 1")
+        }
+        guard sound.name != "default" else { return }
+        for app in apps where app.platform == .ios && !app.sounds.contains(sound.name) {
+            let declared = app.sounds.isEmpty ? "none" : app.sounds.sorted().joined(separator: ", ")
+            throw rejection(
+                request,
+                "\(field) '\(sound.name.prefix(64))' is not declared by iOS app '\(app.integrationKey)' (declared: \(declared); default is always allowed)")
+        }
     }
 
     /// The FCM options: values FCM accepts (mode, priority, collapse key).
@@ -127,6 +149,25 @@ extension DeliveryRequestValidator {
             throw rejection(request, "content.android.priority must be high or normal")
         }
         if let key = android.collapseKey, key.isEmpty || key.utf8.count > 64 { throw rejection(request, "content.android.collapseKey must be 1 to 64 bytes") }
+        let options = android.notificationOptions
+        if let first = options.first, android.mode != "notification" {
+            throw rejection(
+                request, "content.android.\(first.name) is a notification option: set android.mode to notification (a data message carries no notification)")
+        }
+        for (name, value) in options where value.isEmpty || value.utf8.count > 1024 {
+            throw rejection(request, "content.android.\(name) must be 1 to 1024 bytes")
+        }
+        if let image = android.image {
+            guard let url = URL(string: image), ["http", "https"].contains(url.scheme?.lowercased() ?? ""), url.host?.isEmpty == false else {
+                throw rejection(request, "content.android.image must be an http or https URL")
+            }
+        }
+        if let color = android.color {
+            let hex = color.utf8.dropFirst()
+            guard color.first == "#", hex.count == 6, hex.allSatisfy({ $0 < 0x80 && Character(UnicodeScalar($0)).isHexDigit }) else {
+                throw rejection(request, "content.android.color must be #rrggbb")
+            }
+        }
     }
 
     /// The catalog's side: each targeted app has what its provider needs to address it (an

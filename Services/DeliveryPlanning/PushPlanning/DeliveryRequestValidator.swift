@@ -55,7 +55,7 @@ package enum DeliveryRequestValidator {
         try checkAudience(of: request)
         try checkTexts(of: request, apps: apps)
         try checkTemplates(of: request, apps: apps)
-        try checkIOSOptions(of: request)
+        try checkIOSOptions(of: request, apps: apps)
         try checkAndroidOptions(of: request)
         try checkProviderSettings(of: request, apps: apps)
         let schedule = try schedule(of: request, now: now)

@@ -117,7 +117,8 @@ package struct MessageFactory: Sendable {
                 return failed("reserved-key")
             }
             let built = fcmMessage(
-                broadLogId: broadLogId, token: subscription.registrationToken, title: render(title), body: render(body), variables: variables,
+                broadLogId: broadLogId, token: subscription.registrationToken, title: render(title), subtitle: render(subtitle), body: render(body),
+                variables: variables,
                 plannedAt: plannedAt)
             guard built.contentBytes <= Self.maximumPayloadBytes else { return failed("payload-too-large") }
             return .fcm(
@@ -129,7 +130,9 @@ package struct MessageFactory: Sendable {
         }
     }
 
-    /// The APNs JSON payload: `aps`, then `_mId`, `_dId` and the app's variables beside it.
+    /// The APNs JSON payload: `aps`, then `_mId`, `_dId` and the app's variables beside it. A
+    /// badge or a sound without alert text makes a badge- or sound-only notification; a silent
+    /// push (`content-available` and no alert text) drops both.
     func apnsPayload(broadLogId: Int32, title: String?, subtitle: String?, body: String?, variables: [(String, String)]) -> (payload: String, silent: Bool) {
         let ios = delivery.content.ios
         let hasAlert = title != nil || subtitle != nil || body != nil
@@ -143,8 +146,19 @@ package struct MessageFactory: Sendable {
                         alert.string("subtitle", subtitle)
                         alert.string("body", body)
                     }
+                }
+                if !silent {
                     if let badge = ios?.badge { aps.int("badge", badge) }
-                    aps.string("sound", ios?.sound)
+                    switch ios?.sound {
+                    case .named(let name): aps.string("sound", name)
+                    case .dictionary(let name, let critical, let volume):
+                        aps.object("sound") { sound in
+                            if let critical { sound.int("critical", critical ? 1 : 0) }
+                            sound.string("name", name)
+                            if let volume { sound.number("volume", volume) }
+                        }
+                    case nil: break
+                    }
                 }
                 aps.string("category", ios?.category)
                 aps.string("thread-id", ios?.threadId)
@@ -161,8 +175,10 @@ package struct MessageFactory: Sendable {
     }
 
     /// The FCM HTTP v1 `message` object and the size of what counts against the 4096-byte limit
-    /// (the `data` and `notification` objects).
-    func fcmMessage(broadLogId: Int32, token: String, title: String?, body: String?, variables: [(String, String)], plannedAt: Date) -> (
+    /// (the `data`, `notification` and `android.notification` objects). In data mode the texts
+    /// are data keys (`title`, `subtitle`, `_msg`); in notification mode FCM shows `title` and
+    /// `body` with the notification options of `android.notification`.
+    func fcmMessage(broadLogId: Int32, token: String, title: String?, subtitle: String?, body: String?, variables: [(String, String)], plannedAt: Date) -> (
         message: String, contentBytes: Int
     ) {
         let android = delivery.content.android
@@ -178,6 +194,7 @@ package struct MessageFactory: Sendable {
                 if !notificationMode {
                     data.string("_msg", body)
                     data.string("title", title)
+                    data.string("subtitle", subtitle)
                 }
                 for (name, value) in variables { data.string(key: name, value) }
             }
@@ -191,8 +208,16 @@ package struct MessageFactory: Sendable {
                 config.string("priority", android?.priority ?? "high")
                 config.string("ttl", "\(ttl)s")
                 config.string("collapse_key", android?.collapseKey)
-                if notificationMode, let channel = android?.channelId {
-                    config.object("notification") { $0.string("channel_id", channel) }
+                if notificationMode, let android, android.channelId != nil || !android.notificationOptions.isEmpty {
+                    contentBytes += config.object("notification") { notification in
+                        notification.string("channel_id", android.channelId)
+                        notification.string("image", android.image)
+                        notification.string("icon", android.icon)
+                        notification.string("color", android.color)
+                        notification.string("sound", android.sound)
+                        notification.string("tag", android.tag)
+                        notification.string("click_action", android.clickAction)
+                    }
                 }
             }
         }

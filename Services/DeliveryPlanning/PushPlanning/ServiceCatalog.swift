@@ -12,11 +12,13 @@ package struct PlanningApp: Sendable, Hashable {
     package var bundleId: String?
     package var fcmProjectId: String?
     package var variables: Set<String>
+    /// The sound file names the (iOS) app declares; `default` is always allowed besides.
+    package var sounds: Set<String>
     package var credential: CredentialReference?
 
     package init(
         appId: UUID, integrationKey: String, platform: Platform, environment: String, bundleId: String?,
-        fcmProjectId: String?, variables: Set<String>, credential: CredentialReference?
+        fcmProjectId: String?, variables: Set<String>, sounds: Set<String> = [], credential: CredentialReference?
     ) {
         self.appId = appId
         self.integrationKey = integrationKey
@@ -25,6 +27,7 @@ package struct PlanningApp: Sendable, Hashable {
         self.bundleId = bundleId
         self.fcmProjectId = fcmProjectId
         self.variables = variables
+        self.sounds = sounds
         self.credential = credential
     }
 
@@ -65,7 +68,7 @@ package enum ServiceCatalog {
         case .service(let serviceId):
             rows = try await connection.query(
                 """
-                SELECT app_id, integration_key, platform, environment, bundle_id, fcm_project_id, variables::text,
+                SELECT app_id, integration_key, platform, environment, bundle_id, fcm_project_id, variables::text, sounds::text,
                        credential_id, credential_kind, credential_fingerprint
                 FROM push.apps WHERE service_id = \(serviceId) ORDER BY app_id
                 """,
@@ -74,7 +77,7 @@ package enum ServiceCatalog {
         case .ids(let ids):
             rows = try await connection.query(
                 """
-                SELECT app_id, integration_key, platform, environment, bundle_id, fcm_project_id, variables::text,
+                SELECT app_id, integration_key, platform, environment, bundle_id, fcm_project_id, variables::text, sounds::text,
                        credential_id, credential_kind, credential_fingerprint
                 FROM push.apps WHERE app_id = ANY(\(ids)) ORDER BY app_id
                 """,
@@ -82,11 +85,14 @@ package enum ServiceCatalog {
             )
         }
         var apps: [PlanningApp] = []
-        for try await (appId, key, platform, environment, bundleId, project, variables, credentialId, kind, fingerprint)
-            in rows.decode((UUID, String, String, String, String?, String?, String, UUID?, String?, String?).self)
+        /// An entry of `push.apps.sounds` (`{name, label}`).
+        struct DeclaredSound: Decodable { var name: String }
+        for try await (appId, key, platform, environment, bundleId, project, variables, sounds, credentialId, kind, fingerprint)
+            in rows.decode((UUID, String, String, String, String?, String?, String, String, UUID?, String?, String?).self)
         {
             guard let platform = Platform(rawValue: platform) else { continue }  // push.apps allows only the two
             let declared = (try? JSONDecoder().decode([String].self, from: Data(variables.utf8))) ?? []
+            let soundNames = (try? JSONDecoder().decode([DeclaredSound].self, from: Data(sounds.utf8)))?.map(\.name) ?? []
             var credential: CredentialReference?
             if let credentialId, let kind, let fingerprint {
                 credential = CredentialReference(credentialId: credentialId, kind: kind, fingerprint: fingerprint)
@@ -94,7 +100,7 @@ package enum ServiceCatalog {
             apps.append(
                 PlanningApp(
                     appId: appId, integrationKey: key, platform: platform, environment: environment, bundleId: bundleId,
-                    fcmProjectId: project, variables: Set(declared), credential: credential
+                    fcmProjectId: project, variables: Set(declared), sounds: Set(soundNames), credential: credential
                 ))
         }
         return apps

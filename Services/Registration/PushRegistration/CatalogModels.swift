@@ -47,7 +47,7 @@ package struct AppOutput: Codable, Sendable, Equatable {
 enum CatalogValidation {
     static let parameterTypes: Set<String> = ["string", "integer", "decimal", "boolean", "date"]
     /// Payload keys the SDKs or FCM reserve: an application variable cannot take these names.
-    static let reservedVariables: Set<String> = ["_mId", "_dId", "_msg", "_iNm", "title", "aps", "from", "message_type", "collapse_key"]
+    static let reservedVariables: Set<String> = ["_mId", "_dId", "_msg", "_iNm", "title", "subtitle", "aps", "from", "message_type", "collapse_key"]
 
     static func serviceName(_ name: String) throws(RegistrationError) {
         guard (1...64).contains(name.count),

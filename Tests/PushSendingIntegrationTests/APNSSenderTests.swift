@@ -115,6 +115,26 @@ struct APNSSenderTests {
         }
     }
 
+    @Test("a sandbox app's message reaches only the APNS_SANDBOX_URL host, a production app's only the APNS_PRODUCTION_URL host")
+    func environmentPicksTheHost() async throws {
+        try await APNSSenderHarness.with(separateSandbox: true) { h in
+            // The harness's app is a production app; this one a sandbox app of the same service.
+            let sandboxApp = try await h.addApp(environment: "sandbox")
+            let production = h.message(token: APNSSenderHarness.token())
+            let sandbox = h.message(token: APNSSenderHarness.token(), app: sandboxApp, environment: "sandbox")
+            try await h.publish([production, sandbox])
+            let results = try await h.withSender { try await h.waitForResults(2) }
+            #expect(results.byMessageId[production.messageId.uuidString.lowercased()]?.type == "MessageSent")
+            #expect(results.byMessageId[sandbox.messageId.uuidString.lowercased()]?.type == "MessageSent")
+            let atProduction = h.simulator.state.notifications()
+            let atSandbox = h.sandboxSimulator.state.notifications()
+            #expect(atProduction.map(\.mId) == [production.messageId.uuidString.lowercased()])
+            #expect(atProduction.map(\.token) == [production.registrationToken])
+            #expect(atSandbox.map(\.mId) == [sandbox.messageId.uuidString.lowercased()])
+            #expect(atSandbox.map(\.token) == [sandbox.registrationToken])
+        }
+    }
+
     @Test("a refused key fails a few messages, the rest wait; after a rotation they are sent")
     func credentialRejectedThenRotated() async throws {
         // A cool-down well above the time the rotation takes to reach the sender (the first

@@ -118,9 +118,10 @@ extension SenderHarness {
         return serviceId
     }
 
-    /// Seals `secret` (the admin API's credential body, with its `kind`) and makes it the app's
-    /// active credential.
-    func setCredential(_ secret: [String: String]) async throws {
+    /// Seals `secret` (the admin API's credential body, with its `kind`) and makes it the active
+    /// credential of `appId` (the harness's app when nil).
+    func setCredential(_ secret: [String: String], appId: UUID? = nil) async throws {
+        let appId = appId ?? self.appId
         let cipher = try #require(try CredentialCipher.fromEnvironment(environment))
         let kind = try #require(secret["kind"])
         let sealedSecret = try JSONSerialization.data(withJSONObject: secret)

@@ -141,6 +141,17 @@ extension SenderHarness {
         )
     }
 
+    /// What the catalog projection does with an `AppDeleted` (docs/registration.md): the app's
+    /// row and sealed credentials deleted, the app recorded in `push.deleted_apps`, in one
+    /// transaction.
+    func deleteApp(_ appId: UUID) async throws {
+        try await postgres.withTransaction(logger: logger) { connection in
+            try await connection.query("DELETE FROM push.apps WHERE app_id = \(appId)", logger: logger)
+            try await connection.query("DELETE FROM push.app_credentials WHERE app_id = \(appId)", logger: logger)
+            try await connection.query("INSERT INTO push.deleted_apps (app_id, deleted_at) VALUES (\(appId), now())", logger: logger)
+        }
+    }
+
     // MARK: the sender
 
     /// Runs a sender in-process (the function the executable calls) while `body` runs; callable
@@ -195,11 +206,12 @@ extension SenderHarness {
 
     // MARK: messages in, what reached the simulator, what was published
 
-    /// Publishes messages on the run's message topic as the planner does.
-    func publish(_ messages: [Message]) async throws {
+    /// Publishes messages on the run's message topic as the planner does (or on `topic`, such
+    /// as the retry topic, as a sender does).
+    func publish(_ messages: [Message], to topic: TopicDefinition? = nil) async throws {
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
         let records = try messages.map { message in
-            try KafkaProducerRecord(topic: messageTopic.name, event: EventEnvelope(key: message.recordKey, payload: message))
+            try KafkaProducerRecord(topic: (topic ?? messageTopic).name, event: EventEnvelope(key: message.recordKey, payload: message))
         }
         for result in await producer.send(records) { _ = try result.get() }
         await producer.close()

@@ -29,17 +29,36 @@ package struct SubscriptionProjection: EnvelopeProjection {
     package let name: String
     package let topics: [String]
     package let decoder: EventDecoder<Event>
+    let catalogTopic: String
 
     /// `topic` is `push.subscriptions`, `catalogTopic` `push.catalog` (read for `AppDeleted`).
     package init(name: String = "push-subscriptions-projection", topic: String, catalogTopic: String) {
         self.name = name
         self.topics = [topic, catalogTopic]
+        self.catalogTopic = catalogTopic
         var decoder = EventDecoder<Event>()
         decoder.register(SubscriptionRegistered.self) { event, _ in .registered(event) }
         decoder.register(SubscriptionDisabled.self) { event, _ in .disabled(event) }
         decoder.register(SubscriptionPurged.self) { event, _ in .purged(event) }
         decoder.register(AppDeleted.self) { event, metadata in .appDeleted(event, metadata.occurredAt) }
         self.decoder = decoder
+    }
+
+    /// Records of `push.subscriptions` as every envelope projection reads them (a malformed one
+    /// is dead-lettered). A `push.catalog` record this projection cannot read is skipped: the
+    /// catalog projection dead-letters it, once, and neither applies it.
+    package func decode(_ record: KafkaConsumerRecord) throws -> Event? {
+        let decoded: DecodedEvent<Event>
+        do {
+            decoded = try decoder.decode(record.value)
+        } catch {
+            if record.topic == catalogTopic { return nil }
+            throw error
+        }
+        switch decoded {
+        case .known(let event, _): return event
+        case .unknown: return nil
+        }
     }
 
     package func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {

@@ -16,7 +16,7 @@ package final class AppCredentialCache: Sendable {
     package enum Credentials: Sendable {
         case active(Entry)
         /// No active credential (none set yet): the app's queue waits for an operator.
-        case none
+        case missing
         /// The app was deleted: its messages fail (`app-deleted`) instead of waiting.
         case appDeleted
     }
@@ -38,7 +38,7 @@ package final class AppCredentialCache: Sendable {
     package convenience init(store: CredentialStore, lifetime: Duration) {
         self.init(lifetime: lifetime) { appId in
             if let entry = try await store.activeCredential(appId: appId) { return .active(entry) }
-            return try await store.appIsDeleted(appId: appId) ? .appDeleted : .none
+            return try await store.appIsDeleted(appId: appId) ? .appDeleted : .missing
         }
     }
 

@@ -81,7 +81,7 @@ final class ProviderCredentials<Parsed: Sendable>: Sendable {
         let entry: AppCredentialCache.Entry
         switch credentials {
         case .active(let active): entry = active
-        case .none: return .stop(.credentialRejected(reason: "NoCredentials", credential: Self.appKey(appId)))
+        case .missing: return .stop(.credentialRejected(reason: "NoCredentials", credential: Self.appKey(appId)))
         case .appDeleted: return .stop(.failed(reason: Self.appDeletedReason))
         }
         let fingerprint = entry.reference.fingerprint

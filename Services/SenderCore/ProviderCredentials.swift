@@ -71,9 +71,19 @@ final class ProviderCredentials<Parsed: Sendable>: Sendable {
 
     private static func appKey(_ appId: UUID) -> String { "app:\(appId.lowercaseText)" }
 
-    /// Checks the app's entry (nil: it has none) against the suspensions and parses it once.
-    private func resolve(_ entry: AppCredentialCache.Entry?, appId: UUID) -> Lookup {
-        guard let entry else { return .stop(.credentialRejected(reason: "NoCredentials", credential: Self.appKey(appId))) }
+    /// The `MessageFailed` reason of a message whose app was deleted.
+    static var appDeletedReason: String { "app-deleted" }
+
+    /// Checks the app's credentials against the suspensions and parses them once. An app
+    /// without credentials is a configuration error (the queue waits for an operator); a deleted
+    /// app's message fails at once, soft, as `app-deleted`: nothing will ever send it.
+    private func resolve(_ credentials: AppCredentialCache.Credentials, appId: UUID) -> Lookup {
+        let entry: AppCredentialCache.Entry
+        switch credentials {
+        case .active(let active): entry = active
+        case .missing: return .stop(.credentialRejected(reason: "NoCredentials", credential: Self.appKey(appId)))
+        case .appDeleted: return .stop(.failed(reason: Self.appDeletedReason))
+        }
         let fingerprint = entry.reference.fingerprint
         if !suspensions.isEmpty, let until = suspensions.suspendedUntil(fingerprint, now: now()) {
             return .stop(.deferred(reason: "credentials-suspended", until: until))

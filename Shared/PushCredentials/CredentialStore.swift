@@ -50,6 +50,14 @@ package struct CredentialStore: Sendable {
         return nil
     }
 
+    /// Whether the app was deleted (`push.deleted_apps`, kept by the catalog projection from
+    /// `AppDeleted`): its credentials are gone for good, not merely missing yet.
+    package func appIsDeleted(appId: UUID) async throws -> Bool {
+        let rows = try await postgres.query("SELECT EXISTS (SELECT 1 FROM push.deleted_apps WHERE app_id = \(appId))", logger: logger)
+        for try await deleted in rows.decode(Bool.self) { return deleted }
+        return false
+    }
+
     /// The app's active secret, decrypted (nil when it has none).
     package func active(appId: UUID) async throws -> ProviderSecret? {
         try await activeCredential(appId: appId)?.secret

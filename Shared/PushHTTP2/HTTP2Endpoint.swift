@@ -239,7 +239,7 @@ package final class HTTP2Endpoint: Sendable {
         let serverHostname = isAddress ? nil : origin.host
         ClientBootstrap(group: self.eventLoop)
             .connectTimeout(configuration.connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations

@@ -388,5 +388,29 @@ package enum Migrations {
                 """,
                 "CREATE INDEX tracking_log_broad_log_id ON push.tracking_log (broad_log_id) WHERE broad_log_id IS NOT NULL",
             ]),
+        Migration(
+            version: 9, name: "deleted apps",
+            statements: [
+                """
+                CREATE TABLE push.deleted_apps (
+                    app_id     uuid        PRIMARY KEY,
+                    deleted_at timestamptz NOT NULL
+                )
+                """,
+                """
+                COMMENT ON TABLE push.deleted_apps IS
+                    'Apps an AppDeleted removed, from push.catalog (the catalog projection): the senders fail such an app''s queued messages as app-deleted, and later definitions of it are ignored'
+                """,
+                """
+                CREATE TABLE push.subscription_deleted_apps (
+                    app_id     uuid        PRIMARY KEY,
+                    deleted_at timestamptz NOT NULL
+                )
+                """,
+                """
+                COMMENT ON TABLE push.subscription_deleted_apps IS
+                    'Apps whose AppDeleted the subscriptions projection applied (it reads push.catalog too): their rows of push.subscriptions are deleted and later registrations of them ignored, in whatever order the two topics are read'
+                """,
+            ]),
     ]
 }

@@ -25,7 +25,12 @@ struct APNSSenderHarness: SenderHarness {
     let environment: [String: String]
     let configuration: RuntimeConfiguration
     let postgres: PostgresClient
+    /// The APNs simulator at `APNS_PRODUCTION_URL` (and at `APNS_SANDBOX_URL` too, unless the
+    /// harness was made with `separateSandbox`).
     let simulator: SimulatorServer
+    /// The simulator at `APNS_SANDBOX_URL`: `simulator` itself, or a second one on its own port.
+    let sandboxSimulator: SimulatorServer
+    /// The harness's app, in the `production` environment.
     let appId: UUID
     /// The .p8 key the simulator trusts (the app's first credential).
     let validKey: P256.Signing.PrivateKey
@@ -45,23 +50,36 @@ struct APNSSenderHarness: SenderHarness {
 
     /// Starts the simulator and PostgreSQL client, creates the topics and the app, runs `body`.
     /// `clientCAs` (PEM) turn on the simulator's certificate auth beside token auth.
+    /// `separateSandbox` starts a second simulator (same key, same TLS certificate, its own port)
+    /// for `APNS_SANDBOX_URL`, so a test can tell which host each message reached.
     static func with<T: Sendable>(
-        settings: [String: String] = [:], maxConcurrentStreams: Int = 1000, clientCAs: [String] = [],
+        settings: [String: String] = [:], maxConcurrentStreams: Int = 1000, clientCAs: [String] = [], separateSandbox: Bool = false,
         _ body: @Sendable (APNSSenderHarness) async throws -> T
     ) async throws -> T {
         let suffix = String(UUID().uuidString.prefix(8).lowercased())
         let key = P256.Signing.PrivateKey()
-        let simulator = try await APNsSimulatorServer.start(
-            server: SimulatorServer.Configuration(tls: try SimulatorTLS.generated()),
-            apns: APNsBehaviour.Configuration(
-                allowedTopics: [topic],
-                signingKeys: [APNsProviderTokenVerifier.SigningKey(teamID: teamId, keyID: keyId, publicKey: key.publicKey)],
-                clientCertificateCAs: clientCAs
-            ),
-            limits: SimulatorLimits(maxConcurrentStreams: maxConcurrentStreams, logCapacity: 200_000),
-            group: MultiThreadedEventLoopGroup.singleton,
-            logger: Logger(label: "apns-simulator")
-        )
+        let tls = try SimulatorTLS.generated()
+        func startSimulator() async throws -> SimulatorServer {
+            try await APNsSimulatorServer.start(
+                server: SimulatorServer.Configuration(tls: tls),
+                apns: APNsBehaviour.Configuration(
+                    allowedTopics: [topic],
+                    signingKeys: [APNsProviderTokenVerifier.SigningKey(teamID: teamId, keyID: keyId, publicKey: key.publicKey)],
+                    clientCertificateCAs: clientCAs
+                ),
+                limits: SimulatorLimits(maxConcurrentStreams: maxConcurrentStreams, logCapacity: 200_000),
+                group: MultiThreadedEventLoopGroup.singleton,
+                logger: Logger(label: "apns-simulator")
+            )
+        }
+        let simulator = try await startSimulator()
+        let sandboxSimulator: SimulatorServer
+        do {
+            sandboxSimulator = separateSandbox ? try await startSimulator() : simulator
+        } catch {
+            try? await simulator.shutdown()
+            throw error
+        }
         let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("apns-ca-\(suffix).pem").path
         try #require(simulator.caCertificatePEM).write(toFile: caFile, atomically: true, encoding: .utf8)
 
@@ -73,7 +91,7 @@ struct APNSSenderHarness: SenderHarness {
             settings: [
                 "APNS_SENDER_GROUP": "test.apns-sender.\(suffix)",
                 "APNS_PRODUCTION_URL": "https://127.0.0.1:\(simulator.port)",
-                "APNS_SANDBOX_URL": "https://127.0.0.1:\(simulator.port)",
+                "APNS_SANDBOX_URL": "https://127.0.0.1:\(sandboxSimulator.port)",
                 "APNS_CA_FILE": caFile,
                 "APNS_SENDER_RETRY_BASE_MS": "100",
                 "APNS_SENDER_RETRY_MAX_MS": "400",
@@ -86,32 +104,55 @@ struct APNSSenderHarness: SenderHarness {
         let catalog = configuration.topics
         try await Self.createTopics(
             [catalog.apnsMessages, catalog.apnsRetries, catalog.messageResults, catalog.subscriptions], configuration: configuration, logger: logger)
-        return try await Self.withPostgres(configuration: configuration, simulator: simulator, logger: logger) { postgres in
-            let harness = APNSSenderHarness(
-                suffix: suffix, environment: environment, configuration: configuration, postgres: postgres,
-                simulator: simulator, appId: UUID(), validKey: key, logger: logger
-            )
-            try await harness.createApp(key: key)
-            return try await body(harness)
+        do {
+            let result = try await Self.withPostgres(configuration: configuration, simulator: simulator, logger: logger) { postgres in
+                let harness = APNSSenderHarness(
+                    suffix: suffix, environment: environment, configuration: configuration, postgres: postgres,
+                    simulator: simulator, sandboxSimulator: sandboxSimulator, appId: UUID(), validKey: key, logger: logger
+                )
+                try await harness.createApp(key: key)
+                return try await body(harness)
+            }
+            if separateSandbox { try await sandboxSimulator.shutdown() }
+            return result
+        } catch {
+            if separateSandbox { try? await sandboxSimulator.shutdown() }
+            throw error
         }
     }
 
     /// An iOS app of a new service with `key` as its active APNs token credential.
     func createApp(key: P256.Signing.PrivateKey) async throws {
         let serviceId = try await createService()
-        try await postgres.query(
-            """
-            INSERT INTO push.apps (app_id, service_id, integration_key, platform, environment, label, bundle_id, created_at, updated_at)
-            VALUES (\(appId), \(serviceId), \("key-\(suffix)"), 'ios', 'production', 'Test app', \(Self.topic), now(), now())
-            """,
-            logger: logger
-        )
+        try await insertApp(appId: appId, serviceId: serviceId, environment: "production", integrationKey: "key-\(suffix)")
         try await setCredential(teamId: Self.teamId, keyId: Self.keyId, key: key)
     }
 
+    /// Another iOS app of the harness app's service, in `environment` (`sandbox`|`production`),
+    /// with the harness's valid key as its active credential.
+    func addApp(environment: String) async throws -> UUID {
+        let rows = try await postgres.query("SELECT service_id FROM push.apps WHERE app_id = \(appId)", logger: logger)
+        var serviceId: UUID?
+        for try await id in rows.decode(UUID.self) { serviceId = id }
+        let app = UUID()
+        try await insertApp(appId: app, serviceId: try #require(serviceId), environment: environment, integrationKey: "key-\(suffix)-\(app)")
+        try await setCredential(teamId: Self.teamId, keyId: Self.keyId, key: validKey, appId: app)
+        return app
+    }
+
+    private func insertApp(appId: UUID, serviceId: UUID, environment: String, integrationKey: String) async throws {
+        try await postgres.query(
+            """
+            INSERT INTO push.apps (app_id, service_id, integration_key, platform, environment, label, bundle_id, created_at, updated_at)
+            VALUES (\(appId), \(serviceId), \(integrationKey), 'ios', \(environment), 'Test app', \(Self.topic), now(), now())
+            """,
+            logger: logger
+        )
+    }
+
     /// Stores a new APNs token credential and makes it the app's active one (what the admin API does).
-    func setCredential(teamId: String, keyId: String, key: P256.Signing.PrivateKey) async throws {
-        try await setCredential(["kind": "apns-token", "teamId": teamId, "keyId": keyId, "privateKey": key.pemRepresentation])
+    func setCredential(teamId: String, keyId: String, key: P256.Signing.PrivateKey, appId: UUID? = nil) async throws {
+        try await setCredential(["kind": "apns-token", "teamId": teamId, "keyId": keyId, "privateKey": key.pemRepresentation], appId: appId)
     }
 
     /// Stores a PEM client certificate and key as the app's active `apns-certificate` credential.
@@ -134,10 +175,15 @@ struct APNSSenderHarness: SenderHarness {
         }
     }
 
-    func message(token: String, validFor seconds: TimeInterval = 3600, deliveryId: String = "d-test", collapseId: String? = nil) -> APNSMessagePlanned {
+    /// A planned message for the harness's app, or for `app` in `environment` (the planner copies
+    /// the app's environment into each message).
+    func message(
+        token: String, validFor seconds: TimeInterval = 3600, deliveryId: String = "d-test", collapseId: String? = nil,
+        app: UUID? = nil, environment: String = "production"
+    ) -> APNSMessagePlanned {
         let messageId = UUID()
         return APNSMessagePlanned(
-            messageId: messageId, broadLogId: nil, deliveryId: deliveryId, appId: appId, registrationToken: token, environment: "production",
+            messageId: messageId, broadLogId: nil, deliveryId: deliveryId, appId: app ?? appId, registrationToken: token, environment: environment,
             credential: nil, topic: Self.topic, pushType: "alert", priority: 10, collapseId: collapseId,
             payload: #"{"aps":{"alert":{"title":"Hello","body":"World"}},"_mId":"\#(messageId.uuidString.lowercased())","_dId":"\#(deliveryId)"}"#,
             validUntil: Date().addingTimeInterval(seconds), attempt: 1, plannedAt: Date()

@@ -115,6 +115,58 @@ struct APNSSenderTests {
         }
     }
 
+    @Test("a sandbox app's message reaches only the APNS_SANDBOX_URL host, a production app's only the APNS_PRODUCTION_URL host")
+    func environmentPicksTheHost() async throws {
+        try await APNSSenderHarness.with(separateSandbox: true) { h in
+            // The harness's app is a production app; this one a sandbox app of the same service.
+            let sandboxApp = try await h.addApp(environment: "sandbox")
+            let production = h.message(token: APNSSenderHarness.token())
+            let sandbox = h.message(token: APNSSenderHarness.token(), app: sandboxApp, environment: "sandbox")
+            try await h.publish([production, sandbox])
+            let results = try await h.withSender { try await h.waitForResults(2) }
+            #expect(results.byMessageId[production.messageId.uuidString.lowercased()]?.type == "MessageSent")
+            #expect(results.byMessageId[sandbox.messageId.uuidString.lowercased()]?.type == "MessageSent")
+            let atProduction = h.simulator.state.notifications()
+            let atSandbox = h.sandboxSimulator.state.notifications()
+            #expect(atProduction.map(\.mId) == [production.messageId.uuidString.lowercased()])
+            #expect(atProduction.map(\.token) == [production.registrationToken])
+            #expect(atSandbox.map(\.mId) == [sandbox.messageId.uuidString.lowercased()])
+            #expect(atSandbox.map(\.token) == [sandbox.registrationToken])
+        }
+    }
+
+    @Test("messages queued for a deleted app, new or retried, fail soft as app-deleted at once; another app's are sent")
+    func deletedApp() async throws {
+        try await APNSSenderHarness.with { h in
+            let other = try await h.addApp(environment: "production")
+            var queued = (0..<5).map { _ in h.message(token: APNSSenderHarness.token()) }
+            var retried = h.message(token: APNSSenderHarness.token())
+            retried.attempt = 2
+            let kept = (0..<2).map { _ in h.message(token: APNSSenderHarness.token(), app: other) }
+            // The harness's app is deleted (what the catalog projection does with AppDeleted)
+            // while its messages wait on the message and retry topics.
+            try await h.deleteApp(h.appId)
+            try await h.publish(queued + kept)
+            try await h.publish([retried], to: h.retryTopic)
+            queued.append(retried)
+            let results = try await h.withSender { try await h.waitForResults(8) }
+            let byId = results.byMessageId
+            for message in queued {
+                let result = try #require(byId[message.messageId.uuidString.lowercased()])
+                #expect(result.type == "MessageFailed")
+                #expect(result.failureType == "soft")
+                #expect(result.reason == "app-deleted")
+                #expect(h.simulator.state.notifications(token: message.registrationToken).isEmpty)
+            }
+            for message in kept {
+                #expect(byId[message.messageId.uuidString.lowercased()]?.type == "MessageSent")
+                #expect(h.simulator.state.notifications(token: message.registrationToken).count == 1)
+            }
+            // Failed once each, never retried.
+            #expect(try await h.records(h.retryTopic.name).count == 1)
+        }
+    }
+
     @Test("a refused key fails a few messages, the rest wait; after a rotation they are sent")
     func credentialRejectedThenRotated() async throws {
         // A cool-down well above the time the rotation takes to reach the sender (the first

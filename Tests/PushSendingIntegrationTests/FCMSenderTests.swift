@@ -81,6 +81,23 @@ struct FCMSenderTests {
             }
         }
     }
+
+    @Test("messages queued for a deleted app fail soft as app-deleted, nothing reaches FCM")
+    func deletedApp() async throws {
+        try await FCMSenderHarness.with { h in
+            let queued = (0..<3).map { _ in h.message(token: "token-\(UUID())") }
+            try await h.deleteApp(h.appId)
+            try await h.publish(queued)
+            let results = try await h.withSender { try await h.waitForResults(queued.count).byMessageId }
+            for message in queued {
+                let result = try #require(results[message.messageId.uuidString.lowercased()])
+                #expect(result.type == "MessageFailed")
+                #expect(result.failureType == "soft")
+                #expect(result.reason == "app-deleted")
+            }
+            #expect(h.delivered == 0)
+        }
+    }
 }
 
 /// Wall-clock time plus an offset the test moves forward (the sender's and the FCM client's clock).

@@ -118,9 +118,10 @@ extension SenderHarness {
         return serviceId
     }
 
-    /// Seals `secret` (the admin API's credential body, with its `kind`) and makes it the app's
-    /// active credential.
-    func setCredential(_ secret: [String: String]) async throws {
+    /// Seals `secret` (the admin API's credential body, with its `kind`) and makes it the active
+    /// credential of `appId` (the harness's app when nil).
+    func setCredential(_ secret: [String: String], appId: UUID? = nil) async throws {
+        let appId = appId ?? self.appId
         let cipher = try #require(try CredentialCipher.fromEnvironment(environment))
         let kind = try #require(secret["kind"])
         let sealedSecret = try JSONSerialization.data(withJSONObject: secret)
@@ -138,6 +139,17 @@ extension SenderHarness {
             "UPDATE push.apps SET credential_id = \(credentialId), credential_kind = \(kind), credential_fingerprint = \(fingerprint), credential_updated_at = now() WHERE app_id = \(appId)",
             logger: logger
         )
+    }
+
+    /// What the catalog projection does with an `AppDeleted` (docs/registration.md): the app's
+    /// row and sealed credentials deleted, the app recorded in `push.deleted_apps`, in one
+    /// transaction.
+    func deleteApp(_ appId: UUID) async throws {
+        try await postgres.withTransaction(logger: logger) { connection in
+            try await connection.query("DELETE FROM push.apps WHERE app_id = \(appId)", logger: logger)
+            try await connection.query("DELETE FROM push.app_credentials WHERE app_id = \(appId)", logger: logger)
+            try await connection.query("INSERT INTO push.deleted_apps (app_id, deleted_at) VALUES (\(appId), now())", logger: logger)
+        }
     }
 
     // MARK: the sender
@@ -194,11 +206,12 @@ extension SenderHarness {
 
     // MARK: messages in, what reached the simulator, what was published
 
-    /// Publishes messages on the run's message topic as the planner does.
-    func publish(_ messages: [Message]) async throws {
+    /// Publishes messages on the run's message topic as the planner does (or on `topic`, such
+    /// as the retry topic, as a sender does).
+    func publish(_ messages: [Message], to topic: TopicDefinition? = nil) async throws {
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
         let records = try messages.map { message in
-            try KafkaProducerRecord(topic: messageTopic.name, event: EventEnvelope(key: message.recordKey, payload: message))
+            try KafkaProducerRecord(topic: (topic ?? messageTopic).name, event: EventEnvelope(key: message.recordKey, payload: message))
         }
         for result in await producer.send(records) { _ = try result.get() }
         await producer.close()

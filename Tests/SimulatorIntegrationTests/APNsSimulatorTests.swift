@@ -198,6 +198,35 @@ struct APNsSimulatorTests {
         }
     }
 
+    @Test("iat as a JSON number or as a numeric string (APNSwift's form) is accepted; any other iat is InvalidProviderToken")
+    func issuedAtForms() async throws {
+        try await self.start().run { simulator in
+            let client = try await simulator.client()
+            func push(iatJSON: String) async throws -> TestResponse {
+                try await client.send(
+                    "POST", "/3/device/\(Fixtures.deviceToken())",
+                    headers: Fixtures.apnsHeaders(token: try Fixtures.providerToken(key: self.key, iatJSON: iatJSON)),
+                    json: Fixtures.alertPayload()
+                )
+            }
+            for garbage in [#""soon""#, #""1700000000abc""#, #""""#, #"" 1700000000""#, #""-1700000000""#, "null", #"{"t":1}"#] {
+                let refused = try await push(iatJSON: garbage)
+                #expect(refused.status == 403 && refused.reason == "InvalidProviderToken", "iat \(garbage)")
+            }
+            let now = Int(Date().timeIntervalSince1970)
+            // The string form is read as the time it says: two hours old is expired...
+            let old = try await push(iatJSON: "\"\(now - 7200)\"")
+            #expect(old.status == 403 && old.reason == "ExpiredProviderToken")
+            // ...50 minutes old is accepted, and so is a number 50 minutes later (a proper refresh).
+            let asString = try await push(iatJSON: "\"\(now - 3000)\"")
+            #expect(asString.status == 200, "iat as a string: \(asString.status) \(asString.reason ?? "")")
+            let asNumber = try await push(iatJSON: "\(now)")
+            #expect(asNumber.status == 200, "iat as a number: \(asNumber.status) \(asNumber.reason ?? "")")
+            #expect(simulator.state.notifications().count == 2)
+            await client.close()
+        }
+    }
+
     @Test("one stream until a request with a valid token succeeds, then a SETTINGS frame raises the limit")
     func streamLimitRaisedAfterFirstSuccess() async throws {
         try await self.start(maxConcurrentStreams: 50).run { simulator in

@@ -196,7 +196,7 @@ enum ProjectionKind: String, CaseIterable, ExpressibleByArgument, Sendable {
     func topics(_ catalog: TopicCatalog) -> [String] {
         switch self {
         case .catalog: [catalog.catalog.name]
-        case .subscriptions: [catalog.subscriptions.name]
+        case .subscriptions: SubscriptionProjection(name: group(), topic: catalog.subscriptions.name, catalogTopic: catalog.catalog.name).topics
         case .deliveries: [catalog.deliveryEvents.name]
         case .broadLog: BroadLogProjection(name: group(), catalog: catalog).topics
         case .trackingLog: [catalog.tracking.name]
@@ -219,7 +219,7 @@ enum ProjectionKind: String, CaseIterable, ExpressibleByArgument, Sendable {
         }
         return switch self {
         case .catalog: make(CatalogProjection(name: name, topic: topics.catalog.name))
-        case .subscriptions: make(SubscriptionProjection(name: name, topic: topics.subscriptions.name))
+        case .subscriptions: make(SubscriptionProjection(name: name, topic: topics.subscriptions.name, catalogTopic: topics.catalog.name))
         case .deliveries: make(DeliveryProjection(name: name, topic: topics.deliveryEvents.name))
         case .broadLog: make(BroadLogProjection(name: name, catalog: topics))
         case .trackingLog: make(TrackingLogProjection(name: name, topic: topics.tracking.name))

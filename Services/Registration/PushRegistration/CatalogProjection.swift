@@ -8,6 +8,12 @@ import PushStore
 /// Keeps `push.services` and `push.apps` from `push.catalog` (one partition: admin changes
 /// apply in the order they were made).
 ///
+/// `AppDeleted` deletes the app's row, deletes its sealed credentials from
+/// `push.app_credentials` and records the app in `push.deleted_apps` (the senders fail its queued
+/// messages as `app-deleted`); a deletion is final: an `AppDefined` or `AppCredentialsSet` of a
+/// deleted app that comes later (an update racing the delete) is ignored, and credentials stored
+/// for it meanwhile are deleted. All of it is a function of the topic, so a replay gets there too.
+///
 /// A definition that would take a service name or an integration key another service or app
 /// holds (two admin instances racing) is not applied, so the projection never stalls on a
 /// unique constraint; the admin API checks uniqueness before it publishes.
@@ -16,7 +22,7 @@ package struct CatalogProjection: EnvelopeProjection {
         case serviceDefined(ServiceDefined, Date)
         case serviceDeleted(ServiceDeleted)
         case appDefined(AppDefined, Date)
-        case appDeleted(AppDeleted)
+        case appDeleted(AppDeleted, Date)
         case credentialsSet(AppCredentialsSet, Date)
     }
 
@@ -31,7 +37,7 @@ package struct CatalogProjection: EnvelopeProjection {
         decoder.register(ServiceDefined.self) { event, metadata in .serviceDefined(event, metadata.occurredAt) }
         decoder.register(ServiceDeleted.self) { event, _ in .serviceDeleted(event) }
         decoder.register(AppDefined.self) { event, metadata in .appDefined(event, metadata.occurredAt) }
-        decoder.register(AppDeleted.self) { event, _ in .appDeleted(event) }
+        decoder.register(AppDeleted.self) { event, metadata in .appDeleted(event, metadata.occurredAt) }
         decoder.register(AppCredentialsSet.self) { event, metadata in .credentialsSet(event, metadata.occurredAt) }
         self.decoder = decoder
     }
@@ -71,6 +77,7 @@ package struct CatalogProjection: EnvelopeProjection {
                     SELECT \(app.appId), \(app.serviceId), \(app.integrationKey), \(app.platform.rawValue), \(app.environment), \(app.label),
                            \(app.bundleId), \(app.fcmProjectId), \(variables)::jsonb, \(sounds)::jsonb, \(parameters)::jsonb, \(at), \(at)
                     WHERE NOT EXISTS (SELECT 1 FROM push.apps WHERE integration_key = \(app.integrationKey) AND app_id <> \(app.appId))
+                      AND NOT EXISTS (SELECT 1 FROM push.deleted_apps WHERE app_id = \(app.appId))
                     ON CONFLICT (app_id) DO UPDATE SET
                         service_id = excluded.service_id, integration_key = excluded.integration_key, platform = excluded.platform,
                         environment = excluded.environment, label = excluded.label, bundle_id = excluded.bundle_id,
@@ -88,8 +95,21 @@ package struct CatalogProjection: EnvelopeProjection {
                     """,
                     logger: logger
                 )
-            case .appDeleted(let deleted):
+                // Credentials stored for an app deleted meanwhile (a rotation racing the delete).
+                try await connection.query(
+                    """
+                    DELETE FROM push.app_credentials
+                    WHERE app_id = \(credentials.appId) AND EXISTS (SELECT 1 FROM push.deleted_apps WHERE app_id = \(credentials.appId))
+                    """,
+                    logger: logger
+                )
+            case .appDeleted(let deleted, let at):
                 try await connection.query("DELETE FROM push.apps WHERE app_id = \(deleted.appId)", logger: logger)
+                try await connection.query("DELETE FROM push.app_credentials WHERE app_id = \(deleted.appId)", logger: logger)
+                try await connection.query(
+                    "INSERT INTO push.deleted_apps (app_id, deleted_at) VALUES (\(deleted.appId), \(at)) ON CONFLICT (app_id) DO NOTHING",
+                    logger: logger
+                )
             }
         }
     }

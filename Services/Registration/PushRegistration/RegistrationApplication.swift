@@ -69,7 +69,8 @@ package enum RegistrationApplication {
             logger: logger
         )
         let subscriptions = ProjectionRunner(
-            projection: SubscriptionProjection(name: projections.subscriptions, topic: configuration.topics.subscriptions.name),
+            projection: SubscriptionProjection(
+                name: projections.subscriptions, topic: configuration.topics.subscriptions.name, catalogTopic: configuration.topics.catalog.name),
             postgres: postgres, consumer: consumer,
             deadLetters: DeadLetterPublisher(producer: deadLetterProducer, catalog: configuration.topics, group: projections.subscriptions),
             logger: logger

@@ -5,31 +5,60 @@ import PostgresNIO
 import PushEvents
 import PushStore
 
-/// Keeps `push.subscriptions` from `push.subscriptions`: one row per app + token.
+/// Keeps `push.subscriptions` from `push.subscriptions`: one row per app + token; and reads
+/// `push.catalog` for the apps deleted.
 ///
-/// - `SubscriptionRegistered` upserts the row and clears a quarantine.
+/// - `SubscriptionRegistered` upserts the row and clears a quarantine, unless its app was deleted.
 /// - `SubscriptionDisabled` sets `disabled` unless the device registered again after the
 ///   provider's verdict (`invalidSince` older than `registered_at`).
 /// - `SubscriptionPurged` deletes a disabled row.
+/// - `AppDeleted` (on `push.catalog`) deletes the app's rows and records the app in
+///   `push.subscription_deleted_apps`, this projection's own record, written in its transaction:
+///   a registration of the app read afterwards (published before the deletion reached every
+///   registration instance, or simply read later because the two topics are not read in step) is
+///   ignored. Whatever the interleaving of the two topics, live or replayed, a deleted app ends
+///   with no rows. Other catalog events are not this projection's and are skipped.
 package struct SubscriptionProjection: EnvelopeProjection {
     package enum Event: Sendable {
         case registered(SubscriptionRegistered)
         case disabled(SubscriptionDisabled)
         case purged(SubscriptionPurged)
+        case appDeleted(AppDeleted, Date)
     }
 
     package let name: String
     package let topics: [String]
     package let decoder: EventDecoder<Event>
+    let catalogTopic: String
 
-    package init(name: String = "push-subscriptions-projection", topic: String) {
+    /// `topic` is `push.subscriptions`, `catalogTopic` `push.catalog` (read for `AppDeleted`).
+    package init(name: String = "push-subscriptions-projection", topic: String, catalogTopic: String) {
         self.name = name
-        self.topics = [topic]
+        self.topics = [topic, catalogTopic]
+        self.catalogTopic = catalogTopic
         var decoder = EventDecoder<Event>()
         decoder.register(SubscriptionRegistered.self) { event, _ in .registered(event) }
         decoder.register(SubscriptionDisabled.self) { event, _ in .disabled(event) }
         decoder.register(SubscriptionPurged.self) { event, _ in .purged(event) }
+        decoder.register(AppDeleted.self) { event, metadata in .appDeleted(event, metadata.occurredAt) }
         self.decoder = decoder
+    }
+
+    /// Records of `push.subscriptions` as every envelope projection reads them (a malformed one
+    /// is dead-lettered). A `push.catalog` record this projection cannot read is skipped: the
+    /// catalog projection dead-letters it, once, and neither applies it.
+    package func decode(_ record: KafkaConsumerRecord) throws -> Event? {
+        let decoded: DecodedEvent<Event>
+        do {
+            decoded = try decoder.decode(record.value)
+        } catch {
+            if record.topic == catalogTopic { return nil }
+            throw error
+        }
+        switch decoded {
+        case .known(let event, _): return event
+        case .unknown: return nil
+        }
     }
 
     package func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
@@ -65,6 +94,13 @@ package struct SubscriptionProjection: EnvelopeProjection {
                     "DELETE FROM push.subscriptions WHERE app_id = \(purged.appId) AND registration_token = \(purged.registrationToken) AND disabled",
                     logger: logger
                 )
+            case .appDeleted(let deleted, let at):
+                try await flush()
+                try await connection.query(
+                    "INSERT INTO push.subscription_deleted_apps (app_id, deleted_at) VALUES (\(deleted.appId), \(at)) ON CONFLICT (app_id) DO NOTHING",
+                    logger: logger
+                )
+                try await connection.query("DELETE FROM push.subscriptions WHERE app_id = \(deleted.appId)", logger: logger)
             }
         }
         try await flush()
@@ -89,6 +125,7 @@ package struct SubscriptionProjection: EnvelopeProjection {
                 \(registrations.map(\.osVersion))::text[], \(registrations.map(\.osLanguage))::text[],
                 \(params)::text[], \(registrations.map(\.registeredAt))::timestamptz[]
             ) AS x(a, t, pl, u, i, dn, dm, db, dma, osn, osv, osl, p, r)
+            WHERE NOT EXISTS (SELECT 1 FROM push.subscription_deleted_apps d WHERE d.app_id = x.a)
             ON CONFLICT (app_id, registration_token) DO UPDATE SET
                 platform = excluded.platform, user_key = excluded.user_key, device_imei = excluded.device_imei,
                 device_name = excluded.device_name, device_model = excluded.device_model, device_brand = excluded.device_brand,

@@ -129,12 +129,23 @@ package final class APNsProviderTokenVerifier: Sendable {
             jwt.header["alg"] == "ES256",
             let keyID = jwt.header["kid"],
             let teamID = jwt.string("iss"),
-            let issuedAt = jwt.number("iat"),
+            let issuedAt = Self.issuedAt(of: jwt),
             let key = self.keys["\(teamID):\(keyID)"],
             let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jwt.signature),
             key.publicKey.isValidSignature(signature, for: Data(jwt.signingInput.utf8))
         else { return nil }
-        return Identity(key: "\(teamID):\(keyID)", issuedAt: Int(issuedAt))
+        return Identity(key: "\(teamID):\(keyID)", issuedAt: issuedAt)
+    }
+
+    /// The `iat` claim as APNs reads it: a JSON number or a string of decimal digits (APNSwift
+    /// sends `"iat":"1700000000"`, and APNs accepts it). Anything else (a non-numeric string, a
+    /// missing claim) makes the token invalid.
+    static func issuedAt(of jwt: CompactJWT) -> Int? {
+        if let number = jwt.number("iat"), number.isFinite, abs(number) < 1e15 { return Int(number) }
+        if let text = jwt.string("iat"), !text.isEmpty, text.count <= 15, text.allSatisfy({ $0.isASCII && $0.isNumber }) {
+            return Int(text)
+        }
+        return nil
     }
 }
 

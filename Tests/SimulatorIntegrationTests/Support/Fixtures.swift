@@ -18,15 +18,18 @@ enum Fixtures {
         return prefix + hex.dropFirst(prefix.count)
     }
 
-    /// An APNs provider token (ES256) as a sender would build it.
+    /// An APNs provider token (ES256) as a sender would build it. `iatJSON` replaces the `iat`
+    /// claim's JSON text (`"\"1700000000\""` for the string form APNSwift sends).
     static func providerToken(
         key: P256.Signing.PrivateKey,
         teamID: String = Self.teamID,
         keyID: String = Self.keyID,
-        issuedAt: Date = Date()
+        issuedAt: Date = Date(),
+        iatJSON: String? = nil
     ) throws -> String {
         let header = Base64URL.encode(Data(#"{"alg":"ES256","kid":"\#(keyID)"}"#.utf8))
-        let claims = Base64URL.encode(Data(#"{"iss":"\#(teamID)","iat":\#(Int(issuedAt.timeIntervalSince1970))}"#.utf8))
+        let iat = iatJSON ?? String(Int(issuedAt.timeIntervalSince1970))
+        let claims = Base64URL.encode(Data(#"{"iss":"\#(teamID)","iat":\#(iat)}"#.utf8))
         let signature = try key.signature(for: Data("\(header).\(claims)".utf8))
         return "\(header).\(claims).\(Base64URL.encode(signature.rawRepresentation))"
     }

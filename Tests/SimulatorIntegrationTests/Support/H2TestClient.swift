@@ -127,11 +127,17 @@ final class H2TestClient: Sendable {
         body: [UInt8] = []
     ) async throws -> TestResponse {
         let promise = self.channel.eventLoop.makePromise(of: TestResponse.self)
-        let stream = try await self.multiplexer.createStreamChannel { stream in
-            stream.eventLoop.makeCompletedFuture {
-                try stream.pipeline.syncOperations.addHandler(ResponseCollector(promise: promise))
-            }
-        }.get()
+        let stream: any Channel
+        do {
+            stream = try await self.multiplexer.createStreamChannel { stream in
+                stream.eventLoop.makeCompletedFuture {
+                    try stream.pipeline.syncOperations.addHandler(ResponseCollector(promise: promise))
+                }
+            }.get()
+        } catch {
+            promise.fail(error)  // a promise dropped unfulfilled is a crash in debug builds
+            throw error
+        }
         var requestHeaders = HPACKHeaders([
             (":method", method), (":path", path), (":scheme", "https"), (":authority", "localhost"),
         ])

@@ -335,7 +335,8 @@ let package = Package(
         .testTarget(
             name: "PushSendingIntegrationTests",
             dependencies: [
-                "PushSending", "APNS", "ProviderSimulatorCore", "PushCredentials", "PushRuntime", "PushStore", "PushEvents", "Kafka", "PushTestSupport",
+                "PushSending", "PushPlanning", "APNS", "ProviderSimulatorCore", "PushCredentials", "PushRuntime", "PushStore", "PushEvents", "Kafka",
+                "PushTestSupport",
                 serviceLifecycle, crypto, cryptoExtras, nioPosix, postgresNIO, logging,
             ],
             swiftSettings: swiftSettings

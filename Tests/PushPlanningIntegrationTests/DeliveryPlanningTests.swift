@@ -114,6 +114,69 @@ struct DeliveryPlanningTests {
         }
     }
 
+    /// The payload of a planned message record: the APNs payload, or the FCM `message`.
+    static func payload(of record: KafkaConsumerRecord) throws -> [String: Any] {
+        let envelope = try #require(try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any])
+        let data = try #require(envelope["data"] as? [String: Any])
+        let text = try #require((data["payload"] ?? data["message"]) as? String)
+        return try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    @Test(
+        "payload options: a declared critical-alert sound and FCM notification options reach the records; a badge-only push; an undeclared sound is rejected naming it"
+    )
+    func payloadOptions() async throws {
+        try await PlanningHarness.run { h in
+            let (service, apps) = try await h.defineService(sounds: ["gate-chime.caf"])
+            let (ios, android) = (apps[0], apps[1])
+            try await h.addSubscriptions(ios, count: 3)
+            try await h.addSubscriptions(android, count: 3)
+            let options = ##"""
+                {"title": "Gate changed", "subtitle": "TP 1234", "body": "Boarding at B12",
+                 "ios": {"sound": {"critical": true, "name": "gate-chime.caf", "volume": 0.8}},
+                 "android": {"mode": "notification", "channelId": "flights", "image": "https://example.com/b12.png", "icon": "ic_flight",
+                             "color": "#0a6ebd", "sound": "default", "tag": "gate", "clickAction": "OPEN_FLIGHT"}}
+                """##
+            try await h.publishRequest(requestJSON(requestId: "options-\(h.suffix)", service: service, content: options))
+            try await h.publishRequest(
+                requestJSON(requestId: "badge-\(h.suffix)", service: service, apps: [ios.integrationKey], content: #"{"ios": {"badge": 5}}"#))
+            try await h.publishRequest(
+                requestJSON(requestId: "horn-\(h.suffix)", service: service, content: #"{"body": "x", "ios": {"sound": "horn.caf"}}"#))
+            let optionsId = try await h.waitPlanned("options-\(h.suffix)")
+            let badgeId = try await h.waitPlanned("badge-\(h.suffix)")
+
+            let records = try await h.messageRecords()
+            let apns = try records.filter { $0.topic == h.topics.apnsMessages.name && $0.headers.string("push-delivery-id") == optionsId }.map(Self.payload)
+            let fcm = try records.filter { $0.topic == h.topics.fcmMessages.name }.map(Self.payload)
+            #expect(apns.count == 3 && fcm.count == 3)
+            for payload in apns {
+                let aps = try #require(payload["aps"] as? [String: Any])
+                let sound = try #require(aps["sound"] as? [String: Any])
+                #expect(sound["critical"] as? Int == 1 && sound["name"] as? String == "gate-chime.caf" && sound["volume"] as? Double == 0.8)
+                #expect(sound.count == 3)
+            }
+            for message in fcm {
+                #expect(message["notification"] as? [String: String] == ["title": "Gate changed", "body": "Boarding at B12"])
+                #expect(
+                    (message["android"] as? [String: Any])?["notification"] as? [String: String] == [
+                        "channel_id": "flights", "image": "https://example.com/b12.png", "icon": "ic_flight", "color": "#0a6ebd", "sound": "default",
+                        "tag": "gate", "click_action": "OPEN_FLIGHT",
+                    ])
+            }
+            let badges = try records.filter { $0.headers.string("push-delivery-id") == badgeId }.map(Self.payload)
+            #expect(badges.count == 3)
+            for payload in badges { #expect(payload["aps"] as? [String: Int] == ["badge": 5]) }
+
+            try await h.eventually("the undeclared sound rejected") {
+                try await h.deliveryEvents().contains { event in
+                    event["type"] as? String == "DeliveryRejected"
+                        && ((event["data"] as? [String: Any])?["reason"] as? String)?.contains(
+                            "content.ios.sound 'horn.caf' is not declared by iOS app '\(ios.integrationKey)' (declared: gate-chime.caf") == true
+                }
+            }
+        }
+    }
+
     @Test("audience userKeys and where (equality on subscription params), limited to a subset of apps")
     func audienceForms() async throws {
         try await PlanningHarness.run { h in

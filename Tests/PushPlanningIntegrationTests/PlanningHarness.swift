@@ -123,7 +123,10 @@ struct PlanningHarness: Sendable {
     }
 
     /// A service with one app per platform given, each declaring `variables`.
-    func defineService(platforms: [String] = ["ios", "android"], variables: [String] = ["url", "mediaUrl"]) async throws -> (name: String, apps: [TestApp]) {
+    /// A service with one app per platform; `sounds` are the sound files its iOS app declares.
+    func defineService(platforms: [String] = ["ios", "android"], variables: [String] = ["url", "mediaUrl"], sounds: [String] = []) async throws -> (
+        name: String, apps: [TestApp]
+    ) {
         let serviceId = UUID()
         let name = "svc-\(suffix)-\(serviceId.uuidString.prefix(6).lowercased())"
         try await postgres.query(
@@ -131,15 +134,18 @@ struct PlanningHarness: Sendable {
             logger: logger
         )
         let declared = String(decoding: try JSONEncoder().encode(variables), as: UTF8.self)
+        let declaredSounds = String(decoding: try JSONEncoder().encode(sounds.map { ["name": $0, "label": $0] }), as: UTF8.self)
         var apps: [TestApp] = []
         for platform in platforms {
             let appId = UUID()
             let key = "key-\(appId.uuidString.prefix(13).lowercased())"
             try await postgres.query(
                 """
-                INSERT INTO push.apps (app_id, service_id, integration_key, platform, environment, label, bundle_id, fcm_project_id, variables, created_at, updated_at)
+                INSERT INTO push.apps (app_id, service_id, integration_key, platform, environment, label, bundle_id, fcm_project_id, variables, sounds,
+                                       created_at, updated_at)
                 VALUES (\(appId), \(serviceId), \(key), \(platform), 'production', 'Test app',
-                        \(platform == "ios" ? "com.example.trips" : nil), \(platform == "android" ? "example-project" : nil), \(declared)::jsonb, now(), now())
+                        \(platform == "ios" ? "com.example.trips" : nil), \(platform == "android" ? "example-project" : nil), \(declared)::jsonb,
+                        \(platform == "ios" ? declaredSounds : "[]")::jsonb, now(), now())
                 """,
                 logger: logger
             )

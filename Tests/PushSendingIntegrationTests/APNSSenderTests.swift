@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import ProviderSimulatorCore
 import PushEvents
+import PushPlanning
 import PushSending
 import Testing
 
@@ -57,6 +58,39 @@ struct APNSSenderTests {
             #expect(
                 dlq.first?.headers.contains { $0.name == "dlq.reason" && String(decoding: $0.value ?? [], as: UTF8.self).contains("malformed_envelope") }
                     == true)
+        }
+    }
+
+    @Test("the planner's critical-alert sound, badge-only and sound-only notifications are accepted by APNs (the simulator) and arrive with their _mId")
+    func plannerOptions() async throws {
+        try await APNSSenderHarness.with { h in
+            let app = PlanningApp(
+                appId: h.appId, integrationKey: "ios", platform: .ios, environment: "production", bundleId: APNSSenderHarness.topic, fcmProjectId: nil,
+                variables: [], sounds: ["gate.caf"], credential: nil)
+            let contents: [(DeliveryRequest.Content, Int32)] = [
+                (.init(title: "Gate changed", body: "Boarding at B12", ios: .init(sound: .dictionary(name: "gate.caf", critical: true, volume: 0.8))), 801),
+                (.init(ios: .init(badge: 5)), 802),
+                (.init(ios: .init(sound: "default")), 803),
+            ]
+            var messages: [APNSMessagePlanned] = []
+            for (content, broadLogId) in contents {
+                guard
+                    case .apns(let message) = try PlannerBuiltMessages.message(
+                        app: app, token: APNSSenderHarness.token(), content: content, broadLogId: broadLogId)
+                else {
+                    Issue.record("not an APNs message")
+                    return
+                }
+                messages.append(message)
+            }
+            let planned = messages
+            try await h.publish(planned)
+            let results = try await h.withSender { try await h.waitForResults(planned.count).byMessageId }
+            for message in planned {
+                #expect(results[message.messageId.uuidString.lowercased()]?.type == "MessageSent", "\(message.payload)")
+                let logged = h.simulator.state.notifications(mId: String(try #require(message.broadLogId)))
+                #expect(logged.count == 1 && logged.first?.pushType == "alert" && logged.first?.dId == "4127", "\(message.payload)")
+            }
         }
     }
 

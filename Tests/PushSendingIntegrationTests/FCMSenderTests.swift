@@ -1,6 +1,7 @@
 import Foundation
 import ProviderSimulatorCore
 import PushEvents
+import PushPlanning
 import Synchronization
 import Testing
 
@@ -43,6 +44,51 @@ struct FCMSenderTests {
             #expect(Set(disabled) == Set(cases.filter { $0.failureType == "hard" }.map(\.0.registrationToken)))
             // The internal error was tried more than once before expiring.
             #expect(h.simulator.state.counters.byReason["INTERNAL", default: 0] >= 2)
+        }
+    }
+
+    @Test("the planner's notification message with every Android option passes FCM's checks (the simulator's) and arrives with its _mId")
+    func plannerOptions() async throws {
+        try await FCMSenderHarness.with { h in
+            let app = PlanningApp(
+                appId: h.appId, integrationKey: "android", platform: .android, environment: "production", bundleId: nil,
+                fcmProjectId: FCMSenderHarness.project, variables: [], credential: nil)
+            let content = DeliveryRequest.Content(
+                title: "Gate changed", subtitle: "TP 1234", body: "Boarding at B12",
+                android: .init(
+                    mode: "notification", channelId: "flights", image: "https://example.com/b12.png", icon: "ic_flight", color: "#0a6ebd", sound: "default",
+                    tag: "gate", clickAction: "OPEN_FLIGHT"))
+            guard case .fcm(let message) = try PlannerBuiltMessages.message(app: app, token: "token-options-\(UUID())", content: content, broadLogId: 731)
+            else {
+                Issue.record("not an FCM message")
+                return
+            }
+            try await h.publish([message])
+            let results = try await h.withSender { try await h.waitForResults(1).byMessageId }
+            #expect(results[message.messageId.uuidString.lowercased()]?.type == "MessageSent")
+            #expect(h.simulator.state.notifications(mId: "731").count == 1)
+
+            // The referee is strict: FCM refuses what it does not know.
+            var object = try #require(try JSONSerialization.jsonObject(with: Data(message.message.utf8)) as? [String: Any])
+            var android = try #require(object["android"] as? [String: Any])
+            var notification = try #require(android["notification"] as? [String: Any])
+            notification["color"] = "blue"
+            android["notification"] = notification
+            object["android"] = android
+            guard case .failure(let error) = FCMMessageValidator.validate(object) else {
+                Issue.record("a color that is not #rrggbb passes")
+                return
+            }
+            #expect(error.message.contains("message.android.notification.color"))
+            notification["color"] = "#0a6ebd"
+            notification["clickAction2"] = "x"
+            android["notification"] = notification
+            object["android"] = android
+            guard case .failure(let unknown) = FCMMessageValidator.validate(object) else {
+                Issue.record("an unknown android.notification field passes")
+                return
+            }
+            #expect(unknown.message.contains(#"Unknown name "clickAction2""#))
         }
     }
 

@@ -56,6 +56,7 @@ package enum FCMMessageValidator {
                 }
             }
             if let notification = android["notification"] {
+                if case .failure(let error) = self.checkAndroidNotification(notification) { return .failure(error) }
                 payloadBytes += JSON.size(notification)
             }
         }
@@ -65,6 +66,39 @@ package enum FCMMessageValidator {
             return .failure(invalid("Message is too big. The payload is \(payloadBytes) bytes; the limit is \(limit)."))
         }
         return .success(target)
+    }
+
+    /// The fields of FCM v1's `AndroidNotification`, by their proto names; FCM's JSON parser
+    /// also takes each in lowerCamelCase.
+    static let androidNotificationFields: Set<String> = {
+        let names = [
+            "title", "body", "icon", "color", "sound", "tag", "click_action", "body_loc_key", "body_loc_args", "title_loc_key", "title_loc_args",
+            "channel_id", "ticker", "sticky", "event_time", "local_only", "notification_priority", "default_sound", "default_vibrate_timings",
+            "default_light_settings", "vibrate_timings", "visibility", "notification_count", "light_settings", "image", "bypass_proxy_notification",
+            "proxy",
+        ]
+        let camel = names.map { name in
+            let parts = name.split(separator: "_")
+            return String(parts[0]) + parts.dropFirst().map { $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+        }
+        return Set(names + camel)
+    }()
+
+    /// `android.notification`: an object of known fields (FCM refuses an unknown name), its
+    /// `color` in `#rrggbb` form.
+    static func checkAndroidNotification(_ value: Any) -> Result<Void, FCMError> {
+        guard let notification = value as? [String: Any] else { return .failure(invalid("Invalid value at 'message.android.notification'")) }
+        for key in notification.keys.sorted() where !androidNotificationFields.contains(key) {
+            return .failure(invalid("Invalid JSON payload received. Unknown name \"\(key)\" at 'message.android.notification': Cannot find field."))
+        }
+        if let color = notification["color"] {
+            let text = color as? String ?? ""
+            let hex = text.utf8.dropFirst()
+            guard text.first == "#", hex.count == 6, hex.allSatisfy({ $0 < 0x80 && Character(UnicodeScalar($0)).isHexDigit }) else {
+                return .failure(invalid("Invalid value at 'message.android.notification.color': the color must be in the form #rrggbb"))
+            }
+        }
+        return .success(())
     }
 
     /// Data values must be strings and keys must not be reserved; returns the payload bytes.

@@ -92,7 +92,7 @@ let package = Package(
         ),
         .target(
             name: "Kafka",
-            dependencies: ["CRdKafka", nioPosix, logging, metrics, serviceLifecycle],
+            dependencies: ["CRdKafka", "PushWire", nioPosix, logging, metrics, serviceLifecycle],
             path: "Shared/Kafka",
             swiftSettings: swiftSettings
         ),
@@ -295,7 +295,7 @@ let package = Package(
         .testTarget(name: "PushRuntimeUnitTests", dependencies: ["PushRuntime", "PushStore", "Kafka"], swiftSettings: swiftSettings),
         .testTarget(name: "PushHTTP2UnitTests", dependencies: ["PushHTTP2"], swiftSettings: swiftSettings),
         .testTarget(name: "APNSUnitTests", dependencies: ["APNS"], swiftSettings: swiftSettings),
-        .testTarget(name: "FCMUnitTests", dependencies: ["FCM", "PushTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "FCMUnitTests", dependencies: ["FCM", "PushWire", "PushTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "PushRegistrationUnitTests", dependencies: ["PushRegistration", "PushEvents", "PushTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "PushPlanningUnitTests", dependencies: ["PushPlanning", "PushEvents", "PushTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "PushSendingUnitTests", dependencies: ["PushSending", "PushRuntime"], swiftSettings: swiftSettings),
@@ -308,7 +308,7 @@ let package = Package(
         ),
         .testTarget(
             name: "APNSIntegrationTests",
-            dependencies: ["APNS", "ProviderSimulatorCore", nioCore, nioPosix, nioSSL, crypto, logging, metrics, metricsTestKit],
+            dependencies: ["APNS", "ProviderSimulatorCore", "PushTestSupport", nioCore, nioPosix, nioSSL, crypto, logging, metrics, metricsTestKit],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import PushWire
 
 /// FCM's answer to one send, parsed: the name on success, Google's error envelope otherwise.
 package struct FCMResponse: Sendable, Equatable {
@@ -37,7 +38,7 @@ package struct FCMResponse: Sendable, Equatable {
     /// Parses a body and a `Retry-After` value. A body that is not JSON leaves the fields nil, so
     /// the outcome falls back to the HTTP status.
     package init(status: Int, body: some Collection<UInt8>, retryAfterHeader: String?, now: Date = Date()) {
-        self.init(status: status, retryAfter: retryAfterHeader.flatMap { Self.parseRetryAfter($0, now: now) })
+        self.init(status: status, retryAfter: retryAfterHeader.flatMap { RetryAfter.delay($0, now: now) })
         if status == 200, let name = Self.successName(body) {
             self.name = name
             return
@@ -91,21 +92,4 @@ package struct FCMResponse: Sendable, Equatable {
         return String(validating: bytes[start..<end], as: UTF8.self)
     }
 
-    /// `Retry-After` as delta-seconds or an HTTP date (RFC 9110); past dates give zero.
-    package static func parseRetryAfter(_ value: String, now: Date) -> Duration? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = Int(trimmed) {
-            return .seconds(max(0, seconds))
-        }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        for format in ["EEE, dd MMM yyyy HH:mm:ss zzz", "EEEE, dd-MMM-yy HH:mm:ss zzz", "EEE MMM d HH:mm:ss yyyy"] {
-            formatter.dateFormat = format
-            if let date = formatter.date(from: trimmed) {
-                return .seconds(max(0, Int(date.timeIntervalSince(now).rounded(.up))))
-            }
-        }
-        return nil
-    }
 }

@@ -1,6 +1,7 @@
 import CRdKafka
 import Logging
 import NIOPosix
+import PushWire
 
 /// A topic to create: name, partition count, replication factor and topic configuration
 /// (for example `retention.ms` or `cleanup.policy`).
@@ -40,7 +41,7 @@ package final class KafkaAdmin: Sendable {
     /// partition count is not changed: adding partitions would move keys).
     package func createTopics(_ topics: [KafkaTopicSpecification], timeout: Duration = .seconds(30)) async throws(KafkaError) -> [String: KafkaTopicCreation] {
         guard !topics.isEmpty else { return [:] }
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000)
+        let milliseconds = timeout.clampedMilliseconds
         let client = self.client
         do {
             return try await NIOThreadPool.singleton.runIfActive {
@@ -110,7 +111,7 @@ package final class KafkaAdmin: Sendable {
 
     /// Partition count per topic, for the named topics that exist.
     package func partitionCounts(timeout: Duration = .seconds(10)) async throws(KafkaError) -> [String: Int] {
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000)
+        let milliseconds = timeout.clampedMilliseconds
         let client = self.client
         do {
             return try await NIOThreadPool.singleton.runIfActive {

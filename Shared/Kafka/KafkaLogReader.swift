@@ -1,6 +1,7 @@
 import CRdKafka
 import Logging
 import NIOPosix
+import PushWire
 
 /// Reads a topic back outside any consumer group: every partition from a start offset to its
 /// current end.
@@ -25,7 +26,7 @@ package final class KafkaLogReader: Sendable {
     /// The first offset still held (`low`) and the next offset to be written (`high`) of every
     /// partition of `topic`: a partition holds `high - low` records.
     package func watermarks(topic: String, timeout: Duration = .seconds(10)) async throws(KafkaError) -> [Int32: (low: Int64, high: Int64)] {
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000)
+        let milliseconds = timeout.clampedMilliseconds
         let properties = configuration.baseProperties.merging(configuration.properties) { $1 }
         let logger = self.logger
         do {

@@ -1,6 +1,7 @@
 import CRdKafka
 import Logging
 import NIOPosix
+import PushWire
 import ServiceLifecycle
 import Synchronization
 
@@ -214,7 +215,7 @@ package final class KafkaProducer: Service, Sendable {
         guard !isClosed.load(ordering: .acquiring) else { throw .shutDownError }
         let client = acquireClient()
         defer { client.activeSenders.leave() }
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = timeout.clampedMilliseconds
         let err: rd_kafka_resp_err_t
         do {
             err = try await NIOThreadPool.singleton.runIfActive { rd_kafka_flush(client.handle, milliseconds) }

@@ -1,6 +1,7 @@
 import CRdKafka
 import Logging
 import NIOPosix
+import PushWire
 import Synchronization
 
 /// Facts about the librdkafka library loaded at run time.
@@ -26,7 +27,7 @@ package enum KafkaRuntime {
 extension RdKafkaClient {
     /// A metadata request for no topic: cheap, and answers only when a broker is reachable.
     func checkBroker(timeout: Duration) async throws(KafkaError) {
-        let milliseconds = Int32(clamping: timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = timeout.clampedMilliseconds
         let result: rd_kafka_resp_err_t
         do {
             result = try await NIOThreadPool.singleton.runIfActive { [self] in

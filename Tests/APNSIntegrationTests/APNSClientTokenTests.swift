@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import MetricsTestKit
 import ProviderSimulatorCore
+import PushTestSupport
 import Synchronization
 import Testing
 
@@ -18,7 +19,7 @@ extension APNSClientIntegrationTests {
         @Test("one token for 500 sends over two connections; one new token after 51 minutes; none when asked after 10 more", arguments: SendAPI.allCases)
         func reuseAndRefresh(api: SendAPI) async throws {
             try await Harness.withSimulator(keys: [self.key]) { server in
-                let clock = TestClock()
+                let clock = ShiftedClock()
                 let metrics = TestMetrics()
                 try await Harness.withClient(Harness.configuration(for: server, connections: 2), clock: clock, metrics: metrics) { client in
                     let credentials = try self.key.credentials()
@@ -112,7 +113,7 @@ extension APNSClientIntegrationTests {
         func expiredProviderToken() async throws {
             try await Harness.withSimulator(keys: [self.key]) { server in
                 // The client's clock is 65 minutes behind the simulator's: APNs sees its tokens as expired.
-                let clock = TestClock(offset: .seconds(-65 * 60))
+                let clock = ShiftedClock(offset: .seconds(-65 * 60))
                 let metrics = TestMetrics()
                 try await Harness.withClient(Harness.configuration(for: server), clock: clock, metrics: metrics) { client in
                     let credentials = try self.key.credentials()
@@ -140,7 +141,7 @@ extension APNSClientIntegrationTests {
         @Test("ExpiredProviderToken is resent once with a new token, not twice", arguments: SendAPI.allCases)
         func expiredProviderTokenResentOnce(api: SendAPI) async throws {
             try await Harness.withSimulator(keys: [self.key]) { server in
-                let clock = TestClock()
+                let clock = ShiftedClock()
                 let metrics = TestMetrics()
                 try await Harness.withClient(Harness.configuration(for: server), clock: clock, metrics: metrics) { client in
                     let credentials = try self.key.credentials()

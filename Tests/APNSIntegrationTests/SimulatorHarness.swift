@@ -6,6 +6,7 @@ import MetricsTestKit
 import NIOCore
 import NIOPosix
 import ProviderSimulatorCore
+import PushTestSupport
 import Synchronization
 import Testing
 
@@ -32,24 +33,6 @@ struct TestKey {
 
     func simulatorKey() throws -> APNsProviderTokenVerifier.SigningKey {
         try APNsProviderTokenVerifier.SigningKey(teamID: self.teamId, keyID: self.keyId, pem: self.key.publicKey.pemRepresentation)
-    }
-}
-
-/// A wall clock the test moves: the client's `now`.
-final class TestClock: Sendable {
-    private let offset = Mutex<TimeInterval>(0)
-
-    init(offset: Duration = .zero) {
-        self.advance(by: offset)
-    }
-
-    func advance(by duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self.offset.withLock { $0 += Double(seconds) + Double(attoseconds) / 1e18 }
-    }
-
-    var now: @Sendable () -> Date {
-        { Date().addingTimeInterval(self.offset.withLock { $0 }) }
     }
 }
 
@@ -131,7 +114,7 @@ enum Harness {
     /// Runs `body` with a client, then shuts it down.
     static func withClient<T>(
         _ configuration: APNSClientConfiguration,
-        clock: TestClock = TestClock(),
+        clock: ShiftedClock = ShiftedClock(),
         metrics: TestMetrics = TestMetrics(),
         tokenStore: (any APNSProviderTokenStore)? = nil,
         _ body: (APNSClient) async throws -> T

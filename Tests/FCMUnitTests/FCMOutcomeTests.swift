@@ -1,5 +1,6 @@
 import FCM
 import Foundation
+import PushWire
 import Testing
 
 @Suite("FCMResponse: parsing and classification (no network)")
@@ -110,12 +111,16 @@ struct FCMOutcomeTests {
         #expect(Self.response(400, payload).outcome == .rejected(reason: "INVALID_ARGUMENT"))
     }
 
-    @Test("Retry-After: delta seconds or an HTTP date")
+    @Test("Retry-After (one parser, PushWire.RetryAfter, for APNs and FCM): delta seconds or an HTTP date in any RFC 9110 form")
     func retryAfter() {
         let now = Date(timeIntervalSince1970: 1_700_000_000)  // Tue, 14 Nov 2023 22:13:20 GMT
-        #expect(FCMResponse.parseRetryAfter("30", now: now) == .seconds(30))
-        #expect(FCMResponse.parseRetryAfter("Tue, 14 Nov 2023 22:15:20 GMT", now: now) == .seconds(120))
-        #expect(FCMResponse.parseRetryAfter("Tue, 14 Nov 2023 22:00:00 GMT", now: now) == .seconds(0))
-        #expect(FCMResponse.parseRetryAfter("soon", now: now) == nil)
+        #expect(RetryAfter.delay("30", now: now) == .seconds(30))
+        #expect(RetryAfter.delay("Tue, 14 Nov 2023 22:15:20 GMT", now: now) == .seconds(120))
+        #expect(RetryAfter.delay("Tue, 14 Nov 2023 22:00:00 GMT", now: now) == .seconds(0))
+        #expect(RetryAfter.delay("soon", now: now) == nil)
+        // The other two date forms RFC 9110 lets a recipient meet, and a negative delta.
+        #expect(RetryAfter.delay("Tuesday, 14-Nov-23 22:14:20 GMT", now: now) == .seconds(60))
+        #expect(RetryAfter.delay("Tue Nov 14 22:13:50 2023", now: now) == .seconds(30))
+        #expect(RetryAfter.delay(" -5 ", now: now) == .seconds(0))
     }
 }

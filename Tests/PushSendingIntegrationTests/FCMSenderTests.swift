@@ -2,6 +2,7 @@ import Foundation
 import ProviderSimulatorCore
 import PushEvents
 import PushPlanning
+import PushTestSupport
 import Synchronization
 import Testing
 
@@ -94,7 +95,7 @@ struct FCMSenderTests {
 
     @Test("QUOTA_EXCEEDED pauses the project for 60 s: its messages wait on the retry topic, not in flight, then are sent once each")
     func quotaPause() async throws {
-        let clock = TestClock()
+        let clock = ShiftedClock()
         try await FCMSenderHarness.with { h in
             try await h.withSender(now: clock.now) {
                 _ = h.simulator.state.updateFaults { $0.burst429 = 1 }
@@ -143,18 +144,5 @@ struct FCMSenderTests {
             }
             #expect(h.delivered == 0)
         }
-    }
-}
-
-/// Wall-clock time plus an offset the test moves forward (the sender's and the FCM client's clock).
-final class TestClock: Sendable {
-    private let offset = Mutex<TimeInterval>(0)
-
-    var now: @Sendable () -> Date {
-        { Date().addingTimeInterval(self.offset.withLock { $0 }) }
-    }
-
-    func advance(by seconds: TimeInterval) {
-        offset.withLock { $0 += seconds }
     }
 }

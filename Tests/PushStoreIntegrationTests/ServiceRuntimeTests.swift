@@ -1,4 +1,5 @@
 import Foundation
+import PushTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -7,10 +8,9 @@ import Testing
 
 @Suite("A service executable's operations endpoints and lifecycle", .serialized)
 struct ServiceRuntimeTests {
-    /// Starts the `registration` executable with `overrides` on top of the test environment.
-    private static func start(port: Int, overrides: [String: String] = [:]) throws -> Process {
-        let process = Process()
-        process.executableURL = try StoreTestSupport.executable("registration")
+    /// Starts the `registration` executable with `overrides` on top of the test environment,
+    /// its operations endpoints on `port`.
+    private static func start(port: Int, overrides: [String: String] = [:]) throws -> BuiltExecutable {
         var environment = ProcessInfo.processInfo.environment
         environment["PUSH_OPS_HOST"] = "127.0.0.1"
         environment["PUSH_OPS_PORT"] = String(port)
@@ -19,14 +19,10 @@ struct ServiceRuntimeTests {
         let suffix = UUID().uuidString.prefix(8).lowercased()
         environment["REGISTRATION_CATALOG_GROUP"] = "test.runtime-catalog.\(suffix)"
         environment["REGISTRATION_SUBSCRIPTIONS_GROUP"] = "test.runtime-subscriptions.\(suffix)"
-        environment["REGISTRATION_PORT"] = String(port + 100)
+        environment["REGISTRATION_PORT"] = String(try EphemeralPort.next())
         environment["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
         environment.merge(overrides) { $1 }
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        return process
+        return try BuiltExecutable("registration", environment: environment)
     }
 
     private static func get(_ port: Int, _ path: String) async throws -> (status: Int, body: String, contentType: String?) {
@@ -37,20 +33,13 @@ struct ServiceRuntimeTests {
         return (http.statusCode, String(decoding: data, as: UTF8.self), http.value(forHTTPHeaderField: "Content-Type"))
     }
 
-    /// Waits until the endpoint answers at all.
-    private static func waitForListener(_ port: Int) async throws {
-        try await StoreTestSupport.eventually(within: .seconds(30), "the service listens on \(port)") {
-            (try? await get(port, "/health/live")) != nil
-        }
-    }
-
     @Test("ready when PostgreSQL and the broker answer; metrics served; SIGTERM exits cleanly")
     func readyAndGracefulShutdown() async throws {
         _ = try StoreTestSupport.configuration()
-        let port = 19_501
+        let port = try EphemeralPort.next()
         let service = try Self.start(port: port)
-        defer { if service.isRunning { service.terminate() } }
-        try await Self.waitForListener(port)
+        defer { service.killIfRunning() }
+        try await service.waitUntilReady(port: port, path: "/health/live")
 
         let live = try await Self.get(port, "/health/live")
         #expect(live.status == 200)
@@ -64,23 +53,17 @@ struct ServiceRuntimeTests {
         #expect(metrics.status == 200)
         #expect(metrics.contentType?.hasPrefix("text/plain") == true)
 
-        service.terminate()
-        let clock = ContinuousClock()
-        let started = clock.now
-        while service.isRunning, clock.now - started < .seconds(20) {
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        #expect(!service.isRunning, "SIGTERM stops the service")
-        #expect(service.terminationReason == .exit && service.terminationStatus == 0, "graceful shutdown exits with 0")
+        await service.terminate(within: .seconds(20))
+        #expect(service.terminationReason == .exit && service.terminationStatus == 0, "graceful shutdown exits with 0\n\(service.logTail())")
     }
 
     @Test("unready, naming the failing dependency, while the broker cannot be reached")
     func unreadyWithoutBroker() async throws {
         _ = try StoreTestSupport.configuration()
-        let port = 19_502
+        let port = try EphemeralPort.next()
         let service = try Self.start(port: port, overrides: ["KAFKA_BROKERS": "127.0.0.1:1"])
-        defer { service.terminate() }
-        try await Self.waitForListener(port)
+        defer { service.killIfRunning() }
+        try await service.waitUntilReady(port: port, path: "/health/live")
         let ready = try await Self.get(port, "/health/ready")
         #expect(ready.status == 503)
         #expect(ready.body.contains(#""status":"unready""#))
@@ -91,18 +74,10 @@ struct ServiceRuntimeTests {
 
     @Test("a malformed setting stops the service with a message naming it")
     func badConfiguration() async throws {
-        let process = Process()
-        process.executableURL = try StoreTestSupport.executable("registration")
         var environment = ProcessInfo.processInfo.environment
         environment["PUSH_OPS_PORT"] = "not-a-port"
-        process.environment = environment
-        let stderr = Pipe()
-        process.standardError = stderr
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        let message = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationReason == .exit && process.terminationStatus == 78, "exit status 78 (EX_CONFIG), not a crash")
+        let (status, message) = try await BuiltExecutable.run("registration", arguments: [], environment: environment, within: .seconds(30))
+        #expect(status == 78, "exit status 78 (EX_CONFIG), not a crash")
         #expect(message.contains("PUSH_OPS_PORT must be an integer"), "\(message)")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PushTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -129,8 +130,8 @@ final class SilentListener: Sendable {
     }
 }
 
-/// A service executable started with the test environment, its log (stderr) kept in a file,
-/// its own consumer groups and topics that do not exist (it must not touch the stack's data).
+/// A service executable (`BuiltExecutable`) started with the test environment, free ports, its
+/// own consumer groups and topics that do not exist (it must not touch the stack's data).
 final class RunningService: Sendable {
     enum Status: Equatable, CustomStringConvertible {
         case exit(Int32)
@@ -145,13 +146,11 @@ final class RunningService: Sendable {
 
     let opsPort: Int
     let publicPort: Int
-    private let process: Process
-    private let logFile: URL
-    private let termination: AsyncStream<Status>
+    private let executable: BuiltExecutable
 
-    init(_ executable: String, overrides: [String: String]) throws {
-        opsPort = Int.random(in: 20_000..<30_000)
-        publicPort = opsPort + 10_000
+    init(_ name: String, overrides: [String: String]) throws {
+        opsPort = try EphemeralPort.next()
+        publicPort = try EphemeralPort.next()
         let suffix = UUID().uuidString.prefix(8).lowercased()
         var environment = ProcessInfo.processInfo.environment
         environment["PUSH_OPS_HOST"] = "127.0.0.1"
@@ -169,21 +168,7 @@ final class RunningService: Sendable {
         }
         environment["PUSH_CREDENTIALS_KEY"] = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         environment.merge(overrides) { $1 }
-
-        logFile = FileManager.default.temporaryDirectory.appendingPathComponent("shutdown-\(executable)-\(suffix).log")
-        _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
-        let (termination, continuation) = AsyncStream.makeStream(of: Status.self)
-        self.termination = termination
-        process = Process()
-        process.executableURL = try StoreTestSupport.executable(executable)
-        process.environment = environment
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: logFile)
-        process.terminationHandler = { process in
-            continuation.yield(process.terminationReason == .exit ? .exit(process.terminationStatus) : .signal(process.terminationStatus))
-            continuation.finish()
-        }
-        try process.run()
+        executable = try BuiltExecutable(name, environment: environment)
     }
 
     func get(port: Int, _ path: String) async -> Int? {
@@ -195,24 +180,25 @@ final class RunningService: Sendable {
 
     /// `/health/live` answers: the process runs its operations endpoints (it need not be ready).
     func waitUntilLive() async throws {
-        try await StoreTestSupport.eventually(within: .seconds(30), "/health/live answers") {
-            await get(port: opsPort, "/health/live") == 200
-        }
+        try await executable.waitUntilReady(port: opsPort, path: "/health/live")
     }
 
-    func terminate() { process.terminate() }
+    /// SIGTERM, without waiting: `exited()` waits.
+    func terminate() {
+        _ = Glibc.kill(executable.processIdentifier, SIGTERM)
+    }
 
+    /// How it ended (waits at most 30 s, then kills it and records an issue).
     func exited() async -> Status {
-        for await status in termination { return status }
-        return .signal(-1)
+        await executable.waitForExit(within: .seconds(30))
+        return executable.terminationReason == .exit ? .exit(executable.terminationStatus) : .signal(executable.terminationStatus)
     }
 
     func kill() {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        try? FileManager.default.removeItem(at: logFile)
+        executable.killIfRunning()
     }
 
     func log() -> String {
-        (try? String(contentsOf: logFile, encoding: .utf8)) ?? ""
+        executable.log()
     }
 }

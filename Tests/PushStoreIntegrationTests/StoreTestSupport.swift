@@ -80,16 +80,6 @@ enum StoreTestSupport {
         Issue.record("timed out after \(limit): \(what)")
         throw CancellationError()
     }
-
-    /// The `pushctl` binary built next to the test bundle.
-    static var pushctl: URL {
-        get throws { try executable("pushctl") }
-    }
-
-    /// A product of this package built next to the test bundle (`scripts/test` builds them all).
-    static func executable(_ name: String) throws -> URL {
-        try BuiltExecutable.url(name)
-    }
 }
 
 struct TestRecorded: PushEvent {

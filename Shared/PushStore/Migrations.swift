@@ -412,5 +412,13 @@ package enum Migrations {
                     'Apps whose AppDeleted the subscriptions projection applied (it reads push.catalog too): their rows of push.subscriptions are deleted and later registrations of them ignored, in whatever order the two topics are read'
                 """,
             ]),
+        Migration(
+            version: 10, name: "quarantine counted from when the channel disabled the device",
+            statements: [
+                "ALTER TABLE push.subscriptions ADD COLUMN invalid_since timestamptz",
+                // Rows disabled so far hold the provider's time in disabled_at; the projection set
+                // updated_at when it disabled them, which is the time the purge counts from now.
+                "UPDATE push.subscriptions SET invalid_since = disabled_at, disabled_at = updated_at WHERE disabled",
+            ]),
     ]
 }

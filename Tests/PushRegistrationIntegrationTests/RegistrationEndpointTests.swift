@@ -217,8 +217,13 @@ struct RegistrationEndpointTests {
             let day: TimeInterval = 86_400
             try await harness.publishRegistration(appId: app.appId, token: old, registeredAt: Date(timeIntervalSinceNow: -50 * day))
             try await harness.publishRegistration(appId: app.appId, token: recent, registeredAt: Date(timeIntervalSinceNow: -50 * day))
-            try await harness.disable(appId: app.appId, token: old, reason: "Unregistered", invalidSince: Date(timeIntervalSinceNow: -40 * day))
-            try await harness.disable(appId: app.appId, token: recent, reason: "Unregistered", invalidSince: Date(timeIntervalSinceNow: -2 * day))
+            // Disabled here 40 and 2 days ago (the events' time), the provider's verdicts older still.
+            try await harness.disable(
+                appId: app.appId, token: old, reason: "Unregistered", invalidSince: Date(timeIntervalSinceNow: -45 * day),
+                disabledAt: Date(timeIntervalSinceNow: -40 * day))
+            try await harness.disable(
+                appId: app.appId, token: recent, reason: "Unregistered", invalidSince: Date(timeIntervalSinceNow: -45 * day),
+                disabledAt: Date(timeIntervalSinceNow: -2 * day))
             try await harness.eventually("the old quarantined subscription is purged") {
                 let recentRow = try await harness.subscription(appId: app.appId, token: recent)
                 let oldRow = try await harness.subscription(appId: app.appId, token: old)

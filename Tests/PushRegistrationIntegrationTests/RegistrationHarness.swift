@@ -134,11 +134,12 @@ struct RegistrationHarness: Sendable {
         await producer.close()
     }
 
-    /// Publishes a quarantine as the senders do.
-    func disable(appId: UUID, token: String, reason: String, invalidSince: Date) async throws {
+    /// Publishes a quarantine as the senders do, at `disabledAt` (the event's `occurredAt`).
+    func disable(appId: UUID, token: String, reason: String, invalidSince: Date, disabledAt: Date = Date()) async throws {
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
         let key = SubscriptionRegistered.key(appId: appId, registrationToken: token)
-        let event = EventEnvelope(key: key, payload: SubscriptionDisabled(appId: appId, registrationToken: token, reason: reason, invalidSince: invalidSince))
+        let event = EventEnvelope(
+            key: key, payload: SubscriptionDisabled(appId: appId, registrationToken: token, reason: reason, invalidSince: invalidSince), occurredAt: disabledAt)
         try await producer.send(KafkaProducerRecord(topic: configuration.topics.subscriptions.name, key: key, value: try event.encoded()))
         await producer.close()
     }

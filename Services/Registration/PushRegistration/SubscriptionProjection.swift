@@ -10,7 +10,9 @@ import PushStore
 ///
 /// - `SubscriptionRegistered` upserts the row and clears a quarantine, unless its app was deleted.
 /// - `SubscriptionDisabled` sets `disabled` unless the device registered again after the
-///   provider's verdict (`invalidSince` older than `registered_at`).
+///   provider's verdict (`invalidSince` older than `registered_at`); `disabled_at` is when the
+///   channel disabled it (the event's `occurredAt`, so a replay gives the same row), the
+///   provider's own time is `invalid_since`.
 /// - `SubscriptionPurged` deletes a disabled row.
 /// - `AppDeleted` (on `push.catalog`) deletes the app's rows and records the app in
 ///   `push.subscription_deleted_apps`, this projection's own record, written in its transaction:
@@ -21,7 +23,7 @@ import PushStore
 package struct SubscriptionProjection: EnvelopeProjection {
     package enum Event: Sendable {
         case registered(SubscriptionRegistered)
-        case disabled(SubscriptionDisabled)
+        case disabled(SubscriptionDisabled, Date)
         case purged(SubscriptionPurged)
         case appDeleted(AppDeleted, Date)
     }
@@ -38,7 +40,7 @@ package struct SubscriptionProjection: EnvelopeProjection {
         self.catalogTopic = catalogTopic
         var decoder = EventDecoder<Event>()
         decoder.register(SubscriptionRegistered.self) { event, _ in .registered(event) }
-        decoder.register(SubscriptionDisabled.self) { event, _ in .disabled(event) }
+        decoder.register(SubscriptionDisabled.self) { event, metadata in .disabled(event, metadata.occurredAt) }
         decoder.register(SubscriptionPurged.self) { event, _ in .purged(event) }
         decoder.register(AppDeleted.self) { event, metadata in .appDeleted(event, metadata.occurredAt) }
         self.decoder = decoder
@@ -77,12 +79,13 @@ package struct SubscriptionProjection: EnvelopeProjection {
             case .registered(let registration):
                 let key = SubscriptionRegistered.key(appId: registration.appId, registrationToken: registration.registrationToken)
                 if pending.updateValue(registration, forKey: key) == nil { order.append(key) }
-            case .disabled(let disabled):
+            case .disabled(let disabled, let at):
                 try await flush()
                 try await connection.query(
                     """
                     UPDATE push.subscriptions
-                    SET disabled = true, disabled_reason = \(disabled.reason), disabled_at = \(disabled.invalidSince), updated_at = now()
+                    SET disabled = true, disabled_reason = \(disabled.reason), disabled_at = \(at), invalid_since = \(disabled.invalidSince),
+                        updated_at = now()
                     WHERE app_id = \(disabled.appId) AND registration_token = \(disabled.registrationToken)
                       AND registered_at <= \(disabled.invalidSince)
                     """,
@@ -131,7 +134,7 @@ package struct SubscriptionProjection: EnvelopeProjection {
                 device_name = excluded.device_name, device_model = excluded.device_model, device_brand = excluded.device_brand,
                 device_manufacturer = excluded.device_manufacturer, os_name = excluded.os_name, os_version = excluded.os_version,
                 os_language = excluded.os_language, params = excluded.params,
-                disabled = false, disabled_reason = NULL, disabled_at = NULL,
+                disabled = false, disabled_reason = NULL, disabled_at = NULL, invalid_since = NULL,
                 registered_at = excluded.registered_at, updated_at = now()
             """,
             logger: logger

@@ -6,7 +6,9 @@ import PushEvents
 import PushStore
 import ServiceLifecycle
 
-/// Removes quarantined subscriptions once they have been disabled for `purgeAfter`, by
+/// Removes quarantined subscriptions once they have been disabled here for `purgeAfter` (counted
+/// from `disabled_at`, when the channel disabled the device, not from the provider's possibly
+/// much older `invalid_since`, which would purge a device at once), by
 /// publishing `SubscriptionPurged` events (the projection deletes the rows), never by a silent
 /// DELETE: the topic stays the source of truth and a replay gives the same table.
 ///

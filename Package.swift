@@ -108,7 +108,9 @@ let package = Package(
         // MARK: Shared: the runtime every service runs in (configuration, logs, metrics, health, lifecycle)
         .target(
             name: "PushRuntime",
-            dependencies: ["Kafka", "PushEvents", "PushStore", hummingbird, postgresNIO, nioSSL, logging, metrics, prometheus, serviceLifecycle],
+            dependencies: [
+                "Kafka", "PushEvents", "PushStore", crypto, hummingbird, nioCore, postgresNIO, nioSSL, logging, metrics, prometheus, serviceLifecycle,
+            ],
             path: "Shared/PushRuntime",
             swiftSettings: swiftSettings
         ),
@@ -164,7 +166,7 @@ let package = Package(
         // MARK: Services: delivery planning (validation, targeting, personalisation, fan-out, broad log)
         .target(
             name: "PushPlanning",
-            dependencies: ["Kafka", "PushEvents", "PushStore", "PushRuntime", postgresNIO, crypto, nioCore, logging, metrics, serviceLifecycle],
+            dependencies: ["Kafka", "PushEvents", "PushStore", "PushRuntime", hummingbird, postgresNIO, crypto, nioCore, logging, metrics, serviceLifecycle],
             path: "Services/DeliveryPlanning/PushPlanning",
             swiftSettings: swiftSettings
         ),

@@ -277,11 +277,11 @@ class Channel:
             log(f"{sim.name}-simulator on {sim.base}")
 
         self.ports = {name: free_port() for name in SERVICES}
-        self.registration_port, self.tracking_port = free_port(), free_port()
+        self.registration_port, self.tracking_port, self.planning_admin_port = free_port(), free_port(), free_port()
         apns, fcm = self.simulators["apns"], self.simulators["fcm"]
         defaults = {
             "registration": {"REGISTRATION_HOST": "127.0.0.1", "REGISTRATION_PORT": str(self.registration_port), "REGISTRATION_RATE_PER_ADDRESS": "0"},
-            "delivery-planning": {},
+            "delivery-planning": {"PLANNER_ADMIN_HOST": "127.0.0.1", "PLANNER_ADMIN_PORT": str(self.planning_admin_port)},
             "apns-sender": {"APNS_PRODUCTION_URL": f"https://{apns.base}", "APNS_SANDBOX_URL": f"https://{apns.base}", "APNS_CA_FILE": apns.ca_file},
             "fcm-sender": {"FCM_BASE_URL": f"https://{fcm.base}", "FCM_TOKEN_URL": f"https://{fcm.base}/token", "FCM_CA_FILE": fcm.ca_file},
             "tracking-ingestion": {"TRACKING_HOST": "127.0.0.1", "TRACKING_PORT": str(self.tracking_port)},
@@ -293,7 +293,8 @@ class Channel:
             process.start()
             self.processes[name] = process
         self.services = {name: self.processes[name] for name in SERVICES}
-        self.pushctl_env = dict(env, PUSH_ADMIN_URL=f"http://127.0.0.1:{self.registration_port}")
+        self.pushctl_env = dict(env, PUSH_ADMIN_URL=f"http://127.0.0.1:{self.registration_port}",
+                                PUSH_PLANNING_ADMIN_URL=f"http://127.0.0.1:{self.planning_admin_port}")
         self.pushctl = os.path.join(bin_dir, "pushctl")
         self.on_round = []  # called by the supervisor every 0.5 s
         threading.Thread(target=self._supervise, daemon=True).start()

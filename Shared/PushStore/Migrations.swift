@@ -420,5 +420,20 @@ package enum Migrations {
                 // updated_at when it disabled them, which is the time the purge counts from now.
                 "UPDATE push.subscriptions SET invalid_since = disabled_at, disabled_at = updated_at WHERE disabled",
             ]),
+        Migration(
+            version: 11, name: "delivery ids reserved by the admin API",
+            statements: [
+                """
+                CREATE TABLE push.delivery_id_reservations (
+                    request_id  text        PRIMARY KEY,
+                    delivery_id text        NOT NULL UNIQUE,
+                    reserved_at timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                """
+                COMMENT ON TABLE push.delivery_id_reservations IS
+                    'Delivery ids the admin API answered for requests it published on push.delivery-requests (POST /admin/v1/deliveries), taken from push.delivery_ids; the intake gives such a request this id (planner state, not an analyst table)'
+                """,
+            ]),
     ]
 }

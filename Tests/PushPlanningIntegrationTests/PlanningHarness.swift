@@ -41,6 +41,9 @@ struct PlanningHarness: Sendable {
         overrides["PLANNER_DELIVERIES_GROUP"] = "test.deliveries.\(suffix)"
         overrides["PLANNER_BROAD_LOG_GROUP"] = "test.broad-log.\(suffix)"
         overrides["KAFKA_SESSION_TIMEOUT_MS"] = "6000"
+        // The deliveries' admin API on a port of its own per process (two planners in one test).
+        overrides["PLANNER_ADMIN_HOST"] = "127.0.0.1"
+        overrides["PLANNER_ADMIN_PORT"] = "0"
         return overrides
     }
 
@@ -83,8 +86,8 @@ struct PlanningHarness: Sendable {
         let parts =
             planner
             ? try PlanningApplication.build(
-                configuration: configuration, settings: settings, postgres: postgres, producer: producer, logger: logger,
-                groups: .init(environment: EnvironmentSettings(environment(suffix: suffix)))
+                configuration: configuration, settings: settings, postgres: postgres, producer: producer,
+                adminToken: try AdminToken(adminToken), logger: logger, groups: .init(environment: EnvironmentSettings(environment(suffix: suffix)))
             ) : []
         let extra = try more(configuration, postgres, producer, logger)
         let group = ServiceGroup(configuration: .init(services: ([postgres, producer] + parts + extra).map { .init(service: $0) }, logger: logger))
@@ -111,8 +114,13 @@ struct PlanningHarness: Sendable {
         var settings = PlanningSettings()
         settings.pollIntervalMilliseconds = 100
         settings.chunkSize = 500
+        // A port of its own per run (tests that call the admin API choose one: EphemeralPort).
+        settings.adminPort = 0
         return settings
     }
+
+    /// The admin API's bearer token in these tests.
+    static let adminToken = "planning-test-admin-token"
 
     // MARK: catalog and subscriptions (projection tables)
 

@@ -5,20 +5,40 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// Where the admin API is and how to authenticate: `PUSH_ADMIN_URL` (default
-/// `http://127.0.0.1:8080`) and `PUSH_ADMIN_TOKEN` (or `--token-file`).
+/// Where the admin API is and how to authenticate. The catalog (services, apps, credentials,
+/// devices) is served by the registration service: `PUSH_ADMIN_URL` (default
+/// `http://127.0.0.1:8080`); deliveries by the delivery-planning service:
+/// `PUSH_PLANNING_ADMIN_URL` (default `http://127.0.0.1:8082`). Both take `PUSH_ADMIN_TOKEN` (or
+/// `--token-file`).
 struct AdminConnection: ParsableArguments {
-    @Option(help: "Base URL of the registration service (default: PUSH_ADMIN_URL or http://127.0.0.1:8080).")
+    /// The service a command talks to.
+    enum Server {
+        case registration, planning
+
+        var defaultURL: (variable: String, url: String) {
+            switch self {
+            case .registration: ("PUSH_ADMIN_URL", "http://127.0.0.1:8080")
+            case .planning: ("PUSH_PLANNING_ADMIN_URL", "http://127.0.0.1:8082")
+            }
+        }
+    }
+
+    @Option(
+        help:
+            "Base URL of the service answering the command (default: PUSH_ADMIN_URL or http://127.0.0.1:8080; deliveries: PUSH_PLANNING_ADMIN_URL or http://127.0.0.1:8082)."
+    )
     var url: String?
 
     @Option(help: "File holding the admin bearer token (default: PUSH_ADMIN_TOKEN).")
     var tokenFile: String?
 
     /// Sends a JSON request and returns the response body; a non-2xx answer becomes an error
-    /// naming the status and the API's reason.
-    func call(_ method: String, _ path: String, body: (any Encodable)? = nil) async throws -> Data {
+    /// naming the status and the API's reason (every problem, when the API lists them).
+    func call(_ method: String, _ path: String, body: (any Encodable)? = nil, rawBody: Data? = nil, on server: Server = .registration) async throws
+        -> Data
+    {
         let environment = ProcessInfo.processInfo.environment
-        let base = url ?? environment["PUSH_ADMIN_URL"] ?? "http://127.0.0.1:8080"
+        let base = url ?? environment[server.defaultURL.variable] ?? server.defaultURL.url
         guard let endpoint = URL(string: base + "/admin/v1" + path) else { throw ValidationError("invalid admin URL \(base)") }
         let token: String
         if let tokenFile {
@@ -36,11 +56,23 @@ struct AdminConnection: ParsableArguments {
         if let body {
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
             request.httpBody = try JSONEncoder().encode(body)
+        } else if let rawBody {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = rawBody
         }
         let (data, response) = try await URLSession.shared.data(for: request)
         guard let http = response as? HTTPURLResponse else { throw ValidationError("no HTTP answer from \(base)") }
         guard (200..<300).contains(http.statusCode) else {
-            let reason = (try? JSONDecoder().decode([String: String].self, from: data))?["error"] ?? String(decoding: data, as: UTF8.self)
+            struct Refusal: Decodable {
+                var error: String
+                var problems: [String]?
+            }
+            let refusal = try? JSONDecoder().decode(Refusal.self, from: data)
+            let reason =
+                refusal.map { refusal in
+                    guard let problems = refusal.problems, problems.count > 1 else { return refusal.error }
+                    return "\(problems.count) problems:\n" + problems.map { "  - \($0)" }.joined(separator: "\n")
+                } ?? String(decoding: data, as: UTF8.self)
             throw AdminCallError(status: http.statusCode, reason: reason)
         }
         return data

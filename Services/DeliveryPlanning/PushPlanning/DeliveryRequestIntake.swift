@@ -71,7 +71,7 @@ package struct DeliveryRequestIntake: Projection {
                 }
                 let delivery: DeliveryAccepted
                 do {
-                    let deliveryId = try await DeliveryIds.next(on: connection, logger: logger)
+                    let deliveryId = try await DeliveryIds.next(requestId: request.requestId, on: connection, logger: logger)
                     delivery = try DeliveryRequestValidator.validate(request, service: services[request.service]!, now: clock(), deliveryId: deliveryId)
                 } catch let error as DeliveryRejection {
                     outbox += try rejectionRecords(error, record: record)

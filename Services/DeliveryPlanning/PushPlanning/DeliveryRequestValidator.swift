@@ -75,4 +75,29 @@ package enum DeliveryRequestValidator {
             acceptedAt: now
         )
     }
+
+    /// Every rule `request` breaks, in the order `validate` checks them (so the first is the
+    /// reason `validate` gives): what the admin API answers for a request submitted over HTTP.
+    /// Empty when `validate` would accept it. A rule that needs the targeted apps is skipped
+    /// when the apps themselves are in error.
+    package static func problems(of request: DeliveryRequest, service: PlanningService?, now: Date) -> [String] {
+        guard let service else { return [rejection(request, "unknown service '\(request.service.prefix(64))'").reason] }
+        var problems: [String] = []
+        func check(_ rule: () throws -> Void) {
+            do { try rule() } catch { problems.append((error as? DeliveryRejection)?.reason ?? "\(error)") }
+        }
+        var apps: [PlanningApp]?
+        check { apps = try targetedApps(of: request, in: service) }
+        check { try checkAudience(of: request) }
+        if let apps {
+            check { try checkTexts(of: request, apps: apps) }
+            check { try checkTemplates(of: request, apps: apps) }
+            check { try checkIOSOptions(of: request, apps: apps) }
+        }
+        check { try checkAndroidOptions(of: request) }
+        if let apps { check { try checkProviderSettings(of: request, apps: apps) } }
+        check { _ = try schedule(of: request, now: now) }
+        check { try checkThrottle(of: request) }
+        return problems
+    }
 }

@@ -5,7 +5,7 @@ import PostgresNIO
 /// decimal text (apps written from the Campaign samples call `Integer.valueOf` on it).
 ///
 /// The intake takes the next value of the sequence `push.delivery_ids` for a request it has not
-/// accepted before, and the id is kept with the plan (`push.delivery_plans`, unique per
+/// accepted before (or the value the admin API reserved for it, `push.delivery_id_reservations`), and the id is kept with the plan (`push.delivery_plans`, unique per
 /// requestId): a request read again after a restart or a replay of the request topic is found
 /// there and keeps its id. Ids increase but are not consecutive (a rejected request or a rolled
 /// back batch uses one).
@@ -17,11 +17,16 @@ enum DeliveryIds {
         return nil
     }
 
-    /// A new id from `push.delivery_ids`.
-    static func next(on connection: PostgresConnection, logger: Logger) async throws -> String {
-        let rows = try await connection.query("SELECT nextval('push.delivery_ids')", logger: logger)
-        for try await id in rows.decode(Int64.self) { return String(id) }
-        throw IntegerIdError(description: "nextval('push.delivery_ids') returned no row")
+    /// The id the admin API reserved for this request when it was submitted over HTTP
+    /// (`push.delivery_id_reservations`), or else a new one from `push.delivery_ids`.
+    static func next(requestId: String, on connection: PostgresConnection, logger: Logger) async throws -> String {
+        let rows = try await connection.query(
+            """
+            SELECT coalesce((SELECT delivery_id FROM push.delivery_id_reservations WHERE request_id = \(requestId)), nextval('push.delivery_ids')::text)
+            """,
+            logger: logger)
+        for try await id in rows.decode(String.self) { return id }
+        throw IntegerIdError(description: "no delivery id for \(requestId)")
     }
 }
 

@@ -84,6 +84,13 @@ package struct MessageFactory: Sendable {
     /// The message for one device (never nil for an app of the delivery). `broadLogId` is its
     /// `_mId`.
     package func message(for subscription: TargetedSubscription, messageId: UUID, broadLogId: Int32, plannedAt: Date) -> PlannedMessage? {
+        built(for: subscription, messageId: messageId, broadLogId: broadLogId, plannedAt: plannedAt)?.message
+    }
+
+    /// The message and the size of what counts against the provider's limit (the whole APNs
+    /// payload; FCM's `data`, `notification` and `android.notification`), also when that size
+    /// made the message fail.
+    func built(for subscription: TargetedSubscription, messageId: UUID, broadLogId: Int32, plannedAt: Date) -> (message: PlannedMessage, contentBytes: Int)? {
         guard let app = apps[subscription.appId] else { return nil }
         let render = { (template: MessageTemplate?) -> String? in
             template.map { $0.render(userKey: subscription.userKey, params: subscription.params) }
@@ -103,8 +110,9 @@ package struct MessageFactory: Sendable {
         }
         if app.platform == .ios {
             let built = apnsPayload(broadLogId: broadLogId, title: render(title), subtitle: render(subtitle), body: render(body), variables: variables)
-            guard built.payload.utf8.count <= Self.maximumPayloadBytes else { return failed("payload-too-large") }
-            return .apns(
+            let bytes = built.payload.utf8.count
+            guard bytes <= Self.maximumPayloadBytes else { return (failed("payload-too-large"), bytes) }
+            let message: PlannedMessage = .apns(
                 APNSMessagePlanned(
                     messageId: messageId, broadLogId: broadLogId, deliveryId: delivery.deliveryId, appId: app.appId,
                     registrationToken: subscription.registrationToken, environment: app.environment,
@@ -112,21 +120,23 @@ package struct MessageFactory: Sendable {
                     priority: built.silent ? 5 : 10, collapseId: delivery.content.ios?.collapseId,
                     payload: built.payload, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt
                 ))
+            return (message, bytes)
         } else {
             if variables.contains(where: { Self.reservedFCMKeys.contains($0.0) || $0.0.hasPrefix("google.") || $0.0.hasPrefix("gcm.") }) {
-                return failed("reserved-key")
+                return (failed("reserved-key"), 0)
             }
             let built = fcmMessage(
                 broadLogId: broadLogId, token: subscription.registrationToken, title: render(title), subtitle: render(subtitle), body: render(body),
                 variables: variables,
                 plannedAt: plannedAt)
-            guard built.contentBytes <= Self.maximumPayloadBytes else { return failed("payload-too-large") }
-            return .fcm(
+            guard built.contentBytes <= Self.maximumPayloadBytes else { return (failed("payload-too-large"), built.contentBytes) }
+            let message: PlannedMessage = .fcm(
                 FCMMessagePlanned(
                     messageId: messageId, broadLogId: broadLogId, deliveryId: delivery.deliveryId, appId: app.appId,
                     registrationToken: subscription.registrationToken, projectId: app.fcmProjectId ?? "",
                     credential: app.credential, message: built.message, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt
                 ))
+            return (message, built.contentBytes)
         }
     }
 

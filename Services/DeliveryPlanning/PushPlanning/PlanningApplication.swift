@@ -1,3 +1,4 @@
+import Hummingbird
 import Kafka
 import Logging
 import PostgresNIO
@@ -33,11 +34,12 @@ package enum PlanningApplication {
         }
     }
 
-    /// The parts in start order: request intake, outbox publisher, fan-out, and the projections
-    /// of deliveries and the broad log.
+    /// The parts in start order: request intake, outbox publisher, fan-out, the projections of
+    /// deliveries and the broad log, and the deliveries' admin API (`adminToken` nil: it
+    /// answers 503).
     package static func build(
         configuration: RuntimeConfiguration, settings: PlanningSettings, postgres: PostgresClient,
-        producer: KafkaProducer, logger: Logger, groups: GroupNames = GroupNames()
+        producer: KafkaProducer, adminToken: AdminToken?, logger: Logger, groups: GroupNames = GroupNames()
     ) throws -> [any Service] {
         let topics = configuration.topics
         let consumer = configuration.consumer(group: "")
@@ -52,6 +54,15 @@ package enum PlanningApplication {
         let deliveriesAccepted = Wakeup()
         let outboxWritten = Wakeup()
         let idleWait = Duration.milliseconds(settings.idleWaitMilliseconds)
+        let router = Router()
+        DeliveryAdminEndpoints(
+            admin: DeliveryAdmin(postgres: postgres, producer: producer, topic: topics.deliveryRequests.name, logger: logger), token: adminToken
+        ).addRoutes(to: router)
+        if adminToken == nil {
+            logger.warning("PUSH_ADMIN_TOKEN is not set: the deliveries' admin API answers 503")
+        }
+        let adminAPI = Application(
+            router: router, configuration: .init(address: .hostname(settings.adminHost, port: settings.adminPort), serverName: nil), logger: logger)
         return [
             runner(DeliveryRequestIntake(name: groups.intake, catalog: topics, wakeOnCommit: [deliveriesAccepted, outboxWritten])),
             PlannerOutboxPublisher(postgres: postgres, producer: producer, outboxWritten: outboxWritten, backstop: idleWait, logger: logger),
@@ -61,6 +72,7 @@ package enum PlanningApplication {
             ),
             runner(DeliveryProjection(name: groups.deliveries, topic: topics.deliveryEvents.name)),
             runner(BroadLogProjection(name: groups.broadLog, catalog: topics)),
+            adminAPI,
         ]
     }
 }

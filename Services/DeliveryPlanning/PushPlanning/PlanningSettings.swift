@@ -16,6 +16,9 @@ package struct PlanningSettings: Sendable, Hashable {
     /// (`PLANNER_RECOVERY_MARK_INTERVAL_MS`): after a crash, at most this much of the topics is
     /// read back to find what was already published.
     package var recoveryMarkIntervalMilliseconds: Int = 10_000
+    /// Where the deliveries' admin API listens (`PLANNER_ADMIN_HOST`, `PLANNER_ADMIN_PORT`).
+    package var adminHost: String = "0.0.0.0"
+    package var adminPort: Int = 8082
 
     package init() {}
 
@@ -25,5 +28,7 @@ package struct PlanningSettings: Sendable, Hashable {
         idleWaitMilliseconds = try environment.int("PLANNER_IDLE_WAIT_MS", default: idleWaitMilliseconds, in: 100...600_000)
         recoveryMarkIntervalMilliseconds = try environment.int(
             "PLANNER_RECOVERY_MARK_INTERVAL_MS", default: recoveryMarkIntervalMilliseconds, in: 100...600_000)
+        adminHost = environment.string("PLANNER_ADMIN_HOST", default: adminHost)
+        adminPort = try environment.int("PLANNER_ADMIN_PORT", default: adminPort, in: 0...65_535)
     }
 }

@@ -12,27 +12,21 @@ enum TargetingQuery {
         delivery: DeliveryAccepted, after cursor: DeliveryFanOut.Cursor, through end: DeliveryFanOut.Cursor?,
         limit: Int, withParams: Bool, on connection: PostgresConnection, logger: Logger
     ) async throws -> [TargetedSubscription] {
-        let apps = delivery.apps.map(\.appId)
+        let filter = try AudienceFilter(delivery)
         // Bounds: strictly after the cursor, and up to the recorded end of an interrupted chunk.
         let endApp = end?.appId ?? UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255))
         let bounded = end != nil
         let endToken = end?.token ?? ""
-        let userKeys = delivery.audience.userKeys ?? []
-        let byUserKey = delivery.audience.userKeys != nil
-        let conditions =
-            try (delivery.audience.where).map { conditions in
-                String(decoding: try JSONEncoder().encode(conditions.mapValues(\.text)), as: UTF8.self)
-            } ?? "{}"
         let rowLimit = end == nil ? limit : Int(Int32.max)
         let rows = try await connection.query(
             """
             SELECT app_id, registration_token, user_key, CASE WHEN \(withParams) THEN params::text ELSE '{}' END, disabled, disabled_reason
             FROM push.subscriptions
-            WHERE app_id = ANY(\(apps))
+            WHERE app_id = ANY(\(filter.apps))
               AND (app_id, registration_token) > (\(cursor.appId), \(cursor.token))
               AND (NOT \(bounded) OR (app_id, registration_token) <= (\(endApp), \(endToken)))
-              AND (NOT \(byUserKey) OR user_key = ANY(\(userKeys)))
-              AND params @> \(conditions)::jsonb
+              AND (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys)))
+              AND params @> \(filter.conditions)::jsonb
             ORDER BY app_id, registration_token
             LIMIT \(rowLimit)
             """,

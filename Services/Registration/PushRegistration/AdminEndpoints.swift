@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import PushRuntime
 
 /// The admin API under `/admin/v1` (docs/admin-api.md, docs/openapi.yaml). Every route requires
 /// `Authorization: Bearer <PUSH_ADMIN_TOKEN>`; without a configured token the API answers 503.
@@ -91,21 +92,8 @@ package struct AdminEndpoints: Sendable {
         }
     }
 
-    /// Checks the bearer token, runs `body`, and turns refusals into JSON errors.
     private func guarded(_ request: Request, _ body: () async throws -> Response) async throws -> Response {
-        guard let token else { return Self.error(503, "admin API disabled: set PUSH_ADMIN_TOKEN") }
-        guard token.accepts(authorization: request.headers[.authorization]) else {
-            var response = Self.error(401, "missing or wrong bearer token")
-            response.headers[.wwwAuthenticate] = "Bearer"
-            return response
-        }
-        do {
-            return try await body()
-        } catch let error as RegistrationError {
-            return Self.error(error.status, error.reason)
-        } catch let error as DecodingError {
-            return Self.error(400, "invalid JSON body: \(Self.describe(error))")
-        }
+        try await AdminAPI(token: token).guarded(request, body)
     }
 
     static func appID(_ context: RegistrationRequestContext) throws -> UUID {
@@ -115,47 +103,10 @@ package struct AdminEndpoints: Sendable {
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ request: Request, _ context: RegistrationRequestContext) async throws -> T {
-        let body = try await request.body.collect(upTo: 256 * 1024)
-        let value = try JSONDecoder().decode(T.self, from: Data(buffer: body))
-        // PostgreSQL text and jsonb cannot hold NUL: refused here rather than stored in an event
-        // no projection can write.
-        guard !containsNUL(value) else { throw RegistrationError.badRequest("a string in the JSON body contains a NUL character (\\u0000)") }
-        return value
-    }
-
-    /// Whether any string inside `value` (fields, arrays, dictionaries, optionals) holds a NUL.
-    static func containsNUL(_ value: Any) -> Bool {
-        if let text = value as? String { return text.utf8.contains(0) }
-        return Mirror(reflecting: value).children.contains { containsNUL($0.value) }
-    }
-
-    static func describe(_ error: DecodingError) -> String {
-        switch error {
-        case .keyNotFound(let key, _): "missing field \(key.stringValue)"
-        case .typeMismatch(_, let context), .valueNotFound(_, let context):
-            "wrong type at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
-        case .dataCorrupted: "not valid JSON"
-        @unknown default: "undecodable"
-        }
+        try await AdminAPI.decode(type, request)
     }
 
     static func json(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Response {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
-        return Response(
-            status: status,
-            headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(value)))
-        )
-    }
-
-    static func error(_ status: Int, _ reason: String) -> Response {
-        let body = (try? JSONEncoder().encode(["error": reason])) ?? Data()
-        return Response(
-            status: HTTPResponse.Status(code: status),
-            headers: [.contentType: "application/json"],
-            body: .init(byteBuffer: ByteBuffer(bytes: body))
-        )
+        try AdminAPI.json(status, value)
     }
 }

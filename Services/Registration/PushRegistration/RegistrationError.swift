@@ -1,6 +1,8 @@
+import PushRuntime
+
 /// Why a registration was refused, with the HTTP status the SDK endpoints answer and a one-line
 /// reason for the body. Reasons name the problem, never echo tokens or parameter values.
-package struct RegistrationError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct RegistrationError: AdminRefusal, Sendable, Hashable, CustomStringConvertible {
     package var status: Int
     package var reason: String
 

@@ -1,0 +1,200 @@
+import Foundation
+import Logging
+import PostgresNIO
+import PushEvents
+import PushRuntime
+
+extension DeliveryAdmin {
+    /// A dry run of a request (`POST /admin/v1/deliveries/preview`): what the delivery would
+    /// target and send if it were submitted now. Nothing is published or written.
+    package struct Preview: Codable, Sendable, Equatable {
+        package var requestId: String
+        /// Devices that would get a message (enabled subscriptions the audience matches).
+        package var targeted: Int
+        /// Devices the audience matches that would be left out, and logged in `exclusion_log`.
+        package var excluded: Int
+        package var apps: [AppAudience]
+        /// Exclusions by reason (`quarantined: <provider reason>`), largest first.
+        package var exclusions: [ExclusionCount]
+        /// For an audience of userKeys: how many of them match no subscription of the targeted
+        /// apps. Null for the other audiences.
+        package var unmatchedUserKeys: Int?
+        /// The first devices of each app (by token) with the message built for them.
+        package var samples: [Sample]
+    }
+
+    package struct AppAudience: Codable, Sendable, Equatable {
+        package var appId: UUID
+        package var integrationKey: String
+        package var platform: Platform
+        package var targeted: Int
+        package var excluded: Int
+    }
+
+    package struct ExclusionCount: Codable, Sendable, Equatable {
+        package var reason: String
+        package var devices: Int
+    }
+
+    package struct Sample: Codable, Sendable, Equatable {
+        package var appId: UUID
+        package var platform: Platform
+        package var userKey: String
+        package var registrationToken: String
+        /// `send`, or `failed` when the message would end failed at planning (`failureReason`:
+        /// `payload-too-large`, `reserved-key`).
+        package var outcome: String
+        package var failureReason: String?
+        /// The JSON sent to the provider: the APNs payload, or FCM's `message` object. `_dId`
+        /// and `_mId` are "0" here (ids are given when the delivery is accepted and planned).
+        package var payload: String?
+        /// The payload's size in bytes, what counts against the 4096-byte limit: the whole APNs
+        /// payload; FCM's `data`, `notification` and `android.notification` objects (0 for a
+        /// message refused for a reserved key).
+        package var bytes: Int
+    }
+
+    /// Most samples per app a preview may ask for.
+    package static let maximumSamplesPerApp = 20
+
+    package func preview(_ document: [UInt8], samplesPerApp: Int = 3) async throws -> Preview {
+        guard (0...Self.maximumSamplesPerApp).contains(samplesPerApp) else {
+            throw AdminError.badRequest("samples must be between 0 and \(Self.maximumSamplesPerApp)")
+        }
+        let request = try Self.parse(document)
+        return try await postgres.withConnection { connection in
+            let (delivery, service) = try await validate(request, on: connection)
+            let apps = delivery.apps.compactMap { reference in service.apps.first { $0.appId == reference.appId } }
+            let counts = try await audienceCounts(delivery, on: connection)
+            var audiences: [AppAudience] = []
+            var exclusions: [String: Int] = [:]
+            for app in apps {
+                let ofApp = counts.filter { $0.appId == app.appId }
+                let excluded = ofApp.filter(\.disabled)
+                for row in excluded { exclusions["quarantined: \(row.reason ?? "disabled")", default: 0] += row.devices }
+                audiences.append(
+                    AppAudience(
+                        appId: app.appId, integrationKey: app.integrationKey, platform: app.platform,
+                        targeted: ofApp.filter { !$0.disabled }.reduce(0) { $0 + $1.devices }, excluded: excluded.reduce(0) { $0 + $1.devices }))
+            }
+            let factory = try MessageFactory(delivery: delivery, apps: apps)
+            var samples: [Sample] = []
+            for app in apps where samplesPerApp > 0 {
+                for subscription in try await firstSubscriptions(delivery, app: app.appId, limit: samplesPerApp, on: connection) {
+                    if let built = factory.built(
+                        for: subscription, messageId: factory.messageId(for: subscription), broadLogId: 0, plannedAt: delivery.acceptedAt)
+                    {
+                        samples.append(Self.sample(built.message, bytes: built.contentBytes, subscription: subscription, platform: app.platform))
+                    }
+                }
+            }
+            return Preview(
+                requestId: request.requestId,
+                targeted: audiences.reduce(0) { $0 + $1.targeted },
+                excluded: audiences.reduce(0) { $0 + $1.excluded },
+                apps: audiences,
+                exclusions: exclusions.map { ExclusionCount(reason: $0.key, devices: $0.value) }.sorted { ($1.devices, $0.reason) < ($0.devices, $1.reason) },
+                unmatchedUserKeys: try await unmatchedUserKeys(delivery, on: connection),
+                samples: samples
+            )
+        }
+    }
+
+    private static func sample(_ message: PlannedMessage, bytes: Int, subscription: TargetedSubscription, platform: Platform) -> Sample {
+        var sample = Sample(
+            appId: subscription.appId, platform: platform, userKey: subscription.userKey, registrationToken: subscription.registrationToken, outcome: "send",
+            bytes: bytes)
+        switch message {
+        case .apns(let apns): sample.payload = apns.payload
+        case .fcm(let fcm): sample.payload = fcm.message
+        case .failed(let failure):
+            sample.outcome = "failed"
+            sample.failureReason = failure.reason
+        }
+        return sample
+    }
+
+    private struct CountRow {
+        var appId: UUID
+        var disabled: Bool
+        var reason: String?
+        var devices: Int
+    }
+
+    /// The audience's subscriptions per app, enabled or not (and why not).
+    private func audienceCounts(_ delivery: DeliveryAccepted, on connection: PostgresConnection) async throws -> [CountRow] {
+        let filter = try AudienceFilter(delivery)
+        let rows = try await connection.query(
+            """
+            SELECT app_id, disabled, disabled_reason, count(*)
+            FROM push.subscriptions
+            WHERE app_id = ANY(\(filter.apps))
+              AND (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys)))
+              AND params @> \(filter.conditions)::jsonb
+            GROUP BY app_id, disabled, disabled_reason
+            """,
+            logger: logger)
+        var result: [CountRow] = []
+        for try await (appId, disabled, reason, devices) in rows.decode((UUID, Bool, String?, Int64).self) {
+            result.append(CountRow(appId: appId, disabled: disabled, reason: reason, devices: Int(devices)))
+        }
+        return result
+    }
+
+    /// The first enabled subscriptions of one app the audience matches, in the fan-out's order.
+    private func firstSubscriptions(_ delivery: DeliveryAccepted, app: UUID, limit: Int, on connection: PostgresConnection) async throws
+        -> [TargetedSubscription]
+    {
+        let filter = try AudienceFilter(delivery)
+        let rows = try await connection.query(
+            """
+            SELECT registration_token, user_key, params::text
+            FROM push.subscriptions
+            WHERE app_id = \(app) AND NOT disabled
+              AND (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys)))
+              AND params @> \(filter.conditions)::jsonb
+            ORDER BY registration_token
+            LIMIT \(limit)
+            """,
+            logger: logger)
+        var result: [TargetedSubscription] = []
+        for try await (token, userKey, params) in rows.decode((String, String, String).self) {
+            let values = (try? JSONDecoder().decode([String: String].self, from: Data(params.utf8))) ?? [:]
+            result.append(TargetedSubscription(appId: app, registrationToken: token, userKey: userKey, params: values))
+        }
+        return result
+    }
+
+    private func unmatchedUserKeys(_ delivery: DeliveryAccepted, on connection: PostgresConnection) async throws -> Int? {
+        guard let keys = delivery.audience.userKeys else { return nil }
+        let apps = delivery.apps.map(\.appId)
+        let rows = try await connection.query(
+            """
+            SELECT count(*) FROM (SELECT DISTINCT unnest(\(keys)) AS key) AS requested
+            WHERE NOT EXISTS (SELECT 1 FROM push.subscriptions s WHERE s.app_id = ANY(\(apps)) AND s.user_key = requested.key)
+            """,
+            logger: logger)
+        for try await count in rows.decode(Int64.self) { return Int(count) }
+        return 0
+    }
+}
+
+/// A delivery's audience as the bind values of the targeting statements (the fan-out's
+/// `TargetingQuery` reads the same columns the same way).
+struct AudienceFilter {
+    var apps: [UUID]
+    var byUserKey: Bool
+    var userKeys: [String]
+    /// The `where` conditions as a jsonb containment object (`{}` for none).
+    var conditions: String
+
+    init(_ delivery: DeliveryAccepted) throws {
+        apps = delivery.apps.map(\.appId)
+        byUserKey = delivery.audience.userKeys != nil
+        userKeys = delivery.audience.userKeys ?? []
+        conditions =
+            try (delivery.audience.where).map { conditions in
+                String(decoding: try JSONEncoder().encode(conditions.mapValues(\.text)), as: UTF8.self)
+            } ?? "{}"
+    }
+}

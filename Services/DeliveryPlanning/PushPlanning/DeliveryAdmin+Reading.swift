@@ -1,0 +1,141 @@
+import Foundation
+import Logging
+import PostgresNIO
+import PushEvents
+import PushRuntime
+
+extension DeliveryAdmin {
+    /// One delivery with its headline figures (`GET /admin/v1/deliveries`): the `deliveries`
+    /// projection joined to the `delivery_indicators` view, so the figures are the analysts'.
+    package struct DeliverySummary: Codable, Sendable, Equatable {
+        package var deliveryId: String
+        package var requestId: String
+        package var serviceName: String
+        /// `accepted`, `planning` or `planned` (docs/database.md, `push.deliveries`).
+        package var status: String
+        package var acceptedAt: Date
+        package var sendAt: Date
+        package var validUntil: Date
+        package var plannedAt: Date?
+        package var indicators: Indicators
+    }
+
+    /// The `delivery_indicators` columns (zero before the first message was planned).
+    package struct Indicators: Codable, Sendable, Equatable {
+        package var toDeliver: Int64
+        package var excluded: Int64
+        package var sent: Int64
+        package var failed: Int64
+        package var failedHard: Int64
+        package var failedSoft: Int64
+        package var failedIgnored: Int64
+        package var expired: Int64
+        package var processed: Int64
+        /// `toDeliver - processed`: messages without a final status yet.
+        package var pending: Int64
+        package var impressions: Int64
+        package var opens: Int64
+    }
+
+    /// A delivery in full (`GET /admin/v1/deliveries/{id}`): the summary, what was asked, and
+    /// the failures by reason and platform.
+    package struct DeliveryDetail: Codable, Sendable, Equatable {
+        package var delivery: DeliverySummary
+        package var apps: [DeliveryApp]
+        package var audience: DeliveryRequest.Audience
+        package var content: DeliveryRequest.Content
+        package var throttlePerSecond: Int?
+        package var failures: [FailureCount]
+    }
+
+    package struct FailureCount: Codable, Sendable, Equatable {
+        package var platform: Platform
+        package var failureType: String
+        package var reason: String
+        package var messages: Int64
+    }
+
+    /// Largest page of `list`.
+    package static let maximumListLimit = 500
+
+    private static let summaryColumns = """
+        d.delivery_id, d.request_id, d.service_name, d.status, d.accepted_at, d.send_at, d.valid_until, d.planned_at,
+        coalesce(i.to_deliver, 0), coalesce(i.excluded, d.excluded, 0), coalesce(i.sent, 0), coalesce(i.failed, 0), coalesce(i.failed_hard, 0),
+        coalesce(i.failed_soft, 0), coalesce(i.failed_ignored, 0), coalesce(i.expired, 0), coalesce(i.processed, 0), coalesce(i.impressions, 0),
+        coalesce(i.opens, 0)
+        """
+
+    /// Deliveries, most recently accepted first; `service` and `status` filter.
+    package func list(service: String?, status: String?, limit: Int) async throws -> [DeliverySummary] {
+        guard (1...Self.maximumListLimit).contains(limit) else { throw AdminError.badRequest("limit must be between 1 and \(Self.maximumListLimit)") }
+        if let status, !["accepted", "planning", "planned"].contains(status) {
+            throw AdminError.badRequest("status must be accepted, planning or planned")
+        }
+        let rows = try await postgres.query(
+            """
+            SELECT \(unescaped: Self.summaryColumns)
+            FROM push.deliveries d LEFT JOIN push.delivery_indicators i USING (delivery_id)
+            WHERE (\(service)::text IS NULL OR d.service_name = \(service)) AND (\(status)::text IS NULL OR d.status = \(status))
+            ORDER BY d.accepted_at DESC, d.delivery_id DESC
+            LIMIT \(limit)
+            """,
+            logger: logger)
+        var result: [DeliverySummary] = []
+        for try await row in rows { result.append(try Self.summary(row)) }
+        return result
+    }
+
+    package func detail(deliveryId: String) async throws -> DeliveryDetail? {
+        let rows = try await postgres.query(
+            """
+            SELECT \(unescaped: Self.summaryColumns), d.apps::text, d.audience::text, d.content::text, d.throttle_per_second
+            FROM push.deliveries d LEFT JOIN push.delivery_indicators i USING (delivery_id)
+            WHERE d.delivery_id = \(deliveryId)
+            """,
+            logger: logger)
+        var found: DeliveryDetail?
+        for try await row in rows {
+            let summary = try Self.summary(row)
+            let cells = row.makeRandomAccess()
+            let apps = try cells[19].decode(String.self)
+            let audience = try cells[20].decode(String.self)
+            let content = try cells[21].decode(String.self)
+            let throttle = try cells[22].decode(Int?.self)
+            let decoder = EventJSON.decoder
+            found = DeliveryDetail(
+                delivery: summary, apps: try decoder.decode([DeliveryApp].self, from: Data(apps.utf8)),
+                audience: try decoder.decode(DeliveryRequest.Audience.self, from: Data(audience.utf8)),
+                content: try decoder.decode(DeliveryRequest.Content.self, from: Data(content.utf8)), throttlePerSecond: throttle, failures: [])
+        }
+        guard var detail = found else { return nil }
+        let failures = try await postgres.query(
+            """
+            SELECT platform, failure_type, failure_reason, count(*)
+            FROM push.broad_log
+            WHERE delivery_id = \(deliveryId) AND status = 'failed'
+            GROUP BY platform, failure_type, failure_reason
+            ORDER BY count(*) DESC, platform, failure_type, failure_reason
+            """,
+            logger: logger)
+        for try await (platform, type, reason, count) in failures.decode((String, String?, String?, Int64).self) {
+            detail.failures.append(
+                FailureCount(platform: Platform(rawValue: platform) ?? .android, failureType: type ?? "", reason: reason ?? "", messages: count))
+        }
+        return detail
+    }
+
+    private static func summary(_ row: PostgresRow) throws -> DeliverySummary {
+        let cells = row.makeRandomAccess()
+        func figure(_ index: Int) throws -> Int64 { try cells[index].decode(Int64.self) }
+        let toDeliver = try figure(8)
+        let processed = try figure(16)
+        return DeliverySummary(
+            deliveryId: try cells[0].decode(String.self), requestId: try cells[1].decode(String.self), serviceName: try cells[2].decode(String.self),
+            status: try cells[3].decode(String.self), acceptedAt: try cells[4].decode(Date.self), sendAt: try cells[5].decode(Date.self),
+            validUntil: try cells[6].decode(Date.self), plannedAt: try cells[7].decode(Date?.self),
+            indicators: Indicators(
+                toDeliver: toDeliver, excluded: try figure(9), sent: try figure(10), failed: try figure(11), failedHard: try figure(12),
+                failedSoft: try figure(13), failedIgnored: try figure(14), expired: try figure(15), processed: processed,
+                pending: max(0, toDeliver - processed), impressions: try figure(17), opens: try figure(18)))
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Hummingbird
+import NIOCore
+
+/// A refusal an admin API answers with its own status: the thrower names the problem in
+/// `reason`, and for a whole document refused (a delivery request) lists every problem found in
+/// `problems`, the first being `reason`.
+package protocol AdminRefusal: Error {
+    var status: Int { get }
+    var reason: String { get }
+    var problems: [String] { get }
+}
+
+extension AdminRefusal {
+    package var problems: [String] { [] }
+}
+
+/// A refusal with no domain type of its own (a missing id, a bad query parameter).
+package struct AdminError: AdminRefusal, CustomStringConvertible {
+    package var status: Int
+    package var reason: String
+    package var problems: [String]
+
+    package init(status: Int, reason: String, problems: [String] = []) {
+        self.status = status
+        self.reason = reason
+        self.problems = problems
+    }
+
+    package static func badRequest(_ reason: String) -> AdminError { AdminError(status: 400, reason: reason) }
+    package static func notFound(_ reason: String) -> AdminError { AdminError(status: 404, reason: reason) }
+
+    package var description: String { "\(status) \(reason)" }
+}
+
+/// What every admin API (`/admin/v1`, served by the registration and the delivery-planning
+/// services; docs/admin-api.md) does the same way: the bearer token, JSON bodies in and out, and
+/// errors as `{"error": "<reason>"}` (plus `"problems": [...]` when a document has several).
+package struct AdminAPI: Sendable {
+    /// Largest request body read (a delivery request with 100,000 user keys fits).
+    package static let maximumBodyBytes = 8 * 1024 * 1024
+
+    let token: AdminToken?
+
+    package init(token: AdminToken?) {
+        self.token = token
+    }
+
+    /// Checks the bearer token, runs `body`, and turns refusals into JSON errors.
+    package func guarded(_ request: Request, _ body: () async throws -> Response) async throws -> Response {
+        guard let token else { return Self.error(503, "admin API disabled: set PUSH_ADMIN_TOKEN") }
+        guard token.accepts(authorization: request.headers[.authorization]) else {
+            var response = Self.error(401, "missing or wrong bearer token")
+            response.headers[.wwwAuthenticate] = "Bearer"
+            return response
+        }
+        do {
+            return try await body()
+        } catch let refusal as any AdminRefusal {
+            return Self.error(refusal.status, refusal.reason, problems: refusal.problems)
+        } catch let error as DecodingError {
+            return Self.error(400, "invalid JSON body: \(Self.describe(error))")
+        }
+    }
+
+    /// The request's body, at most `maximumBytes` (413 beyond).
+    package static func body(_ request: Request, maximumBytes: Int = 256 * 1024) async throws -> ByteBuffer {
+        do {
+            return try await request.body.collect(upTo: maximumBytes)
+        } catch {
+            throw AdminError(status: 413, reason: "request body larger than \(maximumBytes) bytes")
+        }
+    }
+
+    /// Decodes a JSON body; a string holding NUL is refused (PostgreSQL text and jsonb cannot
+    /// hold it: refused here rather than stored in an event no projection can write).
+    package static func decode<T: Decodable>(_ type: T.Type, _ request: Request) async throws -> T {
+        let body = try await body(request)
+        let value = try JSONDecoder().decode(T.self, from: Data(buffer: body))
+        guard !containsNUL(value) else { throw AdminError.badRequest("a string in the JSON body contains a NUL character (\\u0000)") }
+        return value
+    }
+
+    /// Whether any string inside `value` (fields, arrays, dictionaries, optionals) holds a NUL.
+    package static func containsNUL(_ value: Any) -> Bool {
+        if let text = value as? String { return text.utf8.contains(0) }
+        return Mirror(reflecting: value).children.contains { containsNUL($0.value) }
+    }
+
+    package static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .keyNotFound(let key, _): "missing field \(key.stringValue)"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            "wrong type at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
+        case .dataCorrupted: "not valid JSON"
+        @unknown default: "undecodable"
+        }
+    }
+
+    package static func json(_ status: HTTPResponse.Status, _ value: some Encodable) throws -> Response {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        return json(status, bytes: try encoder.encode(value))
+    }
+
+    package static func json(_ status: HTTPResponse.Status, bytes: Data) -> Response {
+        Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+
+    package static func error(_ status: Int, _ reason: String, problems: [String] = []) -> Response {
+        struct Body: Encodable {
+            var error: String
+            var problems: [String]?
+        }
+        let body = (try? JSONEncoder().encode(Body(error: reason, problems: problems.isEmpty ? nil : problems))) ?? Data()
+        return json(HTTPResponse.Status(code: status), bytes: body)
+    }
+}

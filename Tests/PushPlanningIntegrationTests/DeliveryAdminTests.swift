@@ -1,0 +1,171 @@
+import Foundation
+import PostgresNIO
+import PushEvents
+import PushPlanning
+import PushTestSupport
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The deliveries' admin API against the real planner, broker and database: a request submitted
+/// over HTTP is checked at once, previewed without sending, and becomes the delivery the answer
+/// named.
+@Suite("Deliveries admin API: submit, preview, list and show", .serialized)
+struct DeliveryAdminTests {
+    struct Answer {
+        var status: Int
+        var body: Data
+        var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body) as? [String: Any]) ?? [:] }
+        var list: [[String: Any]] { (try? JSONSerialization.jsonObject(with: body) as? [[String: Any]]) ?? [] }
+    }
+
+    static func call(port: Int, _ method: String, _ path: String, body: String? = nil, token: String? = PlanningHarness.adminToken) async throws -> Answer {
+        var request = URLRequest(url: try #require(URL(string: "http://127.0.0.1:\(port)/admin/v1\(path)")))
+        request.httpMethod = method
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        if let body {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(body.utf8)
+        }
+        request.timeoutInterval = 30
+        let (data, response) = try await URLSession.shared.data(for: request)
+        return Answer(status: try #require(response as? HTTPURLResponse).statusCode, body: data)
+    }
+
+    static func settings(port: Int) -> PlanningSettings {
+        var settings = PlanningHarness.testSettings
+        settings.adminPort = port
+        return settings
+    }
+
+    /// The payload with its ids set to the preview's placeholders, and FCM's ttl (seconds left
+    /// until validUntil, so smaller when planned later than previewed) left out.
+    static func comparable(_ payload: String, deliveryId: String) -> String {
+        payload.replacing(#/"_mId":"\d+"/#, with: #""_mId":"0""#).replacing(#""_dId":"\#(deliveryId)""#, with: #""_dId":"0""#)
+            .replacing(#/"ttl":"\d+s"/#, with: #""ttl":"-""#)
+    }
+
+    @Test("a bad request is a 400 naming every problem and publishes nothing; no token is a 401")
+    func refusals() async throws {
+        let port = try EphemeralPort.next()
+        try await PlanningHarness.run(settings: Self.settings(port: port)) { h in
+            let service = try await h.defineService()
+            let broken = requestJSON(
+                requestId: "bad-\(h.suffix)", service: service.name, apps: ["no-such-app"],
+                content: #"{"title": "T", "body": "{{unclosed"}"#, validUntil: Date(timeIntervalSinceNow: -60).iso)
+            let answer = try await Self.call(port: port, "POST", "/deliveries", body: broken)
+            #expect(answer.status == 400)
+            let problems = try #require(answer.json["problems"] as? [String])
+            #expect(problems.contains("unknown app 'no-such-app' in service '\(service.name)'"))
+            #expect(problems.contains("validUntil is in the past"))
+            #expect(answer.json["error"] as? String == problems.first, "the error is the reason DeliveryRejected would give: the first problem")
+
+            let unknownService = try await Self.call(
+                port: port, "POST", "/deliveries", body: requestJSON(requestId: "bad2-\(h.suffix)", service: "nope-\(h.suffix)"))
+            #expect(unknownService.status == 400)
+            #expect(unknownService.json["error"] as? String == "unknown service 'nope-\(h.suffix)'")
+
+            let notJSON = try await Self.call(port: port, "POST", "/deliveries", body: "{")
+            #expect(notJSON.status == 400)
+            #expect(notJSON.json["error"] as? String == "the record is not a JSON object")
+
+            let anonymous = try await Self.call(
+                port: port, "POST", "/deliveries", body: requestJSON(requestId: "anon-\(h.suffix)", service: service.name), token: nil)
+            #expect(anonymous.status == 401)
+            let preview = try await Self.call(port: port, "POST", "/deliveries/preview", body: broken)
+            #expect(preview.status == 400)
+            #expect(try await h.records(h.topics.deliveryRequests.name).isEmpty, "nothing refused or previewed was published")
+        }
+    }
+
+    @Test(
+        "preview counts the audience and renders samples; submit answers the delivery id the planner then uses, once per requestId; list and show give the indicators"
+    )
+    func previewSubmitAndRead() async throws {
+        let port = try EphemeralPort.next()
+        try await PlanningHarness.run(settings: Self.settings(port: port)) { h in
+            let service = try await h.defineService()
+            let ios = service.apps[0]
+            let android = service.apps[1]
+            try await h.addSubscriptions(ios, count: 6)
+            try await h.addSubscriptions(android, count: 4)
+            let quarantined = try await h.token(ios, 2)
+            try await h.postgres.query(
+                "UPDATE push.subscriptions SET disabled = true, disabled_reason = 'Unregistered', disabled_at = now() WHERE registration_token = \(quarantined)",
+                logger: h.logger)
+            let requestId = "admin-\(h.suffix)"
+            let document = requestJSON(
+                requestId: requestId, service: service.name, content: #"{"title": "Lisbon", "body": "Hello {{userKey}} from {{param.city}}"}"#)
+
+            let preview = try await Self.call(port: port, "POST", "/deliveries/preview?samples=2", body: document)
+            #expect(preview.status == 200)
+            #expect(preview.json["targeted"] as? Int == 9)
+            #expect(preview.json["excluded"] as? Int == 1)
+            let exclusions = try #require(preview.json["exclusions"] as? [[String: Any]])
+            #expect(exclusions.count == 1)
+            #expect(exclusions.first?["reason"] as? String == "quarantined: Unregistered")
+            let apps = try #require(preview.json["apps"] as? [[String: Any]])
+            #expect(apps.first { $0["appId"] as? String == ios.appId.uuidString }?["targeted"] as? Int == 5)
+            #expect(apps.first { $0["appId"] as? String == android.appId.uuidString }?["excluded"] as? Int == 0)
+            let samples = try #require(preview.json["samples"] as? [[String: Any]])
+            #expect(samples.count == 4, "two samples per app")
+            #expect(samples.allSatisfy { $0["outcome"] as? String == "send" })
+            #expect(samples.allSatisfy { ($0["payload"] as? String)?.contains("from Lisbon") == true }, "personalised")
+            #expect(samples.allSatisfy { $0["registrationToken"] as? String != quarantined })
+            #expect(try await h.records(h.topics.deliveryRequests.name).isEmpty, "a preview publishes nothing")
+
+            let submitted = try await Self.call(port: port, "POST", "/deliveries", body: document)
+            #expect(submitted.status == 202)
+            let deliveryId = try #require(submitted.json["deliveryId"] as? String)
+            #expect(submitted.json["status"] as? String == "submitted")
+            #expect(submitted.json["alreadySubmitted"] as? Bool == false)
+            let again = try await Self.call(port: port, "POST", "/deliveries", body: document)
+            #expect(again.status == 202)
+            #expect(again.json["deliveryId"] as? String == deliveryId, "the same requestId is the same delivery")
+            #expect(again.json["alreadySubmitted"] as? Bool == true)
+
+            let planned = try await h.waitPlanned(requestId)
+            #expect(planned == deliveryId, "the planner uses the id the answer named")
+            #expect(try await h.int("SELECT count(*)::int FROM push.deliveries WHERE request_id = \(requestId)") == 1)
+
+            // What the preview showed is what the devices were sent (the ids apart).
+            var sent: [String: String] = [:]
+            for record in try await h.messageRecords() {
+                let data = try #require((try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any])?["data"] as? [String: Any])
+                let token = try #require(data["registrationToken"] as? String)
+                sent[token] = try #require((data["payload"] ?? data["message"]) as? String)
+            }
+            #expect(sent.count == 9)
+            for sample in samples {
+                let token = try #require(sample["registrationToken"] as? String)
+                let payload = try #require(sent[token], "sample device \(token) was sent a message")
+                #expect(Self.comparable(payload, deliveryId: deliveryId) == Self.comparable(try #require(sample["payload"] as? String), deliveryId: "0"))
+            }
+
+            let state = try await Self.call(port: port, "GET", "/delivery-requests/\(requestId)")
+            #expect(state.json["state"] as? String == "accepted")
+            #expect(state.json["deliveryId"] as? String == deliveryId)
+
+            try await h.eventually("the deliveries projection shows the delivery planned") {
+                let list = try await Self.call(port: port, "GET", "/deliveries?service=\(service.name)")
+                return list.list.first?["status"] as? String == "planned"
+            }
+            let list = try await Self.call(port: port, "GET", "/deliveries?service=\(service.name)&limit=10")
+            #expect(list.list.count == 1)
+            let indicators = try #require(list.list.first?["indicators"] as? [String: Any])
+            #expect(indicators["toDeliver"] as? Int == 9)
+            #expect(indicators["excluded"] as? Int == 1)
+            #expect(indicators["pending"] as? Int == 9, "no sender runs here: every message waits")
+
+            let detail = try await Self.call(port: port, "GET", "/deliveries/\(deliveryId)")
+            #expect(detail.status == 200)
+            #expect((detail.json["content"] as? [String: Any])?["title"] as? String == "Lisbon")
+            #expect(((detail.json["delivery"] as? [String: Any])?["requestId"] as? String) == requestId)
+            #expect(try await Self.call(port: port, "GET", "/deliveries/2000000000").status == 404)
+            #expect(try await Self.call(port: port, "GET", "/deliveries?limit=0").status == 400)
+            #expect(try await Self.call(port: port, "GET", "/delivery-requests/never-\(h.suffix)").status == 404)
+        }
+    }
+}

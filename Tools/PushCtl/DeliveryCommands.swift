@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+
+/// `pushctl deliveries`: the deliveries' part of the admin API (served by the delivery-planning
+/// service, docs/admin-api.md).
+struct Deliveries: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Submit, preview and follow deliveries through the admin API (delivery-planning service).",
+        subcommands: [Submit.self, Preview.self, List.self, Show.self, Request.self]
+    )
+
+    /// A request document from a file, or from standard input with `-`.
+    static func document(_ path: String) throws -> Data {
+        if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+        guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
+        return data
+    }
+
+    struct Submit: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Submit a delivery request (contract version 1, docs/delivery-requests.md).",
+            discussion:
+                "The request is checked at once (every problem is named), published on push.delivery-requests and answered with its delivery id. Submitting the same requestId again is still one delivery."
+        )
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "The request's JSON file ('-' for standard input).") var file: String
+        @Flag(help: "Wait until the planner accepted the request (at most 60 s).") var wait = false
+
+        func run() async throws {
+            let answer = try await connection.call("POST", "/deliveries", rawBody: try Deliveries.document(file), on: .planning)
+            try AdminConnection.printJSON(answer)
+            guard wait else { return }
+            struct Submitted: Decodable { var requestId: String }
+            let requestId = try JSONDecoder().decode(Submitted.self, from: answer).requestId
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline {
+                struct State: Decodable { var state: String }
+                let state = try await connection.call("GET", "/delivery-requests/\(Request.escaped(requestId))", on: .planning)
+                if try JSONDecoder().decode(State.self, from: state).state != "submitted" {
+                    try AdminConnection.printJSON(state)
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(250))
+            }
+            throw ValidationError("request \(requestId) not read by the planner within 60 s (is delivery-planning running?)")
+        }
+    }
+
+    struct Preview: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Preview a delivery request: audience counts, exclusions and sample payloads; nothing is sent.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "The request's JSON file ('-' for standard input).") var file: String
+        @Option(help: "Sample devices per app (0 to 20).") var samples = 3
+
+        func run() async throws {
+            try AdminConnection.printJSON(
+                try await connection.call("POST", "/deliveries/preview?samples=\(samples)", rawBody: try Deliveries.document(file), on: .planning))
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List deliveries, most recent first, with their indicators.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Only this service's deliveries.") var service: String?
+        @Option(help: "Only deliveries in this status (accepted, planning, planned).") var status: String?
+        @Option(help: "At most this many (1 to 500).") var limit = 50
+
+        func run() async throws {
+            var query = ["limit=\(limit)"]
+            if let service { query.append("service=\(Request.escaped(service))") }
+            if let status { query.append("status=\(Request.escaped(status))") }
+            try AdminConnection.printJSON(try await connection.call("GET", "/deliveries?" + query.joined(separator: "&"), on: .planning))
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a delivery: status, indicators, content and failures by reason.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Delivery id (the _dId).") var id: String
+
+        func run() async throws {
+            try AdminConnection.printJSON(try await connection.call("GET", "/deliveries/\(Request.escaped(id))", on: .planning))
+        }
+    }
+
+    struct Request: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "What became of a requestId: submitted, accepted (its delivery) or rejected (why).")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "The request's requestId.") var requestId: String
+
+        func run() async throws {
+            try AdminConnection.printJSON(try await connection.call("GET", "/delivery-requests/\(Self.escaped(requestId))", on: .planning))
+        }
+
+        /// A path segment or query value, percent-encoded.
+        static func escaped(_ text: String) -> String {
+            text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
+        }
+    }
+}

@@ -75,6 +75,22 @@ extension MessageSender {
         }
     }
 
+    /// What becomes of a message whose delivery an operator cancelled (`MessageCancelled`) or
+    /// paused (set aside on the retry topic for `pauseRecheckMilliseconds`, or `expired` if its
+    /// `validUntil` comes first); nil when its delivery is active.
+    func controlled(_ work: Work, at now: Date) throws -> ([KafkaProducerRecord], Tally)? {
+        switch controls.state(of: work.message.deliveryId) {
+        case .active:
+            return nil
+        case .cancelled:
+            let cancelled = MessageCancelled(message: work.message.reference, attempts: work.message.attempt - 1, cancelledAt: now)
+            return ([try result(cancelled, of: work)], Tally(outcome: "cancelled"))
+        case .paused:
+            let until = now.addingTimeInterval(Double(settings.pauseRecheckMilliseconds) / 1000)
+            return try consequences(of: .deferred(reason: "paused", until: until), for: work)
+        }
+    }
+
     func result(_ payload: some PushEvent, of work: Work) throws -> KafkaProducerRecord {
         let envelope = EventEnvelope(
             key: work.message.messageId.lowercaseText, payload: payload,

@@ -28,6 +28,18 @@ extension MessageSender {
         await publishWaiting()
     }
 
+    /// Queues an outcome for the publisher task and wakes it if idle (for callers that must not
+    /// wait for the publishing: the schedule).
+    func queueOutcome(_ outcome: Outcome) {
+        let wake = waiting.withLock { waiting in
+            waiting.finished.append(.outcome(outcome))
+            guard !waiting.publishing else { return false }
+            waiting.publishing = true
+            return true
+        }
+        if wake { wakeUp.yield() }
+    }
+
     /// The outcomes waiting, with the events of the answers among them, or nil (and no longer
     /// publishing) when none wait.
     func nextOutcomes() -> [Outcome]? {

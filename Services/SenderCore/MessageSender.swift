@@ -44,6 +44,8 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     let producer: KafkaProducer
     let deadLetters: DeadLetterPublisher
     let suspensions: CredentialSuspensions
+    /// Deliveries an operator cancelled or paused (`push.delivery_controls`).
+    let controls: DeliveryControls
     let consumerConfiguration: KafkaConsumerConfiguration
     let logger: Logger
     let now: @Sendable () -> Date
@@ -157,7 +159,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     /// - Parameter consumer: brokers and timeouts; group and topics come from `settings` and `topics`.
     package init(
         transport: Transport, settings: SenderSettings, topics: Topics, producer: KafkaProducer,
-        deadLetters: DeadLetterPublisher, suspensions: CredentialSuspensions, consumer: KafkaConsumerConfiguration,
+        deadLetters: DeadLetterPublisher, suspensions: CredentialSuspensions, controls: DeliveryControls, consumer: KafkaConsumerConfiguration,
         logger: Logger, now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.transport = transport
@@ -166,6 +168,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         self.producer = producer
         self.deadLetters = deadLetters
         self.suspensions = suspensions
+        self.controls = controls
         var configuration = consumer
         configuration.groupID = settings.group
         configuration.topics = [topics.messages, topics.retries]
@@ -188,6 +191,9 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     @_specialize(exported:false,kind:full,where Transport == APNSTransport)
     @_specialize(exported:false,kind:full,where Transport == FCMTransport)
     package func run() async throws {
+        // Nothing is read before the controls are: a cancelled delivery's messages are not
+        // sent while the table is being read after a restart.
+        await controls.loaded()
         let consumer = try KafkaConsumer(
             configuration: consumerConfiguration,
             revocationHandler: { [self] partitions in await handBack(partitions) },
@@ -270,6 +276,8 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         if work.message.validUntil <= now {
             let records = try expired(work, at: now)
             group.addTask { await self.publishOutcome(of: work, records: [records], count: Tally(outcome: "expired")) }
+        } else if let (records, tally) = try controlled(work, at: now) {
+            group.addTask { await self.publishOutcome(of: work, records: records, count: tally) }
         } else if let notBefore = work.message.notBefore, notBefore > now {
             let earliest = state.withLock { state in
                 state.schedule.insert(work, due: notBefore)
@@ -296,6 +304,11 @@ package final class MessageSender<Transport: MessageTransport>: Service {
             }
             if !due.isEmpty { updateGauges() }
             for work in due {
+                // Cancelled or paused while it waited: not sent.
+                if let (records, tally) = try controlled(work, at: now()) {
+                    queueOutcome(Outcome(record: work.record, events: records, tally: tally))
+                    continue
+                }
                 try await inFlight.acquire()
                 send(work)
             }

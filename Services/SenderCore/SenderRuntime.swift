@@ -63,13 +63,14 @@ struct SenderAssembly: Sendable {
         transport: T, messages: TopicDefinition, retries: TopicDefinition, shutdownClient: @escaping @Sendable () async throws -> Void
     ) -> [any Service] {
         let topics = configuration.topics
+        let controls = DeliveryControls(postgres: postgres, refresh: .milliseconds(settings.controlsRefreshMilliseconds), logger: logger)
         let sender = MessageSender(
             transport: transport, settings: settings,
             topics: .init(messages: messages.name, retries: retries.name, results: topics.messageResults.name, subscriptions: topics.subscriptions.name),
             producer: producer, deadLetters: DeadLetterPublisher(producer: producer, catalog: topics, group: settings.group),
-            suspensions: suspensions, consumer: configuration.consumer(group: settings.group), logger: logger, now: now
+            suspensions: suspensions, controls: controls, consumer: configuration.consumer(group: settings.group), logger: logger, now: now
         )
-        return [ShutdownAction(shutdownClient), sender]
+        return [controls, ShutdownAction(shutdownClient), sender]
     }
 }
 

@@ -25,6 +25,12 @@ package struct SenderSettings: Sendable, Hashable {
     /// How often finished records' offsets are committed (`<PREFIX>_COMMIT_INTERVAL_MS`): after a
     /// SIGKILL, the records finished within the last interval are sent again.
     package var commitIntervalMilliseconds: Int = 100
+    /// How often `push.delivery_controls` is read for deliveries cancelled, paused or resumed
+    /// (`<PREFIX>_CONTROLS_REFRESH_MS`): the longest a control takes to reach this instance.
+    package var controlsRefreshMilliseconds: Int = 500
+    /// How long a paused delivery's message is set aside (on the retry topic) before it is looked
+    /// at again (`<PREFIX>_PAUSE_RECHECK_MS`): a resume reaches waiting messages within this time.
+    package var pauseRecheckMilliseconds: Int = 5_000
 
     package init(
         group: String, maxInFlight: Int, maxHeld: Int = 20_000, retryBaseMilliseconds: Int = 1_000,
@@ -50,6 +56,9 @@ package struct SenderSettings: Sendable, Hashable {
             "\(prefix)_CREDENTIAL_COOLDOWN_MS", default: defaults.credentialCooldownMilliseconds, in: 100...3_600_000)
         credentialCacheMilliseconds = try environment.int("\(prefix)_CREDENTIAL_CACHE_MS", default: defaults.credentialCacheMilliseconds, in: 0...3_600_000)
         commitIntervalMilliseconds = try environment.int("\(prefix)_COMMIT_INTERVAL_MS", default: defaults.commitIntervalMilliseconds, in: 10...60_000)
+        controlsRefreshMilliseconds = try environment.int(
+            "\(prefix)_CONTROLS_REFRESH_MS", default: defaults.controlsRefreshMilliseconds, in: 50...60_000)
+        pauseRecheckMilliseconds = try environment.int("\(prefix)_PAUSE_RECHECK_MS", default: defaults.pauseRecheckMilliseconds, in: 100...600_000)
     }
 
     package var retryPolicy: RetryPolicy {

@@ -150,3 +150,50 @@ package struct DeliveryPlanned: PushEvent, Hashable {
         self.plannedAt = plannedAt
     }
 }
+
+/// An operator stopped a delivery (`POST /admin/v1/deliveries/{id}/cancel`):
+/// `push.delivery-events`, key = deliveryId. The fan-out plans nothing more of it and the senders
+/// end its messages not yet sent as `MessageCancelled`. Final: a cancelled delivery is not resumed.
+package struct DeliveryCancelled: PushEvent, Hashable {
+    package static let eventType = "DeliveryCancelled"
+    package static let eventVersion = 1
+
+    package var deliveryId: String
+    package var cancelledAt: Date
+
+    package init(deliveryId: String, cancelledAt: Date) {
+        self.deliveryId = deliveryId
+        self.cancelledAt = cancelledAt
+    }
+}
+
+/// An operator held a delivery (`POST /admin/v1/deliveries/{id}/pause`): the fan-out stops after
+/// its current chunk and the senders put its messages aside until `DeliveryResumed` (those whose
+/// `validUntil` passes meanwhile end `expired`).
+package struct DeliveryPaused: PushEvent, Hashable {
+    package static let eventType = "DeliveryPaused"
+    package static let eventVersion = 1
+
+    package var deliveryId: String
+    package var pausedAt: Date
+
+    package init(deliveryId: String, pausedAt: Date) {
+        self.deliveryId = deliveryId
+        self.pausedAt = pausedAt
+    }
+}
+
+/// A paused delivery goes on (`POST /admin/v1/deliveries/{id}/resume`): fan-out and sends
+/// continue where they stopped.
+package struct DeliveryResumed: PushEvent, Hashable {
+    package static let eventType = "DeliveryResumed"
+    package static let eventVersion = 1
+
+    package var deliveryId: String
+    package var resumedAt: Date
+
+    package init(deliveryId: String, resumedAt: Date) {
+        self.deliveryId = deliveryId
+        self.resumedAt = resumedAt
+    }
+}

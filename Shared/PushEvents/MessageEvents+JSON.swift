@@ -196,6 +196,14 @@ extension MessageExpired: EventJSONWritable {
     }
 }
 
+extension MessageCancelled: EventJSONWritable {
+    package func writeMembers(to writer: inout EventJSONWriter) {
+        writer.int("attempts", attempts)
+        writer.date("cancelledAt", cancelledAt)
+        writer.object("message", message.writeMembers)
+    }
+}
+
 extension SubscriptionDisabled: EventJSONWritable {
     package func writeMembers(to writer: inout EventJSONWriter) {
         writer.uuid("appId", appId)

@@ -200,3 +200,20 @@ package struct MessageExpired: PushEvent, Hashable {
         self.expiredAt = expiredAt
     }
 }
+
+/// The message's delivery was cancelled before a provider accepted it: the sender that held it
+/// did not send it (`push.message-results`). A final status, like `MessageExpired`.
+package struct MessageCancelled: PushEvent, Hashable {
+    package static let eventType = "MessageCancelled"
+    package static let eventVersion = 1
+
+    package var message: MessageReference
+    package var attempts: Int
+    package var cancelledAt: Date
+
+    package init(message: MessageReference, attempts: Int, cancelledAt: Date) {
+        self.message = message
+        self.attempts = attempts
+        self.cancelledAt = cancelledAt
+    }
+}

@@ -435,5 +435,38 @@ package enum Migrations {
                     'Delivery ids the admin API answered for requests it published on push.delivery-requests (POST /admin/v1/deliveries), taken from push.delivery_ids; the intake gives such a request this id (planner state, not an analyst table)'
                 """,
             ]),
+        Migration(
+            version: 12, name: "delivery controls: cancel, pause, resume",
+            statements: [
+                "CREATE SEQUENCE push.delivery_control_versions",
+                """
+                CREATE TABLE push.delivery_controls (
+                    delivery_id text        PRIMARY KEY,
+                    state       text        NOT NULL CHECK (state IN ('active', 'paused', 'cancelled')),
+                    changed_at  timestamptz NOT NULL,
+                    event_id    uuid        NOT NULL,
+                    version     bigint      NOT NULL DEFAULT nextval('push.delivery_control_versions')
+                )
+                """,
+                "CREATE INDEX delivery_controls_version ON push.delivery_controls (version)",
+                """
+                COMMENT ON TABLE push.delivery_controls IS
+                    'Deliveries an operator cancelled, paused or resumed, from push.delivery-events (the deliveries projection): the planner and the senders read it; version grows with every change, so a reader asks only for what changed'
+                """,
+                "ALTER TABLE push.broad_log DROP CONSTRAINT broad_log_status_check",
+                "ALTER TABLE push.broad_log ADD CONSTRAINT broad_log_status_check CHECK (status IN ('pending', 'sent', 'failed', 'expired', 'cancelled'))",
+                "ALTER TABLE push.delivery_indicator_counts ADD COLUMN cancelled bigint NOT NULL DEFAULT 0",
+                """
+                CREATE OR REPLACE VIEW push.delivery_indicators AS
+                SELECT delivery_id, to_deliver, excluded,
+                       sent + failed + expired + cancelled AS processed,
+                       sent, failed, failed_hard, failed_soft, failed_ignored, expired,
+                       impressions, opens,
+                       round(impressions::numeric / nullif(sent, 0), 4) AS impression_rate,
+                       round(opens::numeric / nullif(sent, 0), 4) AS open_rate,
+                       updated_at, cancelled
+                FROM push.delivery_indicator_counts
+                """,
+            ]),
     ]
 }

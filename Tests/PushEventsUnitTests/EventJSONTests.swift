@@ -109,6 +109,7 @@ struct EventJSONTests {
                     MessageFailed(
                         message: values.reference(), failureType: values.text(), reason: values.text(), attempts: values.int(), failedAt: values.date())))
             try Self.expectSameBytes(values.envelope(MessageExpired(message: values.reference(), attempts: values.int(), expiredAt: values.date())))
+            try Self.expectSameBytes(values.envelope(MessageCancelled(message: values.reference(), attempts: values.int(), cancelledAt: values.date())))
             try Self.expectSameBytes(
                 values.envelope(
                     SubscriptionDisabled(appId: values.uuid(), registrationToken: values.text(), reason: values.text(), invalidSince: values.date())))

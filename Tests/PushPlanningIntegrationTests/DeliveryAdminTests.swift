@@ -12,7 +12,7 @@ import Testing
 /// The deliveries' admin API against the real planner, broker and database: a request submitted
 /// over HTTP is checked at once, previewed without sending, and becomes the delivery the answer
 /// named.
-@Suite("Deliveries admin API: submit, preview, list and show", .serialized)
+@Suite("Deliveries admin API: submit, preview, list, show, pause, resume, cancel", .serialized)
 struct DeliveryAdminTests {
     struct Answer {
         var status: Int
@@ -166,6 +166,55 @@ struct DeliveryAdminTests {
             #expect(try await Self.call(port: port, "GET", "/deliveries/2000000000").status == 404)
             #expect(try await Self.call(port: port, "GET", "/deliveries?limit=0").status == 400)
             #expect(try await Self.call(port: port, "GET", "/delivery-requests/never-\(h.suffix)").status == 404)
+        }
+    }
+
+    @Test("pause holds the fan-out and resume continues it; cancel stops it for good with every planned device sent once; 409 and 404 for what cannot be")
+    func pauseResumeCancel() async throws {
+        let port = try EphemeralPort.next()
+        try await PlanningHarness.run(settings: Self.settings(port: port)) { h in
+            let service = try await h.defineService(platforms: ["ios"])
+            try await h.addSubscriptions(service.apps[0], count: 20_000)
+            let requestId = "controls-\(h.suffix)"
+            let submitted = try await Self.call(
+                port: port, "POST", "/deliveries", body: requestJSON(requestId: requestId, service: service.name, throttle: 2_000))
+            let deliveryId = try #require(submitted.json["deliveryId"] as? String)
+            func planned() async throws -> Int { try await h.int("SELECT targeted::int FROM push.delivery_plans WHERE delivery_id = \(deliveryId)") }
+            try await h.eventually("the fan-out under way") { try await planned() >= 1_000 }
+
+            let pause = try await Self.call(port: port, "POST", "/deliveries/\(deliveryId)/pause")
+            #expect(pause.status == 202)
+            #expect(pause.json["applied"] as? Bool == true)
+            #expect(pause.json["state"] as? String == "paused")
+            try await Task.sleep(for: .milliseconds(1_500))  // a chunk being published when paused finishes
+            let held = try await planned()
+            try await Task.sleep(for: .seconds(2))
+            #expect(try await planned() == held, "nothing more is planned while paused")
+            #expect(held < 20_000)
+
+            #expect(try await Self.call(port: port, "POST", "/deliveries/\(deliveryId)/resume").status == 202)
+            try await h.eventually("the fan-out goes on") { try await planned() > held + 1_000 }
+            let cancel = try await Self.call(port: port, "POST", "/deliveries/\(deliveryId)/cancel")
+            #expect(cancel.status == 202)
+            #expect(cancel.json["applied"] as? Bool == true)
+            try await h.eventually("the cancelled delivery is finished") {
+                try await h.text("SELECT status FROM push.delivery_plans WHERE delivery_id = \(deliveryId)") == "planned"
+            }
+            let targeted = try await planned()
+            #expect(targeted < 20_000, "cancelled before the end of the audience")
+            let tokens = try await h.messageRecords().compactMap { record in
+                ((try? JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any])?["data"] as? [String: Any])?["registrationToken"] as? String
+            }
+            #expect(tokens.count == targeted, "DeliveryPlanned counts what was published")
+            #expect(Set(tokens).count == tokens.count, "no device twice")
+
+            #expect(try await Self.call(port: port, "POST", "/deliveries/\(deliveryId)/cancel").status == 202, "cancel again changes nothing")
+            let refused = try await Self.call(port: port, "POST", "/deliveries/\(deliveryId)/resume")
+            #expect(refused.status == 409)
+            #expect(try await Self.call(port: port, "POST", "/deliveries/2000000000/pause").status == 404)
+            try await h.eventually("the list shows the cancel") {
+                try await Self.call(port: port, "GET", "/deliveries?service=\(service.name)").list.first?["control"] as? String == "cancelled"
+            }
         }
     }
 }

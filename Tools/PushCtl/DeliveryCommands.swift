@@ -6,7 +6,7 @@ import Foundation
 struct Deliveries: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Submit, preview and follow deliveries through the admin API (delivery-planning service).",
-        subcommands: [Submit.self, Preview.self, List.self, Show.self, Request.self]
+        subcommands: [Submit.self, Preview.self, List.self, Show.self, Request.self, Cancel.self, Pause.self, Resume.self]
     )
 
     /// A request document from a file, or from standard input with `-`.
@@ -97,5 +97,36 @@ struct Deliveries: AsyncParsableCommand {
         static func escaped(_ text: String) -> String {
             text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
         }
+    }
+}
+
+extension Deliveries {
+    /// `pushctl deliveries cancel|pause|resume --id`.
+    struct ControlCommand {
+        static func run(_ connection: AdminConnection, _ action: String, _ id: String) async throws {
+            try AdminConnection.printJSON(try await connection.call("POST", "/deliveries/\(Request.escaped(id))/\(action)", on: .planning))
+        }
+    }
+
+    struct Cancel: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Cancel a delivery for good: nothing more is planned or sent; its messages not yet sent end cancelled.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Delivery id.") var id: String
+        func run() async throws { try await ControlCommand.run(connection, "cancel", id) }
+    }
+
+    struct Pause: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Hold a delivery: planning and sending wait until it is resumed.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Delivery id.") var id: String
+        func run() async throws { try await ControlCommand.run(connection, "pause", id) }
+    }
+
+    struct Resume: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Let a paused delivery go on where it stopped.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Delivery id.") var id: String
+        func run() async throws { try await ControlCommand.run(connection, "resume", id) }
     }
 }

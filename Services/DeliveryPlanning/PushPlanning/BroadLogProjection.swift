@@ -10,12 +10,12 @@ import PushStore
 ///
 /// The topics are read by one consumer but their records arrive in no particular order
 /// relative to each other, so both kinds of write are upserts: a result may create the row
-/// before its planned message is seen; a final status (`sent`, `failed`, `expired`) is never
+/// before its planned message is seen; a final status (`sent`, `failed`, `expired`, `cancelled`) is never
 /// overwritten by `pending` or by a later result. Rows are written in bulk (one statement per
 /// kind per batch).
 ///
 /// It also keeps the outcome counters of `push.delivery_indicator_counts` (sent, failed by type,
-/// expired) in the same statement as the results: only a row that this batch creates in, or moves
+/// expired, cancelled) in the same statement as the results: only a row that this batch creates in, or moves
 /// to, a final status counts, so a repeated or late result never counts twice and a planned
 /// message arriving after its result counts nothing.
 package struct BroadLogProjection: EnvelopeProjection {
@@ -64,6 +64,9 @@ package struct BroadLogProjection: EnvelopeProjection {
         }
         decoder.register(MessageExpired.self) { event, _ in
             .result(event.message, Outcome(status: "expired", attempts: event.attempts, at: event.expiredAt))
+        }
+        decoder.register(MessageCancelled.self) { event, _ in
+            .result(event.message, Outcome(status: "cancelled", attempts: event.attempts, at: event.cancelledAt))
         }
         self.decoder = decoder
     }
@@ -121,16 +124,18 @@ package struct BroadLogProjection: EnvelopeProjection {
                 WHERE b.status = 'pending'
                 RETURNING b.delivery_id, b.status, b.failure_type
                 )
-                INSERT INTO push.delivery_indicator_counts AS c (delivery_id, sent, failed, failed_hard, failed_soft, failed_ignored, expired, updated_at)
+                INSERT INTO push.delivery_indicator_counts AS c (delivery_id, sent, failed, failed_hard, failed_soft, failed_ignored, expired, cancelled,
+                                                                 updated_at)
                 SELECT delivery_id, count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'),
                        count(*) FILTER (WHERE failure_type = 'hard'), count(*) FILTER (WHERE failure_type = 'soft'),
-                       count(*) FILTER (WHERE failure_type = 'ignored'), count(*) FILTER (WHERE status = 'expired'), now()
+                       count(*) FILTER (WHERE failure_type = 'ignored'), count(*) FILTER (WHERE status = 'expired'),
+                       count(*) FILTER (WHERE status = 'cancelled'), now()
                 FROM changed GROUP BY delivery_id ORDER BY delivery_id
                 ON CONFLICT (delivery_id) DO UPDATE SET
                     sent = c.sent + excluded.sent, failed = c.failed + excluded.failed,
                     failed_hard = c.failed_hard + excluded.failed_hard, failed_soft = c.failed_soft + excluded.failed_soft,
                     failed_ignored = c.failed_ignored + excluded.failed_ignored, expired = c.expired + excluded.expired,
-                    updated_at = excluded.updated_at
+                    cancelled = c.cancelled + excluded.cancelled, updated_at = excluded.updated_at
                 """,
                 logger: logger
             )

@@ -11,8 +11,11 @@ extension DeliveryAdmin {
         package var deliveryId: String
         package var requestId: String
         package var serviceName: String
-        /// `accepted`, `planning` or `planned` (docs/database.md, `push.deliveries`).
+        /// `accepted`, `planning` or `planned` (docs/database.md, `push.deliveries`): how far the
+        /// fan-out went.
         package var status: String
+        /// `active`, `paused` or `cancelled` (`push.delivery_controls`): what an operator asked.
+        package var control: String
         package var acceptedAt: Date
         package var sendAt: Date
         package var validUntil: Date
@@ -30,6 +33,8 @@ extension DeliveryAdmin {
         package var failedSoft: Int64
         package var failedIgnored: Int64
         package var expired: Int64
+        /// Messages not sent because the delivery was cancelled.
+        package var cancelled: Int64
         package var processed: Int64
         /// `toDeliver - processed`: messages without a final status yet.
         package var pending: Int64
@@ -62,7 +67,7 @@ extension DeliveryAdmin {
         d.delivery_id, d.request_id, d.service_name, d.status, d.accepted_at, d.send_at, d.valid_until, d.planned_at,
         coalesce(i.to_deliver, 0), coalesce(i.excluded, d.excluded, 0), coalesce(i.sent, 0), coalesce(i.failed, 0), coalesce(i.failed_hard, 0),
         coalesce(i.failed_soft, 0), coalesce(i.failed_ignored, 0), coalesce(i.expired, 0), coalesce(i.processed, 0), coalesce(i.impressions, 0),
-        coalesce(i.opens, 0)
+        coalesce(i.opens, 0), coalesce(ctl.state, 'active'), coalesce(i.cancelled, 0)
         """
 
     /// Deliveries, most recently accepted first; `service` and `status` filter.
@@ -74,7 +79,7 @@ extension DeliveryAdmin {
         let rows = try await postgres.query(
             """
             SELECT \(unescaped: Self.summaryColumns)
-            FROM push.deliveries d LEFT JOIN push.delivery_indicators i USING (delivery_id)
+            FROM push.deliveries d LEFT JOIN push.delivery_indicators i USING (delivery_id) LEFT JOIN push.delivery_controls ctl USING (delivery_id)
             WHERE (\(service)::text IS NULL OR d.service_name = \(service)) AND (\(status)::text IS NULL OR d.status = \(status))
             ORDER BY d.accepted_at DESC, d.delivery_id DESC
             LIMIT \(limit)
@@ -89,7 +94,7 @@ extension DeliveryAdmin {
         let rows = try await postgres.query(
             """
             SELECT \(unescaped: Self.summaryColumns), d.apps::text, d.audience::text, d.content::text, d.throttle_per_second
-            FROM push.deliveries d LEFT JOIN push.delivery_indicators i USING (delivery_id)
+            FROM push.deliveries d LEFT JOIN push.delivery_indicators i USING (delivery_id) LEFT JOIN push.delivery_controls ctl USING (delivery_id)
             WHERE d.delivery_id = \(deliveryId)
             """,
             logger: logger)
@@ -97,10 +102,10 @@ extension DeliveryAdmin {
         for try await row in rows {
             let summary = try Self.summary(row)
             let cells = row.makeRandomAccess()
-            let apps = try cells[19].decode(String.self)
-            let audience = try cells[20].decode(String.self)
-            let content = try cells[21].decode(String.self)
-            let throttle = try cells[22].decode(Int?.self)
+            let apps = try cells[21].decode(String.self)
+            let audience = try cells[22].decode(String.self)
+            let content = try cells[23].decode(String.self)
+            let throttle = try cells[24].decode(Int?.self)
             let decoder = EventJSON.decoder
             found = DeliveryDetail(
                 delivery: summary, apps: try decoder.decode([DeliveryApp].self, from: Data(apps.utf8)),
@@ -131,11 +136,12 @@ extension DeliveryAdmin {
         let processed = try figure(16)
         return DeliverySummary(
             deliveryId: try cells[0].decode(String.self), requestId: try cells[1].decode(String.self), serviceName: try cells[2].decode(String.self),
-            status: try cells[3].decode(String.self), acceptedAt: try cells[4].decode(Date.self), sendAt: try cells[5].decode(Date.self),
+            status: try cells[3].decode(String.self), control: try cells[19].decode(String.self), acceptedAt: try cells[4].decode(Date.self),
+            sendAt: try cells[5].decode(Date.self),
             validUntil: try cells[6].decode(Date.self), plannedAt: try cells[7].decode(Date?.self),
             indicators: Indicators(
                 toDeliver: toDeliver, excluded: try figure(9), sent: try figure(10), failed: try figure(11), failedHard: try figure(12),
-                failedSoft: try figure(13), failedIgnored: try figure(14), expired: try figure(15), processed: processed,
+                failedSoft: try figure(13), failedIgnored: try figure(14), expired: try figure(15), cancelled: try figure(20), processed: processed,
                 pending: max(0, toDeliver - processed), impressions: try figure(17), opens: try figure(18)))
     }
 }

@@ -16,14 +16,21 @@ import PushRuntime
 package struct DeliveryAdmin: Sendable {
     let postgres: PostgresClient
     let producer: KafkaProducer
+    /// `push.delivery-requests`, where a submitted request goes.
     let topic: String
+    /// `push.delivery-events`, where cancel, pause and resume go.
+    let eventsTopic: String
     let logger: Logger
     let clock: @Sendable () -> Date
 
-    package init(postgres: PostgresClient, producer: KafkaProducer, topic: String, logger: Logger, clock: @escaping @Sendable () -> Date = Date.init) {
+    package init(
+        postgres: PostgresClient, producer: KafkaProducer, topic: String, eventsTopic: String, logger: Logger,
+        clock: @escaping @Sendable () -> Date = Date.init
+    ) {
         self.postgres = postgres
         self.producer = producer
         self.topic = topic
+        self.eventsTopic = eventsTopic
         self.logger = logger
         self.clock = clock
     }

@@ -46,6 +46,13 @@ package struct DeliveryAdminEndpoints: Sendable {
                 return try AdminAPI.json(.ok, detail)
             }
         }
+        for control in DeliveryAdmin.Control.allCases {
+            group.post("/deliveries/:id/\(control.rawValue)") { request, context in
+                try await api.guarded(request) {
+                    try AdminAPI.json(.accepted, try await admin.control(control, deliveryId: try context.parameters.require("id")))
+                }
+            }
+        }
         group.get("/delivery-requests/:requestId") { request, context in
             try await api.guarded(request) {
                 let requestId = try context.parameters.require("requestId")

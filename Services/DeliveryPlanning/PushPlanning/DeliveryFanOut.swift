@@ -89,10 +89,16 @@ package final class DeliveryFanOut: Service {
         }
     }
 
-    /// Ids of the plans not finished whose `sendAt` has come, oldest first, 50 at a time.
+    /// Ids of the plans not finished whose `sendAt` has come, oldest first, 50 at a time; a paused
+    /// delivery waits for its `DeliveryResumed`.
     func dueDeliveries() async throws -> [String] {
         let rows = try await postgres.query(
-            "SELECT delivery_id FROM push.delivery_plans WHERE status <> 'planned' AND send_at <= now() ORDER BY send_at, delivery_id LIMIT 50",
+            """
+            SELECT delivery_id FROM push.delivery_plans p
+            WHERE status <> 'planned' AND send_at <= now()
+              AND NOT EXISTS (SELECT 1 FROM push.delivery_controls c WHERE c.delivery_id = p.delivery_id AND c.state = 'paused')
+            ORDER BY send_at, delivery_id LIMIT 50
+            """,
             logger: logger
         )
         var ids: [String] = []
@@ -111,6 +117,13 @@ package final class DeliveryFanOut: Service {
         for try await value in rows.decode(Double?.self) { seconds = value }
         // A millisecond more, so that the plan is due when the wait ends.
         return seconds.map { .milliseconds(Int64(($0 * 1000).rounded(.up)) + 1) }
+    }
+
+    /// `active`, `paused` or `cancelled` (`push.delivery_controls`).
+    func control(of deliveryId: String, on connection: PostgresConnection) async throws -> String {
+        let rows = try await connection.query("SELECT state FROM push.delivery_controls WHERE delivery_id = \(deliveryId)", logger: logger)
+        for try await state in rows.decode(String.self) { return state }
+        return "active"
     }
 
     /// Plans the delivery unless another instance holds it.
@@ -145,6 +158,20 @@ package final class DeliveryFanOut: Service {
         var mark: TopicsMark?
         while true {
             try Task.checkCancellation()
+            // An operator's control, read between chunks (a chunk marked before it was asked
+            // for is published whole: its mark promises the read-back exactly those messages).
+            if state.pending == nil {
+                switch try await control(of: deliveryId, on: connection) {
+                case "cancelled":
+                    fanOut.logger.notice("Delivery cancelled; fan-out stopped", metadata: ["targeted": "\(state.targeted)"])
+                    try await finish(state, on: connection, logger: fanOut.logger)
+                    return
+                case "paused":
+                    fanOut.logger.notice("Delivery paused; fan-out waits for its resume", metadata: ["targeted": "\(state.targeted)"])
+                    return
+                default: break
+                }
+            }
             let rows = try await readAudiencePage(of: fanOut, after: state, on: connection)
             if rows.isEmpty && state.pending == nil {
                 try await finish(state, on: connection, logger: fanOut.logger)

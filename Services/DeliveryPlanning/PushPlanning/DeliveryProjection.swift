@@ -5,9 +5,10 @@ import PostgresNIO
 import PushEvents
 import PushStore
 
-/// Keeps `push.deliveries`, `push.delivery_rejections` and `push.exclusion_log` from
-/// `push.delivery-events`. Statuses only move forward (accepted → planning → planned), so a
-/// repeated event changes nothing.
+/// Keeps `push.deliveries`, `push.delivery_rejections`, `push.exclusion_log` and
+/// `push.delivery_controls` from `push.delivery-events`. Statuses only move forward (accepted →
+/// planning → planned; a cancelled delivery stays cancelled), so a repeated event changes
+/// nothing.
 package struct DeliveryProjection: EnvelopeProjection {
     package enum Event: Sendable {
         case accepted(DeliveryAccepted)
@@ -15,6 +16,8 @@ package struct DeliveryProjection: EnvelopeProjection {
         case started(DeliveryPlanningStarted)
         case exclusions(DeliveryExclusionsRecorded)
         case planned(DeliveryPlanned)
+        /// Cancelled, paused or resumed by an operator: the new state of `delivery_controls`.
+        case control(deliveryId: String, state: String, at: Date, eventId: UUID)
     }
 
     package let name: String
@@ -30,6 +33,15 @@ package struct DeliveryProjection: EnvelopeProjection {
         decoder.register(DeliveryPlanningStarted.self) { event, _ in .started(event) }
         decoder.register(DeliveryExclusionsRecorded.self) { event, _ in .exclusions(event) }
         decoder.register(DeliveryPlanned.self) { event, _ in .planned(event) }
+        decoder.register(DeliveryCancelled.self) { event, metadata in
+            .control(deliveryId: event.deliveryId, state: "cancelled", at: event.cancelledAt, eventId: metadata.id)
+        }
+        decoder.register(DeliveryPaused.self) { event, metadata in
+            .control(deliveryId: event.deliveryId, state: "paused", at: event.pausedAt, eventId: metadata.id)
+        }
+        decoder.register(DeliveryResumed.self) { event, metadata in
+            .control(deliveryId: event.deliveryId, state: "active", at: event.resumedAt, eventId: metadata.id)
+        }
         self.decoder = decoder
     }
 
@@ -50,6 +62,19 @@ package struct DeliveryProjection: EnvelopeProjection {
                             \(try json(delivery.apps))::jsonb, \(try json(delivery.audience))::jsonb, \(try json(delivery.content))::jsonb,
                             \(delivery.throttlePerSecond), \(delivery.validUntil), \(delivery.sendAt), \(delivery.acceptedAt))
                     ON CONFLICT (delivery_id) DO NOTHING
+                    """,
+                    logger: logger
+                )
+            case .control(let deliveryId, let state, let at, let eventId):
+                // Each change takes a new version (readers ask for what changed since theirs);
+                // a repeated event changes nothing, and nothing brings a cancelled delivery back.
+                try await connection.query(
+                    """
+                    INSERT INTO push.delivery_controls AS c (delivery_id, state, changed_at, event_id)
+                    VALUES (\(deliveryId), \(state), \(at), \(eventId))
+                    ON CONFLICT (delivery_id) DO UPDATE SET state = excluded.state, changed_at = excluded.changed_at, event_id = excluded.event_id,
+                        version = nextval('push.delivery_control_versions')
+                    WHERE c.state <> 'cancelled' AND c.event_id <> excluded.event_id
                     """,
                     logger: logger
                 )

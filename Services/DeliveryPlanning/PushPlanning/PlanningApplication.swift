@@ -56,7 +56,9 @@ package enum PlanningApplication {
         let idleWait = Duration.milliseconds(settings.idleWaitMilliseconds)
         let router = Router()
         DeliveryAdminEndpoints(
-            admin: DeliveryAdmin(postgres: postgres, producer: producer, topic: topics.deliveryRequests.name, logger: logger), token: adminToken
+            admin: DeliveryAdmin(
+                postgres: postgres, producer: producer, topic: topics.deliveryRequests.name, eventsTopic: topics.deliveryEvents.name, logger: logger),
+            token: adminToken
         ).addRoutes(to: router)
         if adminToken == nil {
             logger.warning("PUSH_ADMIN_TOKEN is not set: the deliveries' admin API answers 503")

@@ -277,7 +277,7 @@ package final class KafkaConsumer: Service, Sendable {
             var low: Int64 = 0
             var high: Int64 = 0
             let err = rd_kafka_query_watermark_offsets(
-                client.handle, partition.topic, partition.partition, &low, &high, Int32(Self.lagQueryTimeoutMilliseconds))
+                client.handle, partition.topic, partition.partition, &low, &high, Self.lagQueryTimeoutMilliseconds)
             guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
                 logger.debug("Consumer lag not refreshed", metadata: ["error": "\(KafkaError(code: .consumer, err))"])
                 return
@@ -295,7 +295,7 @@ package final class KafkaConsumer: Service, Sendable {
         for partition in partitions {
             rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition)
         }
-        guard let list, rd_kafka_committed(client.handle, list, Int32(Self.lagQueryTimeoutMilliseconds)) == RD_KAFKA_RESP_ERR_NO_ERROR else { return [:] }
+        guard let list, rd_kafka_committed(client.handle, list, Self.lagQueryTimeoutMilliseconds) == RD_KAFKA_RESP_ERR_NO_ERROR else { return [:] }
         var offsets: [KafkaTopicPartition: Int64] = [:]
         for index in 0..<Int(list.pointee.cnt) {
             let element = list.pointee.elems[index]

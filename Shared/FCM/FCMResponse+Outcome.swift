@@ -72,8 +72,8 @@ extension FCMResponse {
     /// - Otherwise (a bare 429, an answer that does not say): `project`, as before this
     ///   distinction existed. Firebase asks for at least a minute's back-off after a project
     ///   quota, and a project-wide quota treated as a device's would have every message of the
-    ///   project refused, and counted against the quota, until it refills; pausing one project
-    ///   for a minute by mistake costs less.
+    ///   project retried into it within seconds until it refills; pausing one project for a
+    ///   minute by mistake costs less.
     package var quotaScope: FCMQuotaScope {
         func namesDevice(_ text: String?) -> Bool { text?.lowercased().contains("device") ?? false }
         if !self.quotaViolations.isEmpty {

@@ -92,7 +92,7 @@ let package = Package(
         ),
         .target(
             name: "Kafka",
-            dependencies: ["CRdKafka", "PushWire", nioPosix, logging, metrics, serviceLifecycle],
+            dependencies: ["CRdKafka", "PushWire", nioCore, nioPosix, logging, metrics, serviceLifecycle],
             path: "Shared/Kafka",
             swiftSettings: swiftSettings
         ),
@@ -302,7 +302,7 @@ let package = Package(
         .testTarget(name: "PushPlanningUnitTests", dependencies: ["PushPlanning", "PushEvents", "PushTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "PushSendingUnitTests", dependencies: ["PushSending", "PushRuntime"], swiftSettings: swiftSettings),
         .testTarget(name: "PushTrackingUnitTests", dependencies: ["PushTracking", "PushEvents"], swiftSettings: swiftSettings),
-        .testTarget(name: "KafkaIntegrationTests", dependencies: ["Kafka", "PushTestSupport", logging], swiftSettings: swiftSettings),
+        .testTarget(name: "KafkaIntegrationTests", dependencies: ["Kafka", "PushTestSupport", logging, metricsTestKit], swiftSettings: swiftSettings),
         .testTarget(
             name: "PushStoreIntegrationTests",
             dependencies: ["PushStore", "PushRuntime", "Kafka", "PushEvents", "PushTestSupport", logging, postgresNIO, serviceLifecycle],

@@ -59,7 +59,8 @@ extension MessageSender {
                 ])
             let failed = MessageFailed(message: message.reference, failureType: "soft", reason: reason, attempts: message.attempt, failedAt: now)
             return ([try result(failed, of: work)], Tally(outcome: "failed", reason: reason, failureType: "soft"))
-        case .retry(let reason, let after, let atLeast):
+        case .retry(let reason, let after, let atLeast, let quota):
+            if let quota { metrics.quotaExceeded(quota).increment() }
             let delay = settings.retryPolicy.delay(afterAttempt: message.attempt, after: after, atLeast: atLeast)
             let due = now.addingTimeInterval(delay.seconds)
             guard due < message.validUntil else { return ([try expired(work, at: now)], Tally(outcome: "expired", reason: reason)) }

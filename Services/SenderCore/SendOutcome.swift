@@ -16,9 +16,20 @@ package enum SendOutcome: Sendable, Equatable {
     /// `SENDER_CREDENTIAL_COOLDOWN_MS` so the rest of the queue waits instead of failing too.
     case credentialRejected(reason: String, credential: String)
     /// A transient failure (429, 5xx, connection lost): sent again later with backoff, at least
-    /// `after` (Retry-After) and at least `atLeast` (FCM quota: 60 s), until `validUntil`.
-    case retry(reason: String, after: Duration? = nil, atLeast: Duration? = nil)
+    /// `after` (Retry-After) and at least `atLeast` (FCM project quota: 60 s), until `validUntil`.
+    /// `quota` says that the provider answered a spent quota and whose: counted in
+    /// `push_sender_quota_exceeded_total{scope}`.
+    case retry(reason: String, after: Duration? = nil, atLeast: Duration? = nil, quota: QuotaScope? = nil)
     /// Not attempted (its credential is suspended, or it has none yet): held until `until` without
     /// counting an attempt, until `validUntil`.
     case deferred(reason: String, until: Date)
+
+    /// Whose quota a provider said is spent: what waits because of it.
+    package enum QuotaScope: String, Sendable {
+        /// One device token's (FCM device message rate, APNs 429 TooManyRequests): only that
+        /// message waits.
+        case device
+        /// An FCM project's: the project's messages are deferred until its pause ends.
+        case project
+    }
 }

@@ -12,6 +12,8 @@ final class SenderMetrics: Sendable {
     let resendWindow: Gauge
     let credentialErrors: Counter
     let deadLetters: Counter
+    private let deviceQuotas: Counter
+    private let projectQuotas: Counter
 
     init(provider: String) {
         self.provider = provider
@@ -23,6 +25,17 @@ final class SenderMetrics: Sendable {
         resendWindow = Gauge(label: "push_sender_resend_window", dimensions: dimensions)
         credentialErrors = Counter(label: "push_sender_credential_errors_total", dimensions: dimensions)
         deadLetters = Counter(label: "push_sender_dead_letters_total", dimensions: dimensions)
+        deviceQuotas = Counter(label: "push_sender_quota_exceeded_total", dimensions: dimensions + [("scope", "device")])
+        projectQuotas = Counter(label: "push_sender_quota_exceeded_total", dimensions: dimensions + [("scope", "project")])
+    }
+
+    /// `push_sender_quota_exceeded_total{provider, scope}`: provider answers that a quota is
+    /// spent, by whose: `device` (that message waits) or `project` (the FCM project pauses).
+    func quotaExceeded(_ scope: SendOutcome.QuotaScope) -> Counter {
+        switch scope {
+        case .device: deviceQuotas
+        case .project: projectQuotas
+        }
     }
 
     /// `push_sender_messages_total{provider, outcome, reason}`: outcome is `sent`, `failed`

@@ -181,7 +181,8 @@ package final class FCMClient: Sendable {
         return response
     }
 
-    /// A QUOTA_EXCEEDED answer pauses the project in the throttle.
+    /// A QUOTA_EXCEEDED answer for the project's quota pauses the project in the throttle; one for
+    /// a device's quota (`deviceQuotaExceeded`) pauses nothing.
     private func noteQuota(_ response: FCMResponse, projectId: String) {
         guard case .quotaExceeded(let after) = response.outcome else { return }
         self.logger.info(

@@ -11,6 +11,9 @@ package enum FCMOutcome: Sendable, Equatable {
     case credentialRejected(reason: String)
     /// The project's quota is spent: do not send to it for at least `after` (>= 60 s).
     case quotaExceeded(after: Duration)
+    /// One device's message rate is spent: retry this message only, with backoff, not before
+    /// `after` when FCM named a delay; the project's other messages go on.
+    case deviceQuotaExceeded(after: Duration?)
     /// Transient: retry with backoff and jitter, not before `after` when the server named a delay.
     case retry(reason: String, after: Duration?)
 }

@@ -2,8 +2,9 @@ import Foundation
 import PushWire
 import Synchronization
 
-/// Client-side back-off per FCM project after QUOTA_EXCEEDED, so a spent quota does not turn into
-/// a storm of refused (and still counted) requests.
+/// Client-side back-off per FCM project after a QUOTA_EXCEEDED for the project's quota (not a
+/// device's: `FCMResponse.quotaScope`), so a spent quota does not turn into a storm of refused
+/// (and still counted) requests.
 ///
 /// - QUOTA_EXCEEDED pauses new sends to that project, not to others, until
 ///   `max(minimumPause, Retry-After)` after the answer (a later answer can extend the pause).

@@ -14,6 +14,9 @@ package struct FCMResponse: Sendable, Equatable {
     package var errorMessage: String?
     /// `field` of each `google.rpc.BadRequest` field violation, e.g. `message.token`.
     package var fieldViolations: [String]
+    /// The violations of `google.rpc.QuotaFailure` details (a QUOTA_EXCEEDED answer names the
+    /// quota that is spent there).
+    package var quotaViolations: [QuotaViolation]
     /// The `Retry-After` header, seconds or HTTP date, as a delay from the time of the answer.
     package var retryAfter: Duration?
 
@@ -24,6 +27,7 @@ package struct FCMResponse: Sendable, Equatable {
         errorStatus: String? = nil,
         errorMessage: String? = nil,
         fieldViolations: [String] = [],
+        quotaViolations: [QuotaViolation] = [],
         retryAfter: Duration? = nil
     ) {
         self.status = status
@@ -32,7 +36,20 @@ package struct FCMResponse: Sendable, Equatable {
         self.errorStatus = errorStatus
         self.errorMessage = errorMessage
         self.fieldViolations = fieldViolations
+        self.quotaViolations = quotaViolations
         self.retryAfter = retryAfter
+    }
+
+    /// One violation of a `google.rpc.QuotaFailure` detail: `subject` (what the quota is
+    /// counted on) and `description` (which limit), as Google wrote them; either may be absent.
+    package struct QuotaViolation: Sendable, Equatable {
+        package var subject: String?
+        package var description: String?
+
+        package init(subject: String?, description: String?) {
+            self.subject = subject
+            self.description = description
+        }
     }
 
     /// Parses a body and a `Retry-After` value. A body that is not JSON leaves the fields nil, so
@@ -57,6 +74,12 @@ package struct FCMResponse: Sendable, Equatable {
             }
             for violation in detail["fieldViolations"] as? [[String: Any]] ?? [] {
                 if let field = violation["field"] as? String { self.fieldViolations.append(field) }
+            }
+            if type.hasSuffix("google.rpc.QuotaFailure") {
+                for violation in detail["violations"] as? [[String: Any]] ?? [] {
+                    self.quotaViolations.append(
+                        QuotaViolation(subject: violation["subject"] as? String, description: violation["description"] as? String))
+                }
             }
         }
     }

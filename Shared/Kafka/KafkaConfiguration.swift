@@ -114,6 +114,10 @@ package struct KafkaConsumerConfiguration: Sendable, Hashable {
     /// How long `close()` lets a first join still in progress finish before leaving the group
     /// (see `KafkaConsumer.close()`). Default 10 s; services take a share of their shutdown grace.
     package var joinGraceOnCloseMilliseconds: Int = 10_000
+    /// How often `push_consumer_lag` is read from the broker (the partitions' high watermarks
+    /// against what this member has read), so the gauge stays current while nothing is read: a
+    /// stalled or paused reader shows its lag growing. Default 10 s.
+    package var lagRefreshIntervalMilliseconds: Int = 10_000
 
     package init(
         client: KafkaClientConfiguration,

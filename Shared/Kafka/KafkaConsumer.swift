@@ -1,6 +1,7 @@
 import CRdKafka
 import Logging
 import Metrics
+import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import Synchronization
@@ -24,8 +25,10 @@ package enum KafkaOffset {
 /// - On assignment, the optional start-position provider is asked where each new partition
 ///   starts (a projection answers from its own table, so its position and its data commit
 ///   together); partitions it does not name start from the group's committed offset.
-/// - Every librdkafka call that may block runs on the consumer's own thread, never on Swift's
+/// - Every librdkafka call that may block runs on the consumer's own threads, never on Swift's
 ///   cooperative pool.
+/// - `push_consumer_lag` is updated with every batch read and, every
+///   `lagRefreshIntervalMilliseconds`, from the broker's high watermarks, also while nobody reads.
 package final class KafkaConsumer: Service, Sendable {
     /// Given newly assigned partitions, returns the next offset to read for those it knows.
     package typealias StartPositionProvider = @Sendable ([KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64]
@@ -38,6 +41,10 @@ package final class KafkaConsumer: Service, Sendable {
     private let client: RdKafkaClient
     private let queue: QueueHandle
     private let thread: NIOThreadPool
+    /// Runs the periodic lag queries (they wait for the broker), so they never hold up a poll.
+    private let lagThread: NIOThreadPool
+    private let lagTimer = Mutex<RepeatedTask?>(nil)
+    private let metricsFactory: any MetricsFactory
     private let startPositions: StartPositionProvider?
     private let revocationHandler: RevocationHandler?
     private let logger: Logger
@@ -47,15 +54,22 @@ package final class KafkaConsumer: Service, Sendable {
         var assignment: Set<KafkaTopicPartition> = []
         var everAssigned = false
         var closed = false
+        /// Per owned partition, the offset of the next record this member will hand out: after
+        /// the last one read, or the start position it was assigned at.
+        var nextOffsets: [KafkaTopicPartition: Int64] = [:]
+        /// `push_consumer_lag` per owned partition.
+        var lagGauges: [KafkaTopicPartition: Gauge] = [:]
     }
 
     package init(
         configuration: KafkaConsumerConfiguration,
         startPositions: StartPositionProvider? = nil,
         revocationHandler: RevocationHandler? = nil,
+        metricsFactory: any MetricsFactory = MetricsSystem.factory,
         logger: Logger
     ) throws(KafkaError) {
         self.configuration = configuration
+        self.metricsFactory = metricsFactory
         self.startPositions = startPositions
         self.revocationHandler = revocationHandler
         var logger = logger
@@ -86,6 +100,9 @@ package final class KafkaConsumer: Service, Sendable {
         }
         thread = NIOThreadPool(numberOfThreads: 1)
         thread.start()
+        lagThread = NIOThreadPool(numberOfThreads: 1)
+        lagThread.start()
+        startLagRefresh()
     }
 
     // MARK: reading
@@ -190,26 +207,103 @@ package final class KafkaConsumer: Service, Sendable {
         return polled
     }
 
-    /// `push_consumer_lag{group, topic, partition}`: records of the partition after the last one
-    /// just read, from the high watermark the broker sent with the fetched data (librdkafka's
-    /// cached value: no request). Updated with every batch read; 0 when the reader is at the end.
+    /// `push_consumer_lag{group, topic, partition}` after a poll: records of the partition after
+    /// the last one just read, from the high watermark the broker sent with the fetched data
+    /// (librdkafka's cached value: no request). 0 when the reader is at the end.
     private func recordLag(_ records: [KafkaConsumerRecord]) {
         guard !records.isEmpty else { return }
-        var last: [KafkaTopicPartition: Int64] = [:]
-        for record in records { last[record.topicPartition] = max(last[record.topicPartition] ?? -1, record.offset) }
-        for (partition, offset) in last {
+        var next: [KafkaTopicPartition: Int64] = [:]
+        for record in records { next[record.topicPartition] = max(next[record.topicPartition] ?? 0, record.offset + 1) }
+        state.withLock { state in
+            for (partition, offset) in next where state.assignment.contains(partition) {
+                state.nextOffsets[partition] = max(state.nextOffsets[partition] ?? 0, offset)
+            }
+        }
+        for (partition, offset) in next {
             var low: Int64 = 0
             var high: Int64 = 0
             guard rd_kafka_get_watermark_offsets(client.handle, partition.topic, partition.partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR,
                 high >= 0
             else { continue }
-            Gauge(
-                label: "push_consumer_lag",
-                dimensions: [
-                    ("group", configuration.groupID), ("topic", partition.topic), ("partition", String(partition.partition)),
-                ]
-            ).record(max(0, high - offset - 1))
+            record(lag: high - offset, of: partition)
         }
+    }
+
+    private func record(lag: Int64, of partition: KafkaTopicPartition) {
+        let gauge: Gauge? = state.withLock { state in
+            guard state.assignment.contains(partition) else { return nil }
+            if let gauge = state.lagGauges[partition] { return gauge }
+            let gauge = Gauge(
+                label: "push_consumer_lag",
+                dimensions: [("group", configuration.groupID), ("topic", partition.topic), ("partition", String(partition.partition))],
+                factory: metricsFactory
+            )
+            state.lagGauges[partition] = gauge
+            return gauge
+        }
+        gauge?.record(max(0, lag))
+    }
+
+    /// Every `lagRefreshIntervalMilliseconds`, `refreshLag` on the lag thread: a timer on an
+    /// event loop, not a task, because a stalled application is exactly when nobody polls. Each
+    /// run waits for the previous one; `close()` cancels it.
+    private func startLagRefresh() {
+        let interval = TimeAmount.milliseconds(Int64(max(10, configuration.lagRefreshIntervalMilliseconds)))
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let timer = loop.scheduleRepeatedAsyncTask(initialDelay: interval, delay: interval) { [weak self] task in
+            guard let self else {
+                task.cancel()
+                return loop.makeSucceededVoidFuture()
+            }
+            return self.lagThread.runIfActive(eventLoop: loop) { self.refreshLag() }.recover { _ in }
+        }
+        lagTimer.withLock { $0 = timer }
+    }
+
+    /// How long one lag query may wait for the broker.
+    private static let lagQueryTimeoutMilliseconds: Int32 = 2_000
+
+    /// Runs on the lag thread. For each owned partition, asks the broker for its high watermark
+    /// and records how many records lie after what this member has read. A partition nothing was
+    /// read from yet counts from the group's committed offset (or, without one, from where
+    /// `auto.offset.reset` would start). Stops at the first query that fails: the broker is
+    /// slow or away, and the next round tries again.
+    private func refreshLag() {
+        let (partitions, read, closed) = state.withLock { ($0.assignment, $0.nextOffsets, $0.closed) }
+        guard !closed, !partitions.isEmpty else { return }
+        let unread = partitions.filter { read[$0] == nil }.sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) }
+        let committed = unread.isEmpty ? [:] : committedOffsets(unread)
+        for partition in partitions.sorted(by: { ($0.topic, $0.partition) < ($1.topic, $1.partition) }) {
+            var low: Int64 = 0
+            var high: Int64 = 0
+            let err = rd_kafka_query_watermark_offsets(
+                client.handle, partition.topic, partition.partition, &low, &high, Self.lagQueryTimeoutMilliseconds)
+            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                logger.debug("Consumer lag not refreshed", metadata: ["error": "\(KafkaError(code: .consumer, err))"])
+                return
+            }
+            let next = state.withLock { $0.nextOffsets[partition] } ?? committed[partition] ?? (configuration.offsetReset == "latest" ? high : low)
+            record(lag: high - next, of: partition)
+        }
+    }
+
+    /// The group's committed offsets of `partitions` (a broker request); partitions without one
+    /// are left out.
+    private func committedOffsets(_ partitions: [KafkaTopicPartition]) -> [KafkaTopicPartition: Int64] {
+        let list = rd_kafka_topic_partition_list_new(Int32(partitions.count))
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        for partition in partitions {
+            rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition)
+        }
+        guard let list, rd_kafka_committed(client.handle, list, Self.lagQueryTimeoutMilliseconds) == RD_KAFKA_RESP_ERR_NO_ERROR else { return [:] }
+        var offsets: [KafkaTopicPartition: Int64] = [:]
+        for index in 0..<Int(list.pointee.cnt) {
+            let element = list.pointee.elems[index]
+            if element.offset >= 0, element.err == RD_KAFKA_RESP_ERR_NO_ERROR {
+                offsets[KafkaTopicPartition(topic: String(cString: element.topic), partition: element.partition)] = element.offset
+            }
+        }
+        return offsets
     }
 
     static func record(from message: UnsafePointer<rd_kafka_message_t>) -> KafkaConsumerRecord {
@@ -254,8 +348,9 @@ package final class KafkaConsumer: Service, Sendable {
         let listHandle = ListHandle(pointer: list)
 
         if kind == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS {
+            var positions: [KafkaTopicPartition: Int64] = [:]
             if readingStartPositions, let startPositions, !partitions.isEmpty {
-                let positions = try await Self.withRetries(logger: logger, "read start positions") {
+                positions = try await Self.withRetries(logger: logger, "read start positions") {
                     try await startPositions(partitions)
                 }
                 for (partition, offset) in positions {
@@ -278,6 +373,7 @@ package final class KafkaConsumer: Service, Sendable {
             state.withLock {
                 $0.assignment.formUnion(partitions)
                 $0.everAssigned = true
+                for (partition, offset) in positions where offset >= 0 { $0.nextOffsets[partition] = offset }
             }
             logger.info("Kafka partitions assigned", metadata: ["partitions": "\(partitions.map(\.description).sorted())"])
         } else {
@@ -303,7 +399,15 @@ package final class KafkaConsumer: Service, Sendable {
                     if err != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(code: .consumer, err, detail: "unassign") }
                 }
             }
-            state.withLock { $0.assignment.subtract(partitions) }
+            // Another member reports the partitions now: this one's figure would go stale.
+            let gauges = state.withLock { state in
+                state.assignment.subtract(partitions)
+                return partitions.compactMap { partition in
+                    state.nextOffsets[partition] = nil
+                    return state.lagGauges.removeValue(forKey: partition)
+                }
+            }
+            gauges.forEach { $0.destroy() }
             logger.info("Kafka partitions revoked", metadata: ["partitions": "\(partitions.map(\.description).sorted())", "lost": "\(lost)"])
         }
     }
@@ -430,6 +534,16 @@ package final class KafkaConsumer: Service, Sendable {
         }
     }
 
+    /// Cancels the lag timer and waits for a query under way, so none runs on a destroyed client.
+    private func stopLagRefresh() async {
+        if let timer = lagTimer.withLock({ $0 }) {
+            let stopped = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: Void.self)
+            timer.cancel(promise: stopped)
+            try? await stopped.futureResult.get()
+        }
+        try? await lagThread.shutdownGracefully()
+    }
+
     /// Whether a group coordinator has given this member an id (a join got an answer).
     private var hasMemberID: Bool {
         guard let id = rd_kafka_memberid(client.handle) else { return false }
@@ -451,6 +565,7 @@ package final class KafkaConsumer: Service, Sendable {
             return !state.closed
         }
         guard first else { return }
+        await stopLagRefresh()
         await finishJoinBeforeLeaving()
         let logger = self.logger
         _ = try? await thread.runIfActive { [client, queue] in
@@ -462,7 +577,13 @@ package final class KafkaConsumer: Service, Sendable {
             rd_kafka_queue_destroy(queue.pointer)
             client.destroy()
         }
-        state.withLock { $0.assignment = [] }
+        let gauges = state.withLock { state in
+            state.assignment = []
+            state.nextOffsets = [:]
+            defer { state.lagGauges = [:] }
+            return Array(state.lagGauges.values)
+        }
+        gauges.forEach { $0.destroy() }
         try? await thread.shutdownGracefully()
         logger.info("Kafka consumer closed")
     }

@@ -41,7 +41,7 @@ struct FCMClientSimulatorTests {
         }
     }
 
-    @Test("token prefixes give the documented outcomes; QUOTA_EXCEEDED waits at least 60 s")
+    @Test("token prefixes give the documented outcomes; a device's QUOTA_EXCEEDED pauses nothing, a project's at least 60 s")
     func errorOutcomes() async throws {
         try await Fixture.run { simulator in
             let account = try Fixture.projectA.serviceAccount()
@@ -66,10 +66,26 @@ struct FCMClientSimulatorTests {
                 let tooBig = FCMRequestBody(#"{"token":"device-1","data":{"big":"\#(String(repeating: "x", count: 4100))"}}"#)
                 #expect(try await client.send(tooBig.request(project: Self.projectA), account: account).outcome == .rejected(reason: "INVALID_ARGUMENT"))
 
-                // Last, because it pauses project A.
-                let quota = try await client.send(Fixture.dataMessage(token: "quota-1", mId: "q").request(project: Self.projectA), account: account)
+                // A device's quota (the `quota…` prefix, or `deviceQuota` for a chosen token) pauses
+                // nothing: the project stays open.
+                let device = try await client.send(Fixture.dataMessage(token: "quota-1", mId: "q").request(project: Self.projectA), account: account)
+                #expect(device.status == 429)
+                #expect(device.errorCode == .quotaExceeded)
+                #expect(device.quotaScope == .device)
+                #expect(device.outcome == .deviceQuotaExceeded(after: nil))
+                try await simulator.control(.POST, "/_control/faults", json: #"{"deviceQuota":{"device-2":1}}"#)
+                let chosen = try await client.send(Fixture.dataMessage(token: "device-2", mId: "d2").request(project: Self.projectA), account: account)
+                #expect(chosen.outcome == .deviceQuotaExceeded(after: nil))
+                let again = try await client.send(Fixture.dataMessage(token: "device-2", mId: "d2").request(project: Self.projectA), account: account)
+                #expect(again.status == 200, "the device's quota answers only the sends it was armed for")
+                #expect(client.throttle.status(project: Self.projectA) == .open)
+
+                // Last, because it pauses project A: the project's quota.
+                try await simulator.control(.POST, "/_control/faults", json: #"{"burst429":1}"#)
+                let quota = try await client.send(Fixture.dataMessage(token: "device-1", mId: "q").request(project: Self.projectA), account: account)
                 #expect(quota.status == 429)
                 #expect(quota.retryAfter == .seconds(60))
+                #expect(quota.quotaScope == .project)
                 guard case .quotaExceeded(let after) = quota.outcome else {
                     Issue.record("expected quotaExceeded, got \(quota.outcome)")
                     return
@@ -219,7 +235,8 @@ struct FCMClientSimulatorTests {
                 #expect(try await client.send(Fixture.dataMessage(token: "d", mId: "a-0").request(project: Self.projectA), account: accountA).status == 200)
                 #expect(try await client.send(Fixture.dataMessage(token: "d", mId: "b-0").request(project: Self.projectB), account: accountB).status == 200)
 
-                let quota = try await client.send(Fixture.dataMessage(token: "quota-a", mId: "a-q").request(project: Self.projectA), account: accountA)
+                try await simulator.control(.POST, "/_control/faults", json: #"{"burst429":1}"#)
+                let quota = try await client.send(Fixture.dataMessage(token: "d", mId: "a-q").request(project: Self.projectA), account: accountA)
                 #expect(quota.outcome == .quotaExceeded(after: .seconds(60)))
 
                 let doneA = Flag()

@@ -123,4 +123,49 @@ struct FCMOutcomeTests {
         #expect(RetryAfter.delay("Tue Nov 14 22:13:50 2023", now: now) == .seconds(30))
         #expect(RetryAfter.delay(" -5 ", now: now) == .seconds(0))
     }
+
+    /// A QUOTA_EXCEEDED body with `google.rpc.QuotaFailure` violations (subject, description).
+    static func quotaBody(message: String, violations: [(String?, String?)]) -> String {
+        let listed = violations.map { subject, description in
+            let fields = [subject.map { #""subject":"\#($0)""# }, description.map { #""description":"\#($0)""# }].compactMap { $0 }
+            return "{" + fields.joined(separator: ",") + "}"
+        }
+        let quotaFailure =
+            violations.isEmpty ? "" : #",{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[\#(listed.joined(separator: ","))]}"#
+        return
+            #"{"error":{"code":429,"message":"\#(message)","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":"QUOTA_EXCEEDED"}\#(quotaFailure)]}}"#
+    }
+
+    @Test("QUOTA_EXCEEDED for one device delays that message only; a project's, or an answer that does not say, pauses the project")
+    func quotaScope() {
+        let device = ("device", "Device message rate exceeded.")
+        let project = ("project:p-1", "Message rate exceeded.")
+        let cases: [(String, [(String?, String?)], String?, FCMQuotaScope, FCMOutcome)] = [
+            // The QuotaFailure violations decide.
+            ("Device message rate exceeded.", [device], nil, .device, .deviceQuotaExceeded(after: nil)),
+            ("Device message rate exceeded.", [device], "5", .device, .deviceQuotaExceeded(after: .seconds(5))),
+            ("Quota exceeded.", [(nil, "Device message rate exceeded.")], nil, .device, .deviceQuotaExceeded(after: nil)),
+            ("Quota exceeded.", [("device", nil)], nil, .device, .deviceQuotaExceeded(after: nil)),
+            ("Quota exceeded for quota metric 'Messages'.", [project], "12", .project, .quotaExceeded(after: .seconds(60))),
+            ("Quota exceeded for quota metric 'Messages'.", [project], "120", .project, .quotaExceeded(after: .seconds(120))),
+            // A device violation beside a project one: the project's quota is spent too.
+            ("Device message rate exceeded.", [device, project], nil, .project, .quotaExceeded(after: .seconds(60))),
+            // A violation that names no device, whatever the message says, is the project's.
+            ("Device message rate exceeded.", [(nil, "Topic message rate exceeded.")], nil, .project, .quotaExceeded(after: .seconds(60))),
+            // Without violations, the message decides; an answer that does not say is the project's.
+            ("Device message rate exceeded.", [], nil, .device, .deviceQuotaExceeded(after: nil)),
+            ("Quota exceeded for quota metric 'Messages'.", [], nil, .project, .quotaExceeded(after: .seconds(60))),
+        ]
+        for (message, violations, retryAfter, scope, outcome) in cases {
+            let response = Self.response(429, Self.quotaBody(message: message, violations: violations), retryAfter: retryAfter)
+            #expect(response.errorCode == .quotaExceeded)
+            #expect(response.quotaViolations.count == violations.count)
+            #expect(response.quotaScope == scope, "\(message) \(violations)")
+            #expect(response.outcome == outcome, "\(message) \(violations)")
+        }
+        let parsed = Self.response(429, Self.quotaBody(message: "m", violations: [device]))
+        #expect(parsed.quotaViolations == [FCMResponse.QuotaViolation(subject: "device", description: "Device message rate exceeded.")])
+        // A bare 429 (no body) is the project's.
+        #expect(Self.response(429, "").quotaScope == .project)
+    }
 }

@@ -5,6 +5,7 @@ import ProviderSimulatorCore
 import PushEvents
 import PushPlanning
 import PushSending
+import PushTestSupport
 import Testing
 
 /// The apns-sender against the real broker, the real PostgreSQL and the APNs simulator over TLS.
@@ -108,6 +109,35 @@ struct APNSSenderTests {
             }
             let retries = try await h.records(h.topics.apnsRetries.name)
             #expect(retries.count >= 3)
+        }
+    }
+
+    @Test("429 TooManyRequests for one device token delays that message only: the other tokens are sent at once; the metric says scope=device")
+    func tooManyRequestsForOneToken() async throws {
+        try await APNSSenderHarness.with { h in
+            // The simulator answers every request to a `busy…` token 429 TooManyRequests.
+            let busy = h.message(token: APNSSenderHarness.token(prefix: "busy"), validFor: 15)
+            let others = (0..<20).map { _ in h.message(token: APNSSenderHarness.token()) }
+            try await h.publish([busy] + others)
+
+            let opsPort = try EphemeralPort.next()
+            let sender = try h.startExecutable(opsPort: opsPort)
+            defer { sender.killIfRunning() }
+            let results = try await h.waitForResults(1 + others.count, within: .seconds(40)).byMessageId
+            for message in others {
+                let id = message.messageId.uuidString.lowercased()
+                #expect(results[id]?.type == "MessageSent")
+                #expect(results[id]?.attempts == 1)
+            }
+            // The busy token's message backed off on the retry topic until its validity ran out.
+            let result = try #require(results[busy.messageId.uuidString.lowercased()])
+            #expect(result.type == "MessageExpired")
+            #expect((result.attempts ?? 0) >= 2)
+            let refused = h.simulator.state.counters.byReason["TooManyRequests", default: 0]
+            #expect(refused >= 2)
+            #expect(try await h.metric("push_sender_quota_exceeded_total", labels: [#"scope="device""#], opsPort: opsPort) == Double(refused))
+            #expect(try await h.metric("push_sender_quota_exceeded_total", labels: [#"scope="project""#], opsPort: opsPort) ?? 0 == 0)
+            await sender.terminate()
         }
     }
 

@@ -20,7 +20,8 @@ struct FCMSenderTests {
                 (h.message(token: "mismatch-\(UUID())"), "MessageFailed", "hard", "SENDER_ID_MISMATCH"),
                 (h.message(token: "invalid-\(UUID())"), "MessageFailed", "hard", "INVALID_ARGUMENT"),
                 (h.message(token: "thirdparty-\(UUID())"), "MessageFailed", "soft", "THIRD_PARTY_AUTH_ERROR"),
-                // (QUOTA_EXCEEDED pauses the whole project for at least 60 s: `quotaPause` below.)
+                // (A project's QUOTA_EXCEEDED pauses the project for at least 60 s: `quotaPause` below;
+                // a device's delays that message only: `deviceQuota`.)
                 (h.message(token: "internal-\(UUID())", validFor: 20), "MessageExpired", nil, nil),
             ]
             try await h.publish([data, notification] + cases.map(\.0))
@@ -93,7 +94,46 @@ struct FCMSenderTests {
         }
     }
 
-    @Test("QUOTA_EXCEEDED pauses the project for 60 s: its messages wait on the retry topic, not in flight, then are sent once each")
+    @Test(
+        "a device's QUOTA_EXCEEDED delays that device's message only: the project's other devices are sent at once, the device's message after its back-off"
+    )
+    func deviceQuota() async throws {
+        try await FCMSenderHarness.with { h in
+            let busy = h.message(token: FCMSenderHarness.token())
+            _ = h.simulator.state.updateFaults { $0.deviceQuota = [busy.registrationToken: 2] }
+            let others = (0..<20).map { _ in h.message(token: FCMSenderHarness.token()) }
+            try await h.publish([busy] + others)
+
+            // The real fcm-sender executable, so its /metrics can be read.
+            let opsPort = try EphemeralPort.next()
+            let sender = try h.startExecutable(opsPort: opsPort)
+            defer { sender.killIfRunning() }
+            // Well inside the 60 s a project pause would hold every message of the project.
+            let results = try await h.waitForResults(1 + others.count, within: .seconds(40)).byMessageId
+            for message in others {
+                let id = message.messageId.uuidString.lowercased()
+                #expect(results[id]?.type == "MessageSent")
+                #expect(results[id]?.attempts == 1, "another device of the project waited")
+                #expect(h.simulator.state.notifications(mId: id).count == 1)
+            }
+            // The busy device's message was refused twice, backed off on the retry topic, then sent.
+            let id = busy.messageId.uuidString.lowercased()
+            #expect(results[id]?.type == "MessageSent")
+            #expect(results[id]?.attempts == 3)
+            #expect(h.simulator.state.notifications(mId: id).count == 1)
+            #expect(h.simulator.state.counters.byReason["QUOTA_EXCEEDED", default: 0] == 2)
+            let retries = try await h.records(h.topics.fcmRetries.name)
+            #expect(retries.count == 2, "only the busy device's message went to the retry topic")
+
+            #expect(try await h.metric("push_sender_quota_exceeded_total", labels: [#"scope="device""#], opsPort: opsPort) == 2)
+            #expect(try await h.metric("push_sender_quota_exceeded_total", labels: [#"scope="project""#], opsPort: opsPort) ?? 0 == 0)
+            #expect(try await h.metric("push_sender_messages_total", labels: [#"outcome="deferred""#], opsPort: opsPort) == nil, "nothing was deferred")
+            await sender.terminate()
+            #expect(sender.terminationStatus == 0, "\(sender.logTail())")
+        }
+    }
+
+    @Test("a project's QUOTA_EXCEEDED pauses the project for 60 s: its messages wait on the retry topic, not in flight, then are sent once each")
     func quotaPause() async throws {
         let clock = ShiftedClock()
         try await FCMSenderHarness.with { h in

@@ -204,6 +204,16 @@ extension SenderHarness {
         return Int(value)
     }
 
+    /// The value of one series of a sender's /metrics: the line of metric `name` whose labels
+    /// include every one of `labels` (`scope="device"`); nil when the sender exports none.
+    func metric(_ name: String, labels: [String] = [], opsPort: Int) async throws -> Double? {
+        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(opsPort)/metrics")!)
+        let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first { line in
+            (line.hasPrefix(name + "{") || line.hasPrefix(name + " ")) && labels.allSatisfy { line.contains($0) }
+        }
+        return line?.split(separator: " ").last.flatMap { Double($0) }
+    }
+
     // MARK: messages in, what reached the simulator, what was published
 
     /// Publishes messages on the run's message topic as the planner does (or on `topic`, such

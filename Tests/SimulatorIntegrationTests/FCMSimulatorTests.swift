@@ -130,7 +130,7 @@ struct FCMSimulatorTests {
                 ("unreg", 404, "UNREGISTERED", "NOT_FOUND", false),
                 ("mismatch", 403, "SENDER_ID_MISMATCH", "PERMISSION_DENIED", false),
                 ("invalid", 400, "INVALID_ARGUMENT", "INVALID_ARGUMENT", false),
-                ("quota", 429, "QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED", true),
+                ("quota", 429, "QUOTA_EXCEEDED", "RESOURCE_EXHAUSTED", false),
                 ("unavail", 503, "UNAVAILABLE", "UNAVAILABLE", true),
                 ("internal", 500, "INTERNAL", "INTERNAL", false),
                 ("thirdparty", 401, "THIRD_PARTY_AUTH_ERROR", "UNAUTHENTICATED", false),
@@ -211,6 +211,7 @@ struct FCMSimulatorTests {
                 statuses.append(response.status)
                 if response.status == 429 {
                     #expect(response.fcmErrorCode == "QUOTA_EXCEEDED")
+                    #expect(Self.quotaViolations(response) == [["subject": "project:\(Self.project)", "description": "Message rate exceeded."]])
                     retryAfter = response.headers.first(name: "retry-after").flatMap(Int.init)
                 }
             }
@@ -228,6 +229,33 @@ struct FCMSimulatorTests {
         }
     }
 
+    /// The violations of the answer's `google.rpc.QuotaFailure` detail.
+    static func quotaViolations(_ response: TestResponse) -> [[String: String]] {
+        let details = (response.json?["error"] as? [String: Any])?["details"] as? [[String: Any]] ?? []
+        let quotaFailure = details.first { $0["@type"] as? String == "type.googleapis.com/google.rpc.QuotaFailure" }
+        return quotaFailure?["violations"] as? [[String: String]] ?? []
+    }
+
+    @Test("deviceQuota answers a chosen token's next sends with a device QUOTA_EXCEEDED (QuotaFailure, no Retry-After), other tokens go through")
+    func deviceQuota() async throws {
+        try await Fixtures.startFCM(accounts: [Self.account]).run { simulator in
+            let client = try await simulator.client()
+            let set = try await client.send("POST", "/_control/faults", json: #"{"deviceQuota": {"busy-device": 2}}"#)
+            #expect(set.status == 200)
+            let accessToken = try await Self.accessToken(client)
+            for _ in 0..<2 {
+                let refused = try await Self.send(client, accessToken: accessToken, body: Self.message(token: "busy-device"))
+                #expect(refused.status == 429 && refused.fcmErrorCode == "QUOTA_EXCEEDED")
+                #expect(Self.quotaViolations(refused) == [["subject": "device", "description": "Device message rate exceeded."]])
+                #expect(refused.headers.first(name: "retry-after") == nil)
+                #expect(try await Self.send(client, accessToken: accessToken, body: Self.message(token: "calm-device")).status == 200)
+            }
+            #expect(try await Self.send(client, accessToken: accessToken, body: Self.message(token: "busy-device")).status == 200)
+            #expect(simulator.state.notifications().count == 3)
+            await client.close()
+        }
+    }
+
     @Test("injected failures and bursts use FCM's error shape")
     func injectedFailures() async throws {
         try await Fixtures.startFCM(accounts: [Self.account]).run { simulator in
@@ -239,6 +267,7 @@ struct FCMSimulatorTests {
             _ = try await client.send("POST", "/_control/faults", json: #"{"failPercent": 0, "burst429": 1}"#)
             let burst = try await Self.send(client, accessToken: accessToken, body: Self.message())
             #expect(burst.status == 429 && burst.fcmErrorCode == "QUOTA_EXCEEDED")
+            #expect(Self.quotaViolations(burst).first?["description"] == "Message rate exceeded.")
             #expect(try await Self.send(client, accessToken: accessToken, body: Self.message()).status == 200)
             await client.close()
         }

@@ -74,7 +74,10 @@ package struct APNSTransport: MessageTransport {
         case .credentialRejected(let reason):
             return .credentialRejected(reason: reason.rawValue, credential: credential)
         case .retry(let reason, let after):
-            return .retry(reason: reason?.rawValue ?? "http-\(response.status)", after: after)
+            // APNs's only quota is per device token (429 TooManyRequests: "too many requests
+            // for the same device token"); its message backs off alone, the others go on.
+            let quota: SendOutcome.QuotaScope? = response.status == 429 ? .device : nil
+            return .retry(reason: reason?.rawValue ?? "http-\(response.status)", after: after, quota: quota)
         }
     }
 

@@ -79,7 +79,12 @@ package struct FCMTransport: MessageTransport {
         case .credentialRejected(let reason):
             return .credentialRejected(reason: reason, credential: credential)
         case .quotaExceeded(let after):
-            return .retry(reason: "QUOTA_EXCEEDED", after: after, atLeast: .seconds(60))
+            // The client has paused the project: this message waits for the pause, the
+            // project's next ones are deferred (`send` above).
+            return .retry(reason: "QUOTA_EXCEEDED", after: after, atLeast: FCMResponse.minimumQuotaDelay, quota: .project)
+        case .deviceQuotaExceeded(let after):
+            // Only this device's rate is spent: this message backs off, the rest go on.
+            return .retry(reason: "QUOTA_EXCEEDED", after: after, quota: .device)
         case .retry(let reason, let after):
             return .retry(reason: reason, after: after)
         }

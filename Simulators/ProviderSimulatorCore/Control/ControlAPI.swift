@@ -86,13 +86,19 @@ package struct ControlAPI: Sendable {
             if let value = int("burst429") { plan.burst429 = max(0, value ?? 0) }
             if let value = int("goAwayAfterStreams") { plan.goAwayAfterStreams = value.flatMap { $0 > 0 ? $0 : nil } }
             if let value = int("quotaPerMinute") { plan.quotaPerMinute = value.flatMap { $0 >= 0 ? $0 : nil } }
+            if let tokens = fields["deviceQuota"] as? [String: Any] {
+                for (token, count) in tokens {
+                    let count = (count as? NSNumber)?.intValue ?? 0
+                    plan.deviceQuota[token] = count > 0 ? count : nil
+                }
+            }
         }
         return .json(status: 200, self.faultsDocument())
     }
 
     static let faultKeys: Set<String> = [
         "latencyMs", "failPercent", "failStatus", "failReason", "burst429", "goAwayAfterStreams",
-        "quotaPerMinute", "maxConcurrentStreams",
+        "quotaPerMinute", "deviceQuota", "maxConcurrentStreams",
     ]
 
     /// A `Codable` value as a JSON tree, so it can be merged with other fields.

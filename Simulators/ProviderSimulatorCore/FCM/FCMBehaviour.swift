@@ -116,7 +116,8 @@ package final class FCMBehaviour: ProviderBehaviour {
             return FCMError.unauthenticated
         }
         if let retryAfter = self.consumeQuota(project: project) {
-            return FCMError(.quotaExceeded, "Quota exceeded for quota metric 'Messages' of project \(project).", retryAfter: retryAfter).response
+            return FCMError.projectQuota(project: project, message: "Quota exceeded for quota metric 'Messages' of project \(project).", retryAfter: retryAfter)
+                .response
         }
         guard let body = JSON.object(request.body.readableBytesView) else {
             return FCMError(.invalidArgument, "Invalid JSON payload received.").response
@@ -132,7 +133,10 @@ package final class FCMBehaviour: ProviderBehaviour {
         if case .token(let token) = target, let rule = FCMTokenPrefix(token: token) {
             return rule.error.response
         }
-        if let injected = self.injectedFailure() {
+        if case .token(let token) = target, self.state.takeDeviceQuota(token: token) {
+            return FCMError.deviceQuota.response
+        }
+        if let injected = self.injectedFailure(project: project) {
             return injected.response
         }
         if (body["validate_only"] as? NSNumber)?.boolValue == true {
@@ -187,15 +191,15 @@ package final class FCMBehaviour: ProviderBehaviour {
         }
     }
 
-    private func injectedFailure() -> FCMError? {
+    private func injectedFailure(project: String) -> FCMError? {
         if self.state.takeBurst429() {
-            return FCMError(.quotaExceeded, "Quota exceeded (injected burst).", retryAfter: 60)
+            return FCMError.projectQuota(project: project, message: "Quota exceeded (injected burst).", retryAfter: 60)
         }
         let faults = self.state.faults
         guard faults.failPercent > 0, Double.random(in: 0..<100) < faults.failPercent else { return nil }
         let code = FCMError.Code.forFault(status: faults.failStatus, errorCode: faults.failReason)
-        let retryAfter: Int? = code == .quotaExceeded ? 60 : (code == .unavailable ? 10 : nil)
-        return FCMError(code, "Injected failure.", retryAfter: retryAfter)
+        if code == .quotaExceeded { return FCMError.projectQuota(project: project, message: "Injected failure.", retryAfter: 60) }
+        return FCMError(code, "Injected failure.", retryAfter: code == .unavailable ? 10 : nil)
     }
 
     /// `{project}` of `/v1/projects/{project}/messages:send`.

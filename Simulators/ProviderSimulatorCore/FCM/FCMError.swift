@@ -30,25 +30,44 @@ package struct FCMError: Sendable, Error {
     package var code: Code
     package var message: String
     package var retryAfter: Int?
+    /// A `google.rpc.QuotaFailure` detail's violation (`subject`, `description`): which quota a
+    /// QUOTA_EXCEEDED answer says is spent.
+    package var quotaViolation: (subject: String, description: String)?
 
-    package init(_ code: Code, _ message: String, retryAfter: Int? = nil) {
+    package init(_ code: Code, _ message: String, retryAfter: Int? = nil, quotaViolation: (subject: String, description: String)? = nil) {
         self.code = code
         self.message = message
         self.retryAfter = retryAfter
+        self.quotaViolation = quotaViolation
     }
 
+    /// QUOTA_EXCEEDED for the project's message rate (Firebase's "Message rate exceeded"), with
+    /// `Retry-After`.
+    package static func projectQuota(project: String, message: String, retryAfter: Int) -> FCMError {
+        FCMError(.quotaExceeded, message, retryAfter: retryAfter, quotaViolation: ("project:\(project)", "Message rate exceeded."))
+    }
+
+    /// QUOTA_EXCEEDED for one device's message rate (Firebase's "Device message rate
+    /// exceeded"), without `Retry-After`: Firebase asks for exponential back-off for this one.
+    package static let deviceQuota = FCMError(
+        .quotaExceeded, "Device message rate exceeded.", quotaViolation: ("device", "Device message rate exceeded."))
+
     package var response: SimulatorResponse {
+        var details: [[String: Any]] = [
+            ["@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError", "errorCode": self.code.errorCode]
+        ]
+        if let violation = self.quotaViolation {
+            details.append([
+                "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                "violations": [["subject": violation.subject, "description": violation.description]],
+            ])
+        }
         let body: [String: Any] = [
             "error": [
                 "code": self.code.httpStatus,
                 "message": self.message,
                 "status": self.code.status,
-                "details": [
-                    [
-                        "@type": "type.googleapis.com/google.firebase.fcm.v1.FcmError",
-                        "errorCode": self.code.errorCode,
-                    ] as [String: Any]
-                ],
+                "details": details,
             ] as [String: Any]
         ]
         let headers = self.retryAfter.map { [(HTTPHeaderName.retryAfter, String($0))] } ?? []

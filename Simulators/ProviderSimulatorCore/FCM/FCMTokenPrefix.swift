@@ -7,7 +7,7 @@ package enum FCMTokenPrefix: CaseIterable, Sendable {
     case senderIDMismatch
     /// `invalid…` → 400 INVALID_ARGUMENT naming the token
     case invalidToken
-    /// `quota…` → 429 QUOTA_EXCEEDED with Retry-After: 60
+    /// `quota…` → 429 QUOTA_EXCEEDED for the device's message rate (every send to the token)
     case quotaExceeded
     /// `unavail…` → 503 UNAVAILABLE with Retry-After: 10
     case unavailable
@@ -38,7 +38,7 @@ package enum FCMTokenPrefix: CaseIterable, Sendable {
         case .unregistered: .init(.unregistered, "Requested entity was not found.")
         case .senderIDMismatch: .init(.senderIDMismatch, "SenderId mismatch")
         case .invalidToken: .init(.invalidArgument, "The registration token is not a valid FCM registration token")
-        case .quotaExceeded: .init(.quotaExceeded, "Quota exceeded for quota metric 'Messages'.", retryAfter: 60)
+        case .quotaExceeded: .deviceQuota
         case .unavailable: .init(.unavailable, "The service is currently unavailable.", retryAfter: 10)
         case .internalError: .init(.internal, "Internal error encountered.")
         case .thirdPartyAuthError: .init(.thirdPartyAuthError, "Auth error from APNS or Web Push Service")

@@ -62,6 +62,15 @@ package final class SimulatorState: Sendable {
         }
     }
 
+    /// Takes one send of `token`'s device-quota answers, if any are armed.
+    package func takeDeviceQuota(token: String) -> Bool {
+        self.storage.withLock {
+            guard let left = $0.faults.deviceQuota[token], left > 0 else { return false }
+            $0.faults.deviceQuota[token] = left > 1 ? left - 1 : nil
+            return true
+        }
+    }
+
     package func recordAnswer(status: Int, reason: String?) {
         self.storage.withLock {
             if (200..<300).contains(status) {

@@ -89,3 +89,20 @@ package struct SubscriptionPurged: PushEvent, Hashable {
         self.registrationToken = registrationToken
     }
 }
+
+/// An operator lifted a device's quarantine (`POST /admin/v1/apps/{id}/quarantine/lift`):
+/// `push.subscriptions`, key `<appId>:<token>`. The subscription is enabled again and targeted by
+/// the next deliveries; if the provider still refuses the token, the next send quarantines it
+/// again.
+package struct SubscriptionReenabled: PushEvent, Hashable {
+    package static let eventType = "SubscriptionReenabled"
+    package static let eventVersion = 1
+
+    package var appId: UUID
+    package var registrationToken: String
+
+    package init(appId: UUID, registrationToken: String) {
+        self.appId = appId
+        self.registrationToken = registrationToken
+    }
+}

@@ -70,6 +70,7 @@ struct OpenAPIDocumentTests {
             .init(method: "GET", path: "/admin/v1/apps/{id}"), .init(method: "PUT", path: "/admin/v1/apps/{id}"),
             .init(method: "DELETE", path: "/admin/v1/apps/{id}"),
             .init(method: "GET", path: "/admin/v1/apps/{id}/credentials"), .init(method: "PUT", path: "/admin/v1/apps/{id}/credentials"),
+            .init(method: "GET", path: "/admin/v1/services/{name}/devices"), .init(method: "POST", path: "/admin/v1/apps/{id}/quarantine/lift"),
         ]
         #expect(Set(operations.keys) == served, "the document lists exactly the routes the service serves")
 
@@ -84,13 +85,16 @@ struct OpenAPIDocumentTests {
                 "POST /admin/v1/services/{name}/apps", "GET /admin/v1/services/{name}/apps", "GET /admin/v1/apps",
                 "GET /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}/credentials",
                 "GET /admin/v1/apps/{id}/credentials", "POST /nms/mobile/1/registerIOS.jssp",
-                "POST /nms/mobile/1/registerAndroid.jssp", "DELETE /admin/v1/apps/{id}", "DELETE /admin/v1/services/{name}",
+                "POST /nms/mobile/1/registerAndroid.jssp", "GET /admin/v1/services/{name}/devices", "POST /admin/v1/apps/{id}/quarantine/lift",
+                "DELETE /admin/v1/apps/{id}", "DELETE /admin/v1/services/{name}",
             ]
             #expect(Set(order) == Set(operations.keys.map { "\($0.method) \($0.path)" }))
             for entry in order {
                 let parts = entry.split(separator: " ").map(String.init)
                 let operation = try #require(operations[Operation(method: parts[0], path: parts[1])])
-                let path = parts[1].replacingOccurrences(of: "{name}", with: name).replacingOccurrences(of: "{id}", with: appId)
+                var path = parts[1].replacingOccurrences(of: "{name}", with: name).replacingOccurrences(of: "{id}", with: appId)
+                // The lookup needs a user key or a token (the registrations above used user key "").
+                if entry == "GET /admin/v1/services/{name}/devices" { path += "?userKey=nobody" }
                 var body = Self.example(operation)
                 if entry == "POST /admin/v1/services" { body = ["name": name, "label": "Documented"] }
                 if entry == "PUT /admin/v1/apps/{id}/credentials" {
@@ -110,6 +114,11 @@ struct OpenAPIDocumentTests {
                 #expect(unauthorized == 401 && documented.contains(401), "\(entry) without a token")
                 let (status, data) = try await Self.call(harness, parts[0], path, json: body, token: RegistrationHarness.adminToken)
                 #expect(documented.contains(status), "\(entry) answered \(status), documented \(documented.sorted()): \(String(decoding: data, as: UTF8.self))")
+                if entry == "POST /admin/v1/apps/{id}/quarantine/lift" {
+                    // The example's token has no subscription of the app: the documented 404.
+                    #expect(status == 404, "\(entry) for a token the app does not have: \(String(decoding: data, as: UTF8.self))")
+                    continue
+                }
                 #expect((200..<300).contains(status), "\(entry) with its documented example succeeds: \(String(decoding: data, as: UTF8.self))")
                 if entry == "POST /admin/v1/services/{name}/apps", let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] {
                     appId = object["appId"] as? String ?? ""

@@ -8,6 +8,7 @@ import PushRegistration
 import PushRuntime
 import PushStore
 import ServiceLifecycle
+import Synchronization
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -154,7 +155,11 @@ struct RegistrationHarness: Sendable {
 
     /// An admin API call with the bearer token (or `token`), JSON in and out.
     func admin(_ method: String, _ path: String, json: String? = nil, token: String? = RegistrationHarness.adminToken) async throws -> Answer {
-        var request = URLRequest(url: baseURL.appendingPathComponent("admin/v1" + path))
+        // A query (`?userKey=…`) is kept as a query, not escaped into the path.
+        let parts = path.split(separator: "?", maxSplits: 1).map(String.init)
+        var components = URLComponents(url: baseURL.appendingPathComponent("admin/v1" + parts[0]), resolvingAgainstBaseURL: false)!
+        if parts.count == 2 { components.percentEncodedQuery = parts[1] }
+        var request = URLRequest(url: components.url!)
         request.httpMethod = method
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         if let json {
@@ -181,6 +186,14 @@ struct RegistrationHarness: Sendable {
     }
 
     // MARK: database
+
+    /// Every record of `topic` so far.
+    func records(_ topic: String) async throws -> [KafkaConsumerRecord] {
+        let reader = KafkaLogReader(configuration: configuration.kafka, logger: logger)
+        let collected = Mutex<[KafkaConsumerRecord]>([])
+        try await reader.read(topic: topic) { records in collected.withLock { $0 += records } }
+        return collected.withLock { $0 }
+    }
 
     func count(_ query: PostgresQuery) async throws -> Int {
         let rows = try await postgres.query(query, logger: logger)

@@ -130,3 +130,40 @@ extension Deliveries {
         func run() async throws { try await ControlCommand.run(connection, "resume", id) }
     }
 }
+
+/// `pushctl devices`: look a person's or a token's devices up, lift a quarantine (registration
+/// service's admin API).
+struct Devices: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Look devices up (subscriptions, quarantine, latest messages) and lift a quarantine through the admin API.",
+        subcommands: [Show.self, Lift.self]
+    )
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "A user key's or a token's subscriptions in a service.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Service internal name.") var service: String
+        @Option(help: "The person's user key.") var userKey: String?
+        @Option(help: "A registration token.") var token: String?
+        @Option(help: "Latest messages per device (0 to 50).") var messages = 10
+
+        func run() async throws {
+            var query = ["messages=\(messages)"]
+            if let userKey { query.append("userKey=\(Deliveries.Request.escaped(userKey))") }
+            if let token { query.append("token=\(Deliveries.Request.escaped(token))") }
+            let path = "/services/\(Deliveries.Request.escaped(service))/devices?" + query.joined(separator: "&")
+            try AdminConnection.printJSON(try await connection.call("GET", path))
+        }
+    }
+
+    struct Lift: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Lift a device's quarantine: the next deliveries target it again.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "App id.") var app: String
+        @Option(help: "The quarantined registration token.") var token: String
+
+        func run() async throws {
+            try AdminConnection.printJSON(try await connection.call("POST", "/apps/\(app)/quarantine/lift", body: ["registrationToken": token]))
+        }
+    }
+}

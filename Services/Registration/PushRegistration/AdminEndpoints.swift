@@ -9,10 +9,12 @@ import PushRuntime
 /// Errors are JSON `{"error": "<reason>"}`.
 package struct AdminEndpoints: Sendable {
     let admin: CatalogAdmin
+    let devices: DeviceAdmin
     let token: AdminToken?
 
-    package init(admin: CatalogAdmin, token: AdminToken?) {
+    package init(admin: CatalogAdmin, devices: DeviceAdmin, token: AdminToken?) {
         self.admin = admin
+        self.devices = devices
         self.token = token
     }
 
@@ -82,6 +84,27 @@ package struct AdminEndpoints: Sendable {
             try await guarded(request) {
                 let input = try await Self.decode(CredentialInput.self, request, context)
                 return try await Self.json(.ok, admin.setCredentials(appId: try Self.appID(context), input))
+            }
+        }
+        group.get("/services/:name/devices") { request, context in
+            try await guarded(request) {
+                let query = request.uri.queryParameters
+                let messages = try query.get("messages").map { text in
+                    guard let number = Int(text) else { throw AdminError.badRequest("messages must be an integer") }
+                    return number
+                }
+                return try Self.json(
+                    .ok,
+                    try await devices.devices(
+                        serviceName: try context.parameters.require("name"), userKey: query.get("userKey"), token: query.get("token"),
+                        messages: messages ?? 10))
+            }
+        }
+        group.post("/apps/:id/quarantine/lift") { request, context in
+            try await guarded(request) {
+                struct Body: Decodable { var registrationToken: String }
+                let body = try await Self.decode(Body.self, request, context)
+                return try Self.json(.ok, try await devices.liftQuarantine(appId: try Self.appID(context), token: body.registrationToken))
             }
         }
         group.delete("/apps/:id") { request, context in

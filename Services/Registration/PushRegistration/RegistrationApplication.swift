@@ -51,7 +51,8 @@ package enum RegistrationApplication {
             producer: producer, topic: configuration.topics.catalog.name, postgres: postgres, directory: directory,
             credentials: credentials, logger: logger
         )
-        AdminEndpoints(admin: admin, token: adminToken).addRoutes(to: router)
+        let devices = DeviceAdmin(producer: producer, topic: configuration.topics.subscriptions.name, postgres: postgres, logger: logger)
+        AdminEndpoints(admin: admin, devices: devices, token: adminToken).addRoutes(to: router)
         if adminToken == nil {
             logger.warning("PUSH_ADMIN_TOKEN is not set: the admin API answers 503")
         }

@@ -13,6 +13,8 @@ import PushStore
 ///   provider's verdict (`invalidSince` older than `registered_at`); `disabled_at` is when the
 ///   channel disabled it (the event's `occurredAt`, so a replay gives the same row), the
 ///   provider's own time is `invalid_since`.
+/// - `SubscriptionReenabled` (an operator lifted the quarantine) clears `disabled` and its
+///   reason and times.
 /// - `SubscriptionPurged` deletes a disabled row.
 /// - `AppDeleted` (on `push.catalog`) deletes the app's rows and records the app in
 ///   `push.subscription_deleted_apps`, this projection's own record, written in its transaction:
@@ -25,6 +27,7 @@ package struct SubscriptionProjection: EnvelopeProjection {
         case registered(SubscriptionRegistered)
         case disabled(SubscriptionDisabled, Date)
         case purged(SubscriptionPurged)
+        case reenabled(SubscriptionReenabled)
         case appDeleted(AppDeleted, Date)
     }
 
@@ -42,6 +45,7 @@ package struct SubscriptionProjection: EnvelopeProjection {
         decoder.register(SubscriptionRegistered.self) { event, _ in .registered(event) }
         decoder.register(SubscriptionDisabled.self) { event, metadata in .disabled(event, metadata.occurredAt) }
         decoder.register(SubscriptionPurged.self) { event, _ in .purged(event) }
+        decoder.register(SubscriptionReenabled.self) { event, _ in .reenabled(event) }
         decoder.register(AppDeleted.self) { event, metadata in .appDeleted(event, metadata.occurredAt) }
         self.decoder = decoder
     }
@@ -88,6 +92,16 @@ package struct SubscriptionProjection: EnvelopeProjection {
                         updated_at = now()
                     WHERE app_id = \(disabled.appId) AND registration_token = \(disabled.registrationToken)
                       AND registered_at <= \(disabled.invalidSince)
+                    """,
+                    logger: logger
+                )
+            case .reenabled(let reenabled):
+                try await flush()
+                try await connection.query(
+                    """
+                    UPDATE push.subscriptions
+                    SET disabled = false, disabled_reason = NULL, disabled_at = NULL, invalid_since = NULL, updated_at = now()
+                    WHERE app_id = \(reenabled.appId) AND registration_token = \(reenabled.registrationToken) AND disabled
                     """,
                     logger: logger
                 )

@@ -1,0 +1,72 @@
+import Foundation
+import PushEvents
+import PushRegistration
+import PushTestSupport
+import Testing
+
+/// Looking devices up and lifting a quarantine through the admin API of the real registration
+/// service, over the real broker and database.
+@Suite("Admin API: devices and quarantine", .serialized)
+struct DeviceAdminTests {
+    static func body(key: String, token: String, userKey: String) -> String {
+        RegistrationEndpointTests.iosBody(key: key, token: token).replacingOccurrences(of: "userKey=userkey", with: "userKey=\(userKey)")
+    }
+
+    static func list(_ answer: RegistrationHarness.Answer) -> [[String: Any]] {
+        (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [[String: Any]]) ?? []
+    }
+
+    @Test("a user key's devices with their quarantine; a lift is an event that enables the device again, 409 when not quarantined")
+    func lookUpAndLift() async throws {
+        try await RegistrationHarness.run { h in
+            let app = try await h.defineApp(platform: .ios)
+            let rows = try await h.postgres.query(
+                "SELECT s.name FROM push.services s JOIN push.apps a USING (service_id) WHERE a.app_id = \(app.appId)", logger: h.logger)
+            var service = ""
+            for try await name in rows.decode(String.self) { service = name }
+            let alice = "alice-\(UUID().uuidString.prefix(6))"
+            let (phone, tablet, other) = (RegistrationEndpointTests.hexToken(), RegistrationEndpointTests.hexToken(), RegistrationEndpointTests.hexToken())
+            for (token, user) in [(phone, alice), (tablet, alice), (other, "bob")] {
+                #expect(try await h.post("/nms/mobile/1/registerIOS.jssp", body: Self.body(key: app.integrationKey, token: token, userKey: user)).status == 200)
+            }
+            try await h.eventually("registered") { try await h.subscription(appId: app.appId, token: other) != nil }
+            try await h.disable(appId: app.appId, token: tablet, reason: "Unregistered", invalidSince: Date())
+            try await h.eventually("quarantined") { try await h.subscription(appId: app.appId, token: tablet)?["disabled"] == "true" }
+
+            let found = try await h.admin("GET", "/services/\(service)/devices?userKey=\(alice)")
+            #expect(found.status == 200)
+            let devices = Self.list(found)
+            #expect(Set(devices.compactMap { $0["registrationToken"] as? String }) == [phone, tablet], "alice's two devices, not bob's")
+            let quarantined = try #require(devices.first { $0["registrationToken"] as? String == tablet })
+            #expect((quarantined["quarantine"] as? [String: Any])?["reason"] as? String == "Unregistered")
+            #expect((quarantined["quarantine"] as? [String: Any])?["disabledAt"] != nil)
+            #expect(devices.first { $0["registrationToken"] as? String == phone }?["quarantine"] == nil, "an enabled device has no quarantine")
+            #expect(quarantined["params"] as? [String: String] != nil)
+
+            let byToken = Self.list(try await h.admin("GET", "/services/\(service)/devices?token=\(other)"))
+            #expect(byToken.map { $0["userKey"] as? String } == ["bob"])
+            #expect(try await h.admin("GET", "/services/\(service)/devices").status == 400, "a user key or a token is needed")
+            #expect(try await h.admin("GET", "/services/nope-\(UUID())/devices?userKey=x").status == 404)
+            #expect(try await h.admin("GET", "/services/\(service)/devices?userKey=\(alice)", token: nil).status == 401)
+
+            let lifted = try await h.admin("POST", "/apps/\(app.appId)/quarantine/lift", json: #"{"registrationToken": "\#(tablet)"}"#)
+            #expect(lifted.status == 200, "\(lifted.body)")
+            #expect(lifted.body.contains(#""applied":true"#))
+            #expect(try await h.subscription(appId: app.appId, token: tablet)?["disabled"] == "false", "enabled when the answer came")
+            let after = Self.list(try await h.admin("GET", "/services/\(service)/devices?token=\(tablet)"))
+            #expect(after.count == 1 && after.first?["quarantine"] == nil)
+            #expect(try await h.admin("POST", "/apps/\(app.appId)/quarantine/lift", json: #"{"registrationToken": "\#(tablet)"}"#).status == 409)
+            #expect(try await h.admin("POST", "/apps/\(app.appId)/quarantine/lift", json: #"{"registrationToken": "unknown"}"#).status == 404)
+
+            // The lift is an event on push.subscriptions (so a replay agrees), keyed by the device.
+            let events = try await h.records(h.configuration.topics.subscriptions.name).compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.value)) as? [String: Any]
+            }
+            #expect(
+                events.contains {
+                    $0["type"] as? String == "SubscriptionReenabled"
+                        && $0["key"] as? String == SubscriptionRegistered.key(appId: app.appId, registrationToken: tablet)
+                })
+        }
+    }
+}

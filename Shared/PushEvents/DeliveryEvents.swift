@@ -33,11 +33,14 @@ package struct DeliveryAccepted: PushEvent, Hashable {
     package var sendAt: Date
     package var throttlePerSecond: Int?
     package var acceptedAt: Date
+    /// Set for a proof: only these recipients are targeted (absent for a delivery to the
+    /// audience, and in events written before proofs existed).
+    package var proof: DeliveryRequest.Proof?
 
     package init(
         deliveryId: String, requestId: String, serviceId: UUID, serviceName: String, apps: [DeliveryApp],
         audience: DeliveryRequest.Audience, content: DeliveryRequest.Content, validUntil: Date, sendAt: Date,
-        throttlePerSecond: Int?, acceptedAt: Date
+        throttlePerSecond: Int?, acceptedAt: Date, proof: DeliveryRequest.Proof? = nil
     ) {
         self.deliveryId = deliveryId
         self.requestId = requestId
@@ -50,6 +53,7 @@ package struct DeliveryAccepted: PushEvent, Hashable {
         self.sendAt = sendAt
         self.throttlePerSecond = throttlePerSecond
         self.acceptedAt = acceptedAt
+        self.proof = proof
     }
 }
 

@@ -18,10 +18,12 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
     package var validUntil: Date?
     package var sendAt: Date?
     package var throttle: Throttle?
+    /// A proof: only these recipients get the message, whatever the audience says.
+    package var proof: Proof?
 
     package init(
         requestId: String, service: String, apps: [String]? = nil, audience: Audience, content: Content,
-        validUntil: Date? = nil, sendAt: Date? = nil, throttle: Throttle? = nil
+        validUntil: Date? = nil, sendAt: Date? = nil, throttle: Throttle? = nil, proof: Proof? = nil
     ) {
         self.type = "DeliveryRequested"
         self.version = 1
@@ -33,6 +35,19 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
         self.validUntil = validUntil
         self.sendAt = sendAt
         self.throttle = throttle
+        self.proof = proof
+    }
+
+    /// The test recipients of a proof (Campaign's "proof" delivery): user keys and registration
+    /// tokens of the service's apps, at most 100 in all.
+    package struct Proof: Codable, Sendable, Hashable {
+        package var userKeys: [String]?
+        package var registrationTokens: [String]?
+
+        package init(userKeys: [String]? = nil, registrationTokens: [String]? = nil) {
+            self.userKeys = userKeys
+            self.registrationTokens = registrationTokens
+        }
     }
 
     /// Exactly one of the three forms is set in a valid request.

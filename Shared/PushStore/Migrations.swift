@@ -468,5 +468,11 @@ package enum Migrations {
                 FROM push.delivery_indicator_counts
                 """,
             ]),
+        Migration(
+            version: 13, name: "proof deliveries",
+            statements: [
+                "ALTER TABLE push.deliveries ADD COLUMN proof boolean NOT NULL DEFAULT false",
+                "COMMENT ON COLUMN push.deliveries.proof IS 'A proof: sent to its test recipients only; leave it out of reports over many deliveries'",
+            ]),
     ]
 }

@@ -217,4 +217,46 @@ struct DeliveryAdminTests {
             }
         }
     }
+
+    @Test("a proof reaches only its recipients (user keys and tokens, whatever the audience), is marked as one, and stays out of the list unless asked for")
+    func proof() async throws {
+        let port = try EphemeralPort.next()
+        try await PlanningHarness.run(settings: Self.settings(port: port)) { h in
+            let service = try await h.defineService()
+            let (ios, android) = (service.apps[0], service.apps[1])
+            try await h.addSubscriptions(ios, count: 10)
+            try await h.addSubscriptions(android, count: 10)
+            let androidUser5 = try await h.token(android, 5)
+            let requestId = "proof-\(h.suffix)"
+            var document = requestJSON(requestId: requestId, service: service.name, audience: #"{"where": {"tier": "gold"}}"#)
+            document.removeLast()
+            document += #", "proof": {"userKeys": ["user3", "nobody"], "registrationTokens": ["\#(androidUser5)"]}}"#
+            let expected: Set<String> = [try await h.token(ios, 3), try await h.token(android, 3), androidUser5]
+
+            let preview = try await Self.call(port: port, "POST", "/deliveries/preview", body: document)
+            #expect(preview.status == 200)
+            #expect(preview.json["proof"] as? Bool == true)
+            #expect(preview.json["targeted"] as? Int == 3, "user3 on both apps and one token; the audience's where is not applied")
+            #expect(preview.json["unmatchedUserKeys"] as? Int == 1)
+
+            let submitted = try await Self.call(port: port, "POST", "/deliveries", body: document)
+            #expect(submitted.status == 202)
+            let deliveryId = try await h.waitPlanned(requestId)
+            let tokens = try await h.messageRecords().compactMap { record in
+                ((try? JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any])?["data"] as? [String: Any])?["registrationToken"] as? String
+            }
+            #expect(Set(tokens) == expected && tokens.count == 3, "only the proof's recipients get it")
+            #expect(try await h.text("SELECT proof::text FROM push.deliveries WHERE delivery_id = \(deliveryId)") == "true")
+            #expect(try await Self.call(port: port, "GET", "/deliveries?service=\(service.name)").list.isEmpty, "proofs are left out of the list")
+            let withProofs = try await Self.call(port: port, "GET", "/deliveries?service=\(service.name)&proofs=true").list
+            #expect(withProofs.first?["proof"] as? Bool == true)
+
+            var empty = requestJSON(requestId: "proof-empty-\(h.suffix)", service: service.name)
+            empty.removeLast()
+            empty += #", "proof": {"userKeys": []}}"#
+            let refused = try await Self.call(port: port, "POST", "/deliveries", body: empty)
+            #expect(refused.status == 400)
+            #expect(refused.json["error"] as? String == "proof must name 1 to 100 recipients (userKeys and registrationTokens together)")
+        }
+    }
 }

@@ -65,9 +65,11 @@ struct Deliveries: AsyncParsableCommand {
         @Option(help: "Only this service's deliveries.") var service: String?
         @Option(help: "Only deliveries in this status (accepted, planning, planned).") var status: String?
         @Option(help: "At most this many (1 to 500).") var limit = 50
+        @Flag(help: "Include proofs (left out by default).") var proofs = false
 
         func run() async throws {
             var query = ["limit=\(limit)"]
+            if proofs { query.append("proofs=true") }
             if let service { query.append("service=\(Request.escaped(service))") }
             if let status { query.append("status=\(Request.escaped(status))") }
             try AdminConnection.printJSON(try await connection.call("GET", "/deliveries?" + query.joined(separator: "&"), on: .planning))

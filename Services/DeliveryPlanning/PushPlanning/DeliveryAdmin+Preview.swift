@@ -9,6 +9,8 @@ extension DeliveryAdmin {
     /// target and send if it were submitted now. Nothing is published or written.
     package struct Preview: Codable, Sendable, Equatable {
         package var requestId: String
+        /// A proof: only the proof's recipients are counted and sampled.
+        package var proof: Bool
         /// Devices that would get a message (enabled subscriptions the audience matches).
         package var targeted: Int
         /// Devices the audience matches that would be left out, and logged in `exclusion_log`.
@@ -16,8 +18,8 @@ extension DeliveryAdmin {
         package var apps: [AppAudience]
         /// Exclusions by reason (`quarantined: <provider reason>`), largest first.
         package var exclusions: [ExclusionCount]
-        /// For an audience of userKeys: how many of them match no subscription of the targeted
-        /// apps. Null for the other audiences.
+        /// For an audience of userKeys (or a proof's userKeys): how many of them match no
+        /// subscription of the targeted apps. Null for the other audiences.
         package var unmatchedUserKeys: Int?
         /// The first devices of each app (by token) with the message built for them.
         package var samples: [Sample]
@@ -90,6 +92,7 @@ extension DeliveryAdmin {
             }
             return Preview(
                 requestId: request.requestId,
+                proof: delivery.proof != nil,
                 targeted: audiences.reduce(0) { $0 + $1.targeted },
                 excluded: audiences.reduce(0) { $0 + $1.excluded },
                 apps: audiences,
@@ -129,8 +132,8 @@ extension DeliveryAdmin {
             SELECT app_id, disabled, disabled_reason, count(*)
             FROM push.subscriptions
             WHERE app_id = ANY(\(filter.apps))
-              AND (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys)))
-              AND params @> \(filter.conditions)::jsonb
+              AND CASE WHEN \(filter.isProof) THEN user_key = ANY(\(filter.proofUserKeys)) OR registration_token = ANY(\(filter.proofTokens))
+                  ELSE (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys))) AND params @> \(filter.conditions)::jsonb END
             GROUP BY app_id, disabled, disabled_reason
             """,
             logger: logger)
@@ -151,8 +154,8 @@ extension DeliveryAdmin {
             SELECT registration_token, user_key, params::text
             FROM push.subscriptions
             WHERE app_id = \(app) AND NOT disabled
-              AND (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys)))
-              AND params @> \(filter.conditions)::jsonb
+              AND CASE WHEN \(filter.isProof) THEN user_key = ANY(\(filter.proofUserKeys)) OR registration_token = ANY(\(filter.proofTokens))
+                  ELSE (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys))) AND params @> \(filter.conditions)::jsonb END
             ORDER BY registration_token
             LIMIT \(limit)
             """,
@@ -166,7 +169,7 @@ extension DeliveryAdmin {
     }
 
     private func unmatchedUserKeys(_ delivery: DeliveryAccepted, on connection: PostgresConnection) async throws -> Int? {
-        guard let keys = delivery.audience.userKeys else { return nil }
+        guard let keys = delivery.proof != nil ? delivery.proof?.userKeys : delivery.audience.userKeys else { return nil }
         let apps = delivery.apps.map(\.appId)
         let rows = try await connection.query(
             """
@@ -187,8 +190,15 @@ struct AudienceFilter {
     var userKeys: [String]
     /// The `where` conditions as a jsonb containment object (`{}` for none).
     var conditions: String
+    /// A proof targets its recipients instead of the audience.
+    var isProof: Bool
+    var proofUserKeys: [String]
+    var proofTokens: [String]
 
     init(_ delivery: DeliveryAccepted) throws {
+        isProof = delivery.proof != nil
+        proofUserKeys = delivery.proof?.userKeys ?? []
+        proofTokens = delivery.proof?.registrationTokens ?? []
         apps = delivery.apps.map(\.appId)
         byUserKey = delivery.audience.userKeys != nil
         userKeys = delivery.audience.userKeys ?? []

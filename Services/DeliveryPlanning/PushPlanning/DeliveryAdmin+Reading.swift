@@ -16,6 +16,8 @@ extension DeliveryAdmin {
         package var status: String
         /// `active`, `paused` or `cancelled` (`push.delivery_controls`): what an operator asked.
         package var control: String
+        /// A proof (sent to its test recipients only).
+        package var proof: Bool
         package var acceptedAt: Date
         package var sendAt: Date
         package var validUntil: Date
@@ -67,11 +69,12 @@ extension DeliveryAdmin {
         d.delivery_id, d.request_id, d.service_name, d.status, d.accepted_at, d.send_at, d.valid_until, d.planned_at,
         coalesce(i.to_deliver, 0), coalesce(i.excluded, d.excluded, 0), coalesce(i.sent, 0), coalesce(i.failed, 0), coalesce(i.failed_hard, 0),
         coalesce(i.failed_soft, 0), coalesce(i.failed_ignored, 0), coalesce(i.expired, 0), coalesce(i.processed, 0), coalesce(i.impressions, 0),
-        coalesce(i.opens, 0), coalesce(ctl.state, 'active'), coalesce(i.cancelled, 0)
+        coalesce(i.opens, 0), coalesce(ctl.state, 'active'), coalesce(i.cancelled, 0), d.proof
         """
 
-    /// Deliveries, most recently accepted first; `service` and `status` filter.
-    package func list(service: String?, status: String?, limit: Int) async throws -> [DeliverySummary] {
+    /// Deliveries, most recently accepted first; `service` and `status` filter; proofs only when
+    /// `proofs`.
+    package func list(service: String?, status: String?, proofs: Bool = false, limit: Int) async throws -> [DeliverySummary] {
         guard (1...Self.maximumListLimit).contains(limit) else { throw AdminError.badRequest("limit must be between 1 and \(Self.maximumListLimit)") }
         if let status, !["accepted", "planning", "planned"].contains(status) {
             throw AdminError.badRequest("status must be accepted, planning or planned")
@@ -81,6 +84,7 @@ extension DeliveryAdmin {
             SELECT \(unescaped: Self.summaryColumns)
             FROM push.deliveries d LEFT JOIN push.delivery_indicators i USING (delivery_id) LEFT JOIN push.delivery_controls ctl USING (delivery_id)
             WHERE (\(service)::text IS NULL OR d.service_name = \(service)) AND (\(status)::text IS NULL OR d.status = \(status))
+              AND (\(proofs) OR NOT d.proof)
             ORDER BY d.accepted_at DESC, d.delivery_id DESC
             LIMIT \(limit)
             """,
@@ -102,10 +106,10 @@ extension DeliveryAdmin {
         for try await row in rows {
             let summary = try Self.summary(row)
             let cells = row.makeRandomAccess()
-            let apps = try cells[21].decode(String.self)
-            let audience = try cells[22].decode(String.self)
-            let content = try cells[23].decode(String.self)
-            let throttle = try cells[24].decode(Int?.self)
+            let apps = try cells[22].decode(String.self)
+            let audience = try cells[23].decode(String.self)
+            let content = try cells[24].decode(String.self)
+            let throttle = try cells[25].decode(Int?.self)
             let decoder = EventJSON.decoder
             found = DeliveryDetail(
                 delivery: summary, apps: try decoder.decode([DeliveryApp].self, from: Data(apps.utf8)),
@@ -136,7 +140,8 @@ extension DeliveryAdmin {
         let processed = try figure(16)
         return DeliverySummary(
             deliveryId: try cells[0].decode(String.self), requestId: try cells[1].decode(String.self), serviceName: try cells[2].decode(String.self),
-            status: try cells[3].decode(String.self), control: try cells[19].decode(String.self), acceptedAt: try cells[4].decode(Date.self),
+            status: try cells[3].decode(String.self), control: try cells[19].decode(String.self), proof: try cells[21].decode(Bool.self),
+            acceptedAt: try cells[4].decode(Date.self),
             sendAt: try cells[5].decode(Date.self),
             validUntil: try cells[6].decode(Date.self), plannedAt: try cells[7].decode(Date?.self),
             indicators: Indicators(

@@ -34,7 +34,9 @@ package struct DeliveryAdminEndpoints: Sendable {
             try await api.guarded(request) {
                 let query = request.uri.queryParameters
                 let limit = try Self.intParameter(request, "limit", default: 50)
-                return try AdminAPI.json(.ok, try await admin.list(service: query.get("service"), status: query.get("status"), limit: limit))
+                let proofs = query.get("proofs").map { $0 == "true" || $0 == "1" } ?? false
+                return try AdminAPI.json(
+                    .ok, try await admin.list(service: query.get("service"), status: query.get("status"), proofs: proofs, limit: limit))
             }
         }
         group.get("/deliveries/:id") { request, context in

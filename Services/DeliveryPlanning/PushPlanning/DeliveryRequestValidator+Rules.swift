@@ -201,4 +201,14 @@ extension DeliveryRequestValidator {
             throw rejection(request, "throttle.perSecond must be between 1 and 1000000")
         }
     }
+
+    /// A proof names 1 to 100 recipients (user keys and tokens together), none empty.
+    static func checkProof(of request: DeliveryRequest) throws(DeliveryRejection) {
+        guard let proof = request.proof else { return }
+        let recipients = (proof.userKeys ?? []) + (proof.registrationTokens ?? [])
+        guard Limits.proofRecipients.contains(recipients.count) else {
+            throw rejection(request, "proof must name 1 to 100 recipients (userKeys and registrationTokens together)")
+        }
+        if recipients.contains(where: \.isEmpty) { throw rejection(request, "proof recipients must not be empty strings") }
+    }
 }

@@ -20,6 +20,7 @@ package enum DeliveryRequestValidator {
         package static let maximumValidity: TimeInterval = 2_419_200
         package static let throttle = 1...1_000_000
         package static let collapseIdBytes = 64
+        package static let proofRecipients = 1...100
     }
 
     static let interruptionLevels: Set<String> = ["passive", "active", "time-sensitive", "critical"]
@@ -60,6 +61,7 @@ package enum DeliveryRequestValidator {
         try checkProviderSettings(of: request, apps: apps)
         let schedule = try schedule(of: request, now: now)
         try checkThrottle(of: request)
+        try checkProof(of: request)
 
         return DeliveryAccepted(
             deliveryId: deliveryId,
@@ -72,7 +74,8 @@ package enum DeliveryRequestValidator {
             validUntil: schedule.validUntil,
             sendAt: schedule.sendAt,
             throttlePerSecond: request.throttle?.perSecond,
-            acceptedAt: now
+            acceptedAt: now,
+            proof: request.proof
         )
     }
 
@@ -98,6 +101,7 @@ package enum DeliveryRequestValidator {
         if let apps { check { try checkProviderSettings(of: request, apps: apps) } }
         check { _ = try schedule(of: request, now: now) }
         check { try checkThrottle(of: request) }
+        check { try checkProof(of: request) }
         return problems
     }
 }

@@ -25,8 +25,8 @@ enum TargetingQuery {
             WHERE app_id = ANY(\(filter.apps))
               AND (app_id, registration_token) > (\(cursor.appId), \(cursor.token))
               AND (NOT \(bounded) OR (app_id, registration_token) <= (\(endApp), \(endToken)))
-              AND (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys)))
-              AND params @> \(filter.conditions)::jsonb
+              AND CASE WHEN \(filter.isProof) THEN user_key = ANY(\(filter.proofUserKeys)) OR registration_token = ANY(\(filter.proofTokens))
+                  ELSE (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys))) AND params @> \(filter.conditions)::jsonb END
             ORDER BY app_id, registration_token
             LIMIT \(rowLimit)
             """,

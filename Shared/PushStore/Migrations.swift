@@ -469,7 +469,7 @@ package enum Migrations {
                 """,
             ]),
         Migration(
-            version: 13, name: "proof deliveries",
+            version: 14, name: "proof deliveries",
             statements: [
                 "ALTER TABLE push.deliveries ADD COLUMN proof boolean NOT NULL DEFAULT false",
                 "COMMENT ON COLUMN push.deliveries.proof IS 'A proof: sent to its test recipients only; leave it out of reports over many deliveries'",

@@ -98,3 +98,24 @@ package struct AppDeleted: PushEvent, Hashable {
 
     package init(appId: UUID) { self.appId = appId }
 }
+
+/// A new version of a service's message template (`PUT /admin/v1/services/{name}/templates/{template}`):
+/// `push.catalog`, key `template:<serviceId>:<name>`. Versions count from 1; a request names the
+/// template (and maybe a version) and overrides its fields (docs/delivery-requests.md).
+package struct TemplateDefined: PushEvent, Hashable {
+    package static let eventType = "TemplateDefined"
+    package static let eventVersion = 1
+
+    package var serviceId: UUID
+    package var name: String
+    package var version: Int
+    /// What a request's `content` holds: texts with their placeholders, variables, platform options.
+    package var content: DeliveryRequest.Content
+
+    package init(serviceId: UUID, name: String, version: Int, content: DeliveryRequest.Content) {
+        self.serviceId = serviceId
+        self.name = name
+        self.version = version
+        self.content = content
+    }
+}

@@ -36,11 +36,15 @@ package struct DeliveryAccepted: PushEvent, Hashable {
     /// Set for a proof: only these recipients are targeted (absent for a delivery to the
     /// audience, and in events written before proofs existed).
     package var proof: DeliveryRequest.Proof?
+    /// The template the content came from, with the version used (absent when the request named
+    /// none). `content` is already the template's with the request's overrides: a template
+    /// changed later does not change the delivery.
+    package var template: DeliveryRequest.TemplateReference?
 
     package init(
         deliveryId: String, requestId: String, serviceId: UUID, serviceName: String, apps: [DeliveryApp],
         audience: DeliveryRequest.Audience, content: DeliveryRequest.Content, validUntil: Date, sendAt: Date,
-        throttlePerSecond: Int?, acceptedAt: Date, proof: DeliveryRequest.Proof? = nil
+        throttlePerSecond: Int?, acceptedAt: Date, proof: DeliveryRequest.Proof? = nil, template: DeliveryRequest.TemplateReference? = nil
     ) {
         self.deliveryId = deliveryId
         self.requestId = requestId
@@ -54,6 +58,7 @@ package struct DeliveryAccepted: PushEvent, Hashable {
         self.throttlePerSecond = throttlePerSecond
         self.acceptedAt = acceptedAt
         self.proof = proof
+        self.template = template
     }
 }
 

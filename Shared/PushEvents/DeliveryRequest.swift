@@ -20,6 +20,8 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
     package var throttle: Throttle?
     /// A proof: only these recipients get the message, whatever the audience says.
     package var proof: Proof?
+    /// A stored template whose content the request's `content` overrides field by field.
+    package var template: TemplateReference?
 
     package init(
         requestId: String, service: String, apps: [String]? = nil, audience: Audience, content: Content,
@@ -36,6 +38,17 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
         self.sendAt = sendAt
         self.throttle = throttle
         self.proof = proof
+    }
+
+    /// A service's template by name, and a version (the latest when absent).
+    package struct TemplateReference: Codable, Sendable, Hashable {
+        package var name: String
+        package var version: Int?
+
+        package init(name: String, version: Int? = nil) {
+            self.name = name
+            self.version = version
+        }
     }
 
     /// The test recipients of a proof (Campaign's "proof" delivery): user keys and registration

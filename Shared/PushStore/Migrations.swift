@@ -474,5 +474,24 @@ package enum Migrations {
                 "ALTER TABLE push.deliveries ADD COLUMN proof boolean NOT NULL DEFAULT false",
                 "COMMENT ON COLUMN push.deliveries.proof IS 'A proof: sent to its test recipients only; leave it out of reports over many deliveries'",
             ]),
+        Migration(
+            version: 15, name: "message templates",
+            statements: [
+                """
+                CREATE TABLE push.templates (
+                    service_id uuid        NOT NULL,
+                    name       text        NOT NULL,
+                    version    integer     NOT NULL CHECK (version >= 1),
+                    content    jsonb       NOT NULL,
+                    defined_at timestamptz NOT NULL,
+                    PRIMARY KEY (service_id, name, version)
+                )
+                """,
+                """
+                COMMENT ON TABLE push.templates IS
+                    'Versions of the services'' message templates, from push.catalog (TemplateDefined, the catalog projection); a delivery request names one'
+                """,
+                "ALTER TABLE push.deliveries ADD COLUMN template_name text, ADD COLUMN template_version integer",
+            ]),
     ]
 }

@@ -259,4 +259,50 @@ struct DeliveryAdminTests {
             #expect(refused.json["error"] as? String == "proof must name 1 to 100 recipients (userKeys and registrationTokens together)")
         }
     }
+
+    @Test("a request naming a template gets its content with the request's overrides and the version used; a later version does not change it")
+    func template() async throws {
+        let port = try EphemeralPort.next()
+        try await PlanningHarness.run(settings: Self.settings(port: port)) { h in
+            let service = try await h.defineService(platforms: ["ios"])
+            try await h.addSubscriptions(service.apps[0], count: 3)
+            func define(_ version: Int, _ content: String) async throws {
+                try await h.postgres.query(
+                    """
+                    INSERT INTO push.templates (service_id, name, version, content, defined_at)
+                    SELECT service_id, 'welcome', \(version), \(content)::jsonb, now() FROM push.services WHERE name = \(service.name)
+                    """,
+                    logger: h.logger)
+            }
+            try await define(1, #"{"title": "Welcome", "body": "Hello {{userKey}}, v1", "variables": {"url": "https://example.com/v1"}, "ios": {"badge": 1}}"#)
+            let unknown = requestJSON(requestId: "tpl-bad-\(h.suffix)", service: service.name, content: "{}").dropLast() + #", "template": {"name": "nope"}}"#
+            let refused = try await Self.call(port: port, "POST", "/deliveries", body: String(unknown))
+            #expect(refused.status == 400)
+            #expect(refused.json["error"] as? String == "unknown template 'nope' in service '\(service.name)'")
+
+            let requestId = "tpl-\(h.suffix)"
+            let document =
+                requestJSON(
+                    requestId: requestId, service: service.name, content: #"{"title": "Welcome back", "variables": {"mediaUrl": "https://example.com/m"}}"#,
+                    sendAt: Date(timeIntervalSinceNow: 3).iso
+                ).dropLast() + #", "template": {"name": "welcome"}}"#
+            #expect(try await Self.call(port: port, "POST", "/deliveries", body: String(document)).status == 202)
+            try await h.eventually("accepted") { try await h.deliveryStatus(requestId: requestId) != nil }
+            try await define(2, #"{"title": "Changed", "body": "Changed, v2"}"#)  // after acceptance, before the fan-out
+            let deliveryId = try await h.waitPlanned(requestId)
+            let payloads = try await h.messageRecords().compactMap { record in
+                ((try? JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any])?["data"] as? [String: Any])?["payload"] as? String
+            }
+            #expect(payloads.count == 3)
+            for payload in payloads {
+                #expect(payload.contains(#""title":"Welcome back""#), "the request's title overrides the template's")
+                #expect(payload.contains(", v1"), "the body of version 1, the version when accepted: \(payload)")
+                #expect(payload.contains(#""url":"https://example.com/v1""#) && payload.contains(#""mediaUrl":"https://example.com/m""#), "variables merged")
+                #expect(payload.contains(#""badge":1"#))
+            }
+            let detail = try await Self.call(port: port, "GET", "/deliveries/\(deliveryId)")
+            #expect((detail.json["template"] as? [String: Any])?["version"] as? Int == 1)
+            #expect((detail.json["template"] as? [String: Any])?["name"] as? String == "welcome")
+        }
+    }
 }

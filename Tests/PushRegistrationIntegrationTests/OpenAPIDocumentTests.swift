@@ -71,6 +71,8 @@ struct OpenAPIDocumentTests {
             .init(method: "DELETE", path: "/admin/v1/apps/{id}"),
             .init(method: "GET", path: "/admin/v1/apps/{id}/credentials"), .init(method: "PUT", path: "/admin/v1/apps/{id}/credentials"),
             .init(method: "GET", path: "/admin/v1/services/{name}/devices"), .init(method: "POST", path: "/admin/v1/apps/{id}/quarantine/lift"),
+            .init(method: "GET", path: "/admin/v1/services/{name}/templates"), .init(method: "GET", path: "/admin/v1/services/{name}/templates/{template}"),
+            .init(method: "PUT", path: "/admin/v1/services/{name}/templates/{template}"),
         ]
         #expect(Set(operations.keys) == served, "the document lists exactly the routes the service serves")
 
@@ -83,6 +85,8 @@ struct OpenAPIDocumentTests {
             let order = [
                 "POST /admin/v1/services", "GET /admin/v1/services", "GET /admin/v1/services/{name}", "PUT /admin/v1/services/{name}",
                 "POST /admin/v1/services/{name}/apps", "GET /admin/v1/services/{name}/apps", "GET /admin/v1/apps",
+                "PUT /admin/v1/services/{name}/templates/{template}", "GET /admin/v1/services/{name}/templates",
+                "GET /admin/v1/services/{name}/templates/{template}",
                 "GET /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}/credentials",
                 "GET /admin/v1/apps/{id}/credentials", "POST /nms/mobile/1/registerIOS.jssp",
                 "POST /nms/mobile/1/registerAndroid.jssp", "GET /admin/v1/services/{name}/devices", "POST /admin/v1/apps/{id}/quarantine/lift",
@@ -93,6 +97,7 @@ struct OpenAPIDocumentTests {
                 let parts = entry.split(separator: " ").map(String.init)
                 let operation = try #require(operations[Operation(method: parts[0], path: parts[1])])
                 var path = parts[1].replacingOccurrences(of: "{name}", with: name).replacingOccurrences(of: "{id}", with: appId)
+                    .replacingOccurrences(of: "{template}", with: "welcome")
                 // The lookup needs a user key or a token (the registrations above used user key "").
                 if entry == "GET /admin/v1/services/{name}/devices" { path += "?userKey=nobody" }
                 var body = Self.example(operation)

@@ -169,3 +169,46 @@ struct Devices: AsyncParsableCommand {
         }
     }
 }
+
+/// `pushctl templates`: a service's stored message templates (registration service's admin API).
+struct Templates: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Define and read a service's versioned message templates through the admin API.",
+        subcommands: [List.self, Show.self, Define.self]
+    )
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The latest version of each template of a service.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Service internal name.") var service: String
+        func run() async throws {
+            try AdminConnection.printJSON(try await connection.call("GET", "/services/\(Deliveries.Request.escaped(service))/templates"))
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "One template, its latest version or --version.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Service internal name.") var service: String
+        @Option(help: "Template name.") var name: String
+        @Option(help: "A version (default: the latest).") var version: Int?
+        func run() async throws {
+            let path =
+                "/services/\(Deliveries.Request.escaped(service))/templates/\(Deliveries.Request.escaped(name))" + (version.map { "?version=\($0)" } ?? "")
+            try AdminConnection.printJSON(try await connection.call("GET", path))
+        }
+    }
+
+    struct Define: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Store a new version of a template from a JSON file holding a request's content (title, body, variables, ios, android).")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Service internal name.") var service: String
+        @Option(help: "Template name.") var name: String
+        @Option(help: "The content's JSON file ('-' for standard input).") var file: String
+        func run() async throws {
+            let path = "/services/\(Deliveries.Request.escaped(service))/templates/\(Deliveries.Request.escaped(name))"
+            try AdminConnection.printJSON(try await connection.call("PUT", path, rawBody: try Deliveries.document(file)))
+        }
+    }
+}

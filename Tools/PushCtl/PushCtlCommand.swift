@@ -14,9 +14,10 @@ import ServiceLifecycle
 struct PushCtlCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushctl",
-        abstract: "Operate the push channel: database migrations, Kafka topics, services and apps, projections, smoke run.",
+        abstract: "Operate the push channel: migrations, topics, services and apps, templates, deliveries, devices, projections, smoke run.",
         subcommands: [
-            Migrate.self, Topics.self, Services.self, Apps.self, Deliveries.self, Devices.self, Journal.self, Projections.self, Smoke.self, Report.self,
+            Migrate.self, Topics.self, Services.self, Apps.self, Templates.self, Deliveries.self, Devices.self, Journal.self, Projections.self,
+            Smoke.self, Report.self,
         ]
     )
 }

@@ -84,12 +84,22 @@ package struct DeliveryAdmin: Sendable {
     func validate(_ request: DeliveryRequest, on connection: PostgresConnection) async throws -> (DeliveryAccepted, PlanningService) {
         let service = try await ServiceCatalog.service(named: request.service, on: connection, logger: logger)
         let now = clock()
-        let problems = DeliveryRequestValidator.problems(of: request, service: service, now: now)
+        var problems: [String] = []
+        var resolved = request
+        var template: DeliveryRequest.TemplateReference?
+        do {
+            (resolved, template) = try await DeliveryTemplates.resolve(request, service: service, on: connection, logger: logger)
+        } catch let rejection as DeliveryRejection {
+            problems.append(rejection.reason)
+        }
+        problems += DeliveryRequestValidator.problems(of: resolved, service: service, now: now)
         guard problems.isEmpty, let service else {
             throw AdminError(status: 400, reason: problems.first ?? "invalid request", problems: problems)
         }
         // The preview's placeholder id: `_dId` "0", never a real delivery's.
-        return (try DeliveryRequestValidator.validate(request, service: service, now: now, deliveryId: "0"), service)
+        var accepted = try DeliveryRequestValidator.validate(resolved, service: service, now: now, deliveryId: "0")
+        accepted.template = template
+        return (accepted, service)
     }
 
     private func acceptedDelivery(requestId: String, on connection: PostgresConnection) async throws -> Submission? {

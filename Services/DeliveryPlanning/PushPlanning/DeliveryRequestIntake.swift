@@ -71,8 +71,12 @@ package struct DeliveryRequestIntake: Projection {
                 }
                 let delivery: DeliveryAccepted
                 do {
+                    let service = services[request.service]!
+                    let (resolved, template) = try await DeliveryTemplates.resolve(request, service: service, on: connection, logger: logger)
                     let deliveryId = try await DeliveryIds.next(requestId: request.requestId, on: connection, logger: logger)
-                    delivery = try DeliveryRequestValidator.validate(request, service: services[request.service]!, now: clock(), deliveryId: deliveryId)
+                    var accepted = try DeliveryRequestValidator.validate(resolved, service: service, now: clock(), deliveryId: deliveryId)
+                    accepted.template = template
+                    delivery = accepted
                 } catch let error as DeliveryRejection {
                     outbox += try rejectionRecords(error, record: record)
                     continue

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
+import PushEvents
 import PushRuntime
 
 /// The admin API under `/admin/v1` (docs/admin-api.md, docs/openapi.yaml). Every route requires
@@ -84,6 +85,31 @@ package struct AdminEndpoints: Sendable {
             try await guarded(request) {
                 let input = try await Self.decode(CredentialInput.self, request, context)
                 return try await Self.json(.ok, admin.setCredentials(appId: try Self.appID(context), input))
+            }
+        }
+        group.get("/services/:name/templates") { request, context in
+            try await guarded(request) { try Self.json(.ok, try await admin.templates(serviceName: try context.parameters.require("name"))) }
+        }
+        group.get("/services/:name/templates/:template") { request, context in
+            try await guarded(request) {
+                let name = try context.parameters.require("template")
+                let version = try request.uri.queryParameters.get("version").map { text in
+                    guard let number = Int(text), number >= 1 else { throw AdminError.badRequest("version must be a positive integer") }
+                    return number
+                }
+                guard let template = try await admin.template(serviceName: try context.parameters.require("name"), name: name, version: version) else {
+                    throw AdminError.notFound("no template \(name)\(version.map { " version \($0)" } ?? "")")
+                }
+                return try Self.json(.ok, template)
+            }
+        }
+        group.put("/services/:name/templates/:template") { request, context in
+            try await guarded(request) {
+                let content = try await Self.decode(DeliveryRequest.Content.self, request, context)
+                return try Self.json(
+                    .ok,
+                    try await admin.defineTemplate(
+                        serviceName: try context.parameters.require("name"), name: try context.parameters.require("template"), content: content))
             }
         }
         group.get("/services/:name/devices") { request, context in

@@ -180,7 +180,7 @@ package actor CatalogAdmin {
 
     /// Publishes and returns the event's time (milliseconds, as stored).
     @discardableResult
-    private func publish<Payload: PushEvent>(key: String, _ payload: Payload) async throws -> Date {
+    func publish<Payload: PushEvent>(key: String, _ payload: Payload) async throws -> Date {
         let occurredAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded(.down) / 1000)
         let envelope = EventEnvelope(key: key, payload: payload, occurredAt: occurredAt)
         do {
@@ -198,7 +198,7 @@ package actor CatalogAdmin {
     /// The catalog projection notifies `CatalogProjection.changedChannel` in each transaction it
     /// commits (whichever registration instance holds `push.catalog`), so this checks once, then
     /// again after each notification, instead of polling.
-    private func awaitProjection(_ query: PostgresQuery) async throws {
+    func awaitProjection(_ query: PostgresQuery) async throws {
         let postgres = self.postgres
         let logger = self.logger
         let shown = try await withThrowingTaskGroup(of: Bool.self) { group in

@@ -24,6 +24,7 @@ package struct CatalogProjection: EnvelopeProjection {
         case appDefined(AppDefined, Date)
         case appDeleted(AppDeleted, Date)
         case credentialsSet(AppCredentialsSet, Date)
+        case templateDefined(TemplateDefined, Date)
     }
 
     package let name: String
@@ -39,6 +40,7 @@ package struct CatalogProjection: EnvelopeProjection {
         decoder.register(AppDefined.self) { event, metadata in .appDefined(event, metadata.occurredAt) }
         decoder.register(AppDeleted.self) { event, metadata in .appDeleted(event, metadata.occurredAt) }
         decoder.register(AppCredentialsSet.self) { event, metadata in .credentialsSet(event, metadata.occurredAt) }
+        decoder.register(TemplateDefined.self) { event, metadata in .templateDefined(event, metadata.occurredAt) }
         self.decoder = decoder
     }
 
@@ -64,6 +66,22 @@ package struct CatalogProjection: EnvelopeProjection {
                 )
             case .serviceDeleted(let deleted):
                 try await connection.query("DELETE FROM push.services WHERE service_id = \(deleted.serviceId)", logger: logger)
+                try await connection.query("DELETE FROM push.templates WHERE service_id = \(deleted.serviceId)", logger: logger)
+            case .templateDefined(let template, let at):
+                // A version is written once: two admin instances racing on the next version, the
+                // first wins (the admin API reads back which one holds it).
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = .sortedKeys
+                let content = String(decoding: try encoder.encode(template.content), as: UTF8.self)
+                try await connection.query(
+                    """
+                    INSERT INTO push.templates (service_id, name, version, content, defined_at)
+                    SELECT \(template.serviceId), \(template.name), \(template.version), \(content)::jsonb, \(at)
+                    WHERE EXISTS (SELECT 1 FROM push.services WHERE service_id = \(template.serviceId))
+                    ON CONFLICT DO NOTHING
+                    """,
+                    logger: logger
+                )
             case .appDefined(let app, let at):
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = .sortedKeys

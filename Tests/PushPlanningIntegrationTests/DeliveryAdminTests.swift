@@ -305,4 +305,40 @@ struct DeliveryAdminTests {
             #expect((detail.json["template"] as? [String: Any])?["name"] as? String == "welcome")
         }
     }
+
+    /// docs/deliveries-openapi.json's operations, as "METHOD path".
+    static func documentedOperations() throws -> [String: [String: Any]] {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs/deliveries-openapi.json")
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        var operations: [String: [String: Any]] = [:]
+        for (path, item) in try #require(document["paths"] as? [String: [String: Any]]) {
+            for (method, operation) in item where ["get", "post", "put", "delete"].contains(method) {
+                operations["\(method.uppercased()) \(path)"] = operation as? [String: Any]
+            }
+        }
+        return operations
+    }
+
+    @Test("docs/deliveries-openapi.json lists exactly the routes served, and each answers 401 without the token, as documented")
+    func openAPIDocument() async throws {
+        let operations = try Self.documentedOperations()
+        let served: Set<String> = [
+            "POST /admin/v1/deliveries", "GET /admin/v1/deliveries", "POST /admin/v1/deliveries/preview", "GET /admin/v1/deliveries/{deliveryId}",
+            "POST /admin/v1/deliveries/{deliveryId}/cancel", "POST /admin/v1/deliveries/{deliveryId}/pause",
+            "POST /admin/v1/deliveries/{deliveryId}/resume", "GET /admin/v1/delivery-requests/{requestId}",
+        ]
+        #expect(Set(operations.keys) == served)
+        let port = try EphemeralPort.next()
+        try await PlanningHarness.run(settings: Self.settings(port: port)) { h in
+            for (entry, operation) in operations {
+                let parts = entry.split(separator: " ").map(String.init)
+                let path = parts[1].replacingOccurrences(of: "/admin/v1", with: "").replacingOccurrences(of: "{deliveryId}", with: "1")
+                    .replacingOccurrences(of: "{requestId}", with: "r")
+                let answer = try await Self.call(port: port, parts[0], path, body: parts[0] == "POST" ? "{}" : nil, token: nil)
+                let documented = Set(((operation["responses"] as? [String: Any]) ?? [:]).keys.compactMap(Int.init))
+                #expect(answer.status == 401 && documented.contains(401), "\(entry) without a token answered \(answer.status)")
+            }
+        }
+    }
 }

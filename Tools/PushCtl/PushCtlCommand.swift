@@ -15,7 +15,9 @@ struct PushCtlCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushctl",
         abstract: "Operate the push channel: database migrations, Kafka topics, services and apps, projections, smoke run.",
-        subcommands: [Migrate.self, Topics.self, Services.self, Apps.self, Deliveries.self, Journal.self, Projections.self, Smoke.self, Report.self]
+        subcommands: [
+            Migrate.self, Topics.self, Services.self, Apps.self, Credentials.self, Deliveries.self, Journal.self, Projections.self, Smoke.self, Report.self,
+        ]
     )
 }
 

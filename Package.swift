@@ -302,7 +302,7 @@ let package = Package(
             name: "PushRegistrationUnitTests", dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushEvents", "PushTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(name: "PushPlanningUnitTests", dependencies: ["PushPlanning", "PushEvents", "PushTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "PushSendingUnitTests", dependencies: ["PushSending", "PushRuntime"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushSendingUnitTests", dependencies: ["PushSending", "PushCredentials", "PushRuntime"], swiftSettings: swiftSettings),
         .testTarget(name: "PushTrackingUnitTests", dependencies: ["PushTracking", "PushEvents"], swiftSettings: swiftSettings),
         .testTarget(name: "KafkaIntegrationTests", dependencies: ["Kafka", "PushTestSupport", logging, metricsTestKit], swiftSettings: swiftSettings),
         .testTarget(

@@ -228,8 +228,8 @@ let package = Package(
         .executableTarget(
             name: "PushCtl",
             dependencies: [
-                "Kafka", "PushEvents", "PushWire", "PushStore", "PushRuntime", "PushRegistration", "PushPlanning", "PushTracking", postgresNIO, logging,
-                serviceLifecycle, argumentParser,
+                "Kafka", "PushCredentials", "PushEvents", "PushWire", "PushStore", "PushRuntime", "PushRegistration", "PushPlanning", "PushTracking",
+                postgresNIO, logging, serviceLifecycle, argumentParser,
             ],
             path: "Tools/PushCtl",
             swiftSettings: swiftSettings
@@ -298,9 +298,11 @@ let package = Package(
         .testTarget(name: "PushHTTP2UnitTests", dependencies: ["PushHTTP2"], swiftSettings: swiftSettings),
         .testTarget(name: "APNSUnitTests", dependencies: ["APNS"], swiftSettings: swiftSettings),
         .testTarget(name: "FCMUnitTests", dependencies: ["FCM", "PushWire", "PushTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "PushRegistrationUnitTests", dependencies: ["PushRegistration", "PushEvents", "PushTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PushRegistrationUnitTests", dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushEvents", "PushTestSupport"],
+            swiftSettings: swiftSettings),
         .testTarget(name: "PushPlanningUnitTests", dependencies: ["PushPlanning", "PushEvents", "PushTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "PushSendingUnitTests", dependencies: ["PushSending", "PushRuntime"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushSendingUnitTests", dependencies: ["PushSending", "PushCredentials", "PushRuntime"], swiftSettings: swiftSettings),
         .testTarget(name: "PushTrackingUnitTests", dependencies: ["PushTracking", "PushEvents"], swiftSettings: swiftSettings),
         .testTarget(name: "KafkaIntegrationTests", dependencies: ["Kafka", "PushTestSupport", logging, metricsTestKit], swiftSettings: swiftSettings),
         .testTarget(

@@ -5,7 +5,7 @@ import PushEvents
 import Synchronization
 
 /// The apps' active provider credentials, read from `push.app_credentials` (decrypted with
-/// `PUSH_CREDENTIALS_KEY`) and kept for `<PREFIX>_CREDENTIAL_CACHE_MS`: a rotation (or a
+/// the credentials key that sealed them) and kept for `<PREFIX>_CREDENTIAL_CACHE_MS`: a rotation (or a
 /// deletion) reaches the senders within that time. Concurrent misses for one app make one
 /// database read.
 package final class AppCredentialCache: Sendable {

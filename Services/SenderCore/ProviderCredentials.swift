@@ -1,4 +1,5 @@
 import Foundation
+import PushCredentials
 import PushEvents
 import PushWire
 import Synchronization
@@ -33,6 +34,11 @@ final class ProviderCredentials<Parsed: Sendable>: Sendable {
         if let known = immediateLookup(appId: appId) { return known }
         do {
             return resolve(try await cache.credentials(appId: appId), appId: appId)
+        } catch is CredentialCipherError {
+            // Sealed under a key this sender does not hold (a rotation half deployed, or a lost
+            // key): waiting may help once the key is configured; `pushctl credentials reseal`
+            // names the key id.
+            return .stop(.retry(reason: "credential-key-unknown"))
         } catch {
             return .stop(.retry(reason: "credential-store-unavailable"))
         }

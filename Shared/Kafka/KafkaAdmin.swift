@@ -28,7 +28,7 @@ package enum KafkaTopicCreation: Sendable, Hashable {
 
 /// Topic administration over librdkafka's admin API.
 package final class KafkaAdmin: Sendable {
-    private let client: RdKafkaClient
+    let client: RdKafkaClient
 
     package init(configuration: KafkaClientConfiguration, logger: Logger) throws(KafkaError) {
         client = try RdKafkaClient(

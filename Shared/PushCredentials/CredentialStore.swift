@@ -25,26 +25,27 @@ package struct CredentialStore: Sendable {
         let details = String(decoding: try JSONEncoder().encode(details), as: UTF8.self)
         try await postgres.query(
             """
-            INSERT INTO push.app_credentials (credential_id, app_id, kind, fingerprint, metadata, ciphertext)
-            VALUES (\(credentialId), \(appId), \(secret.kind), \(fingerprint), \(details)::jsonb, \(ByteBuffer(data: sealed)))
+            INSERT INTO push.app_credentials (credential_id, app_id, kind, fingerprint, metadata, ciphertext, sealing_key_id)
+            VALUES (\(credentialId), \(appId), \(secret.kind), \(fingerprint), \(details)::jsonb, \(ByteBuffer(data: sealed.ciphertext)), \(sealed.keyId))
             """,
             logger: logger
         )
     }
 
     /// The app's active credentials, decrypted, with the reference that names them without the
-    /// secret (for the senders: the fingerprint keys their connection pools).
+    /// secret (for the senders: the fingerprint keys their connection pools). Opened under the key
+    /// the row names; a key the ring does not hold throws `CredentialCipherError` naming its id.
     package func activeCredential(appId: UUID) async throws -> (reference: CredentialReference, secret: ProviderSecret)? {
         let rows = try await postgres.query(
             """
-            SELECT c.credential_id, c.kind, c.fingerprint, c.ciphertext FROM push.apps a
+            SELECT c.credential_id, c.kind, c.fingerprint, c.ciphertext, c.sealing_key_id FROM push.apps a
             JOIN push.app_credentials c ON c.credential_id = a.credential_id
             WHERE a.app_id = \(appId)
             """,
             logger: logger
         )
-        for try await (id, kind, fingerprint, sealed) in rows.decode((UUID, String, String, ByteBuffer).self) {
-            let secret = try JSONDecoder().decode(ProviderSecret.self, from: try cipher.open(Data(buffer: sealed), appId: appId))
+        for try await (id, kind, fingerprint, sealed, keyId) in rows.decode((UUID, String, String, ByteBuffer, String?).self) {
+            let secret = try JSONDecoder().decode(ProviderSecret.self, from: try cipher.open(Data(buffer: sealed), keyId: keyId, appId: appId))
             return (CredentialReference(credentialId: id, kind: kind, fingerprint: fingerprint), secret)
         }
         return nil

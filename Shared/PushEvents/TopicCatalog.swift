@@ -4,12 +4,12 @@ package struct TopicDefinition: Sendable, Hashable {
     package var id: String
     package var name: String
     package var partitions: Int
-    /// `retention.ms`; -1 keeps every record (the topic is a source of truth and projections are
-    /// rebuilt from it).
+    /// `retention.ms`; -1 keeps every record (docs/events.md, "Retention", says why per topic).
     package var retentionMilliseconds: Int64
     package var purpose: String
 
-    /// Topic-level settings passed to the broker at creation.
+    /// Topic-level settings passed to the broker at creation (`pushctl topics create`);
+    /// `pushctl topics apply-retention` brings `retention.ms` of existing topics to this value.
     package var config: [String: String] {
         ["retention.ms": String(retentionMilliseconds), "cleanup.policy": "delete"]
     }
@@ -37,13 +37,23 @@ package struct TopicCatalog: Sendable, Hashable {
     /// is the convention `<topic>.dlq`; `dlq(for:)` names it).
     package var deadLetters: [TopicDefinition]
 
-    static let forever: Int64 = -1
-    static let thirtyDays: Int64 = 30 * 24 * 3600 * 1000
-    /// Retry records are read again within minutes while a sender runs; a week covers a sender
-    /// group stopped that long (its messages would mostly have expired: `validUntil` defaults to 24 h).
-    static let sevenDays: Int64 = 7 * 24 * 3600 * 1000
+    package static let forever: Int64 = -1
+    static let dayMilliseconds: Int64 = 24 * 3600 * 1000
+    static let thirtyDays: Int64 = 30 * dayMilliseconds
+    /// Message and retry records: a message is worth sending until its `validUntil`, at most 28
+    /// days after it was planned (FCM's longest TTL, enforced by the planner), and a sender reads
+    /// even an expired record to publish its `MessageExpired`. The 7 days beyond cover a sender
+    /// group stopped that long; a record older than that is deleted unread and its message stays
+    /// `pending` in `broad_log`.
+    package static let messageRetention: Int64 = (28 + 7) * dayMilliseconds
 
-    package init(environment: [String: String] = [:]) {
+    /// - Parameters:
+    ///   - resultsRetentionDays: `PUSH_RESULTS_RETENTION_DAYS` for `push.message-results`; 0 keeps
+    ///     every record.
+    ///   - trackingRetentionDays: `PUSH_TRACKING_RETENTION_DAYS` for `push.tracking`; 0 keeps
+    ///     every record.
+    package init(environment: [String: String] = [:], resultsRetentionDays: Int = 0, trackingRetentionDays: Int = 0) {
+        func days(_ count: Int) -> Int64 { count > 0 ? Int64(count) * Self.dayMilliseconds : Self.forever }
         func topic(_ id: String, _ name: String, partitions: Int, retention: Int64 = Self.forever, _ purpose: String) -> TopicDefinition {
             TopicDefinition(
                 id: id,
@@ -67,18 +77,23 @@ package struct TopicCatalog: Sendable, Hashable {
             "DELIVERY_EVENTS", "push.delivery-events", partitions: 6,
             "delivery lifecycle: accepted, rejected, targeted, exclusions, completed; key = delivery id")
         apnsMessages = topic(
-            "APNS_MESSAGES", "push.apns.messages", partitions: 24, "one record per iOS device to send; key = app + token (one device's messages in order)")
-        fcmMessages = topic("FCM_MESSAGES", "push.fcm.messages", partitions: 24, "one record per Android device to send; key = app + token")
+            "APNS_MESSAGES", "push.apns.messages", partitions: 24, retention: Self.messageRetention,
+            "one record per iOS device to send; key = app + token (one device's messages in order)")
+        fcmMessages = topic(
+            "FCM_MESSAGES", "push.fcm.messages", partitions: 24, retention: Self.messageRetention,
+            "one record per Android device to send; key = app + token")
         apnsRetries = topic(
-            "APNS_RETRIES", "push.apns.retries", partitions: 12, retention: Self.sevenDays,
+            "APNS_RETRIES", "push.apns.retries", partitions: 12, retention: Self.messageRetention,
             "iOS messages waiting for another attempt after a transient APNs error; notBefore in the record; key = app + token")
         fcmRetries = topic(
-            "FCM_RETRIES", "push.fcm.retries", partitions: 12, retention: Self.sevenDays,
+            "FCM_RETRIES", "push.fcm.retries", partitions: 12, retention: Self.messageRetention,
             "Android messages waiting for another attempt after a transient FCM error; key = app + token")
         messageResults = topic(
-            "MESSAGE_RESULTS", "push.message-results", partitions: 12,
+            "MESSAGE_RESULTS", "push.message-results", partitions: 12, retention: days(resultsRetentionDays),
             "provider outcomes per message: sent, failed (hard/soft/ignored), expired; key = message id")
-        tracking = topic("TRACKING", "push.tracking", partitions: 12, "impressions and opens from the tracking URL; key = message id")
+        tracking = topic(
+            "TRACKING", "push.tracking", partitions: 12, retention: days(trackingRetentionDays), "impressions and opens from the tracking URL; key = message id"
+        )
         let consumed = [subscriptions, catalog, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries, messageResults, tracking]
         deadLetters = consumed.map { source in
             topic(

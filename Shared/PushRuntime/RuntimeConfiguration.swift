@@ -52,7 +52,11 @@ package struct RuntimeConfiguration: Sendable {
             url: environment.string("POSTGRES_URL", default: "postgres://push:push@localhost:5432/push"),
             maximumConnections: try environment.int("POSTGRES_MAX_CONNECTIONS", default: 10)
         )
-        topics = TopicCatalog(environment: environment.values)
+        topics = TopicCatalog(
+            environment: environment.values,
+            resultsRetentionDays: try environment.int("PUSH_RESULTS_RETENTION_DAYS", default: 0, in: 0...36_500),
+            trackingRetentionDays: try environment.int("PUSH_TRACKING_RETENTION_DAYS", default: 0, in: 0...36_500)
+        )
         let level = environment.string("LOG_LEVEL", default: "info")
         guard let logLevel = Logger.Level(rawValue: level) else {
             throw ConfigurationError("LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical; got \"\(level)\"")

@@ -469,6 +469,22 @@ package enum Migrations {
                 """,
             ]),
         Migration(
+            version: 13, name: "credentials sealed under a key ring: the sealing key's id per row",
+            statements: [
+                // NULL: sealed before key ids were recorded; opened by trying every configured key
+                // until pushctl credentials reseal writes the current key's id.
+                "ALTER TABLE push.app_credentials ADD COLUMN sealing_key_id text",
+                "ALTER TABLE push.apns_provider_tokens ADD COLUMN sealing_key_id text",
+                """
+                COMMENT ON COLUMN push.app_credentials.sealing_key_id IS
+                    'Id of the credentials key that sealed ciphertext (CredentialKey.id); NULL: sealed before migration 13'
+                """,
+                """
+                COMMENT ON COLUMN push.apns_provider_tokens.sealing_key_id IS
+                    'Id of the credentials key that sealed sealed_token (CredentialKey.id); NULL: sealed before migration 13'
+                """,
+            ]),
+        Migration(
             version: 14, name: "proof deliveries",
             statements: [
                 "ALTER TABLE push.deliveries ADD COLUMN proof boolean NOT NULL DEFAULT false",

@@ -184,6 +184,23 @@ struct TopicCatalogTests {
         #expect(catalog.tracking.config["retention.ms"] == "-1")
     }
 
+    @Test("retention: source-of-truth topics forever, messages and retries 28 + 7 days, results and tracking as set")
+    func retention() {
+        let day: Int64 = 24 * 3600 * 1000
+        let catalog = TopicCatalog()
+        for topic in [catalog.subscriptions, catalog.catalog, catalog.deliveryRequests, catalog.deliveryEvents, catalog.messageResults, catalog.tracking] {
+            #expect(topic.config["retention.ms"] == "-1", "\(topic.name)")
+        }
+        for topic in [catalog.apnsMessages, catalog.fcmMessages, catalog.apnsRetries, catalog.fcmRetries] {
+            #expect(topic.retentionMilliseconds == 35 * day, "\(topic.name)")
+        }
+        #expect(catalog.deadLetters.allSatisfy { $0.retentionMilliseconds == 30 * day })
+        let bounded = TopicCatalog(resultsRetentionDays: 90, trackingRetentionDays: 45)
+        #expect(bounded.messageResults.config["retention.ms"] == String(90 * day))
+        #expect(bounded.tracking.config["retention.ms"] == String(45 * day))
+        #expect(bounded.subscriptions.retentionMilliseconds == -1)
+    }
+
     @Test("names and partition counts are configurable per deployment")
     func overrides() {
         let catalog = TopicCatalog(environment: ["PUSH_TOPIC_TRACKING": "acme.tracking", "PUSH_TOPIC_TRACKING_PARTITIONS": "48"])

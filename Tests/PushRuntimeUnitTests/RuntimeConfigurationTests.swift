@@ -13,6 +13,15 @@ struct RuntimeConfigurationTests {
         )
     }
 
+    @Test("PUSH_RESULTS_RETENTION_DAYS and PUSH_TRACKING_RETENTION_DAYS bound their topics; 0 or unset keeps records; a bad value is refused")
+    func topicRetention() throws {
+        let configured = try Self.configuration(["PUSH_RESULTS_RETENTION_DAYS": "90", "PUSH_TRACKING_RETENTION_DAYS": "0"])
+        #expect(configured.topics.messageResults.retentionMilliseconds == 90 * 24 * 3600 * 1000)
+        #expect(configured.topics.tracking.retentionMilliseconds == -1)
+        let error = #expect(throws: ConfigurationError.self) { try Self.configuration(["PUSH_TRACKING_RETENTION_DAYS": "-3"]) }
+        #expect(error?.message.contains("PUSH_TRACKING_RETENTION_DAYS must be between 0 and 36500") == true, "\(error?.message ?? "")")
+    }
+
     @Test("KAFKA_PROPERTY_* reaches every client, the producer and consumer variants only their own")
     func passThroughProperties() throws {
         let configuration = try Self.configuration([

@@ -130,8 +130,8 @@ extension SenderHarness {
         let sealed = try cipher.seal(sealedSecret, appId: appId)
         try await postgres.query(
             """
-            INSERT INTO push.app_credentials (credential_id, app_id, kind, fingerprint, ciphertext)
-            VALUES (\(credentialId), \(appId), \(kind), \(fingerprint), \(ByteBuffer(data: sealed)))
+            INSERT INTO push.app_credentials (credential_id, app_id, kind, fingerprint, ciphertext, sealing_key_id)
+            VALUES (\(credentialId), \(appId), \(kind), \(fingerprint), \(ByteBuffer(data: sealed.ciphertext)), \(sealed.keyId))
             """,
             logger: logger
         )

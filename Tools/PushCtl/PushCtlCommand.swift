@@ -14,10 +14,11 @@ import ServiceLifecycle
 struct PushCtlCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushctl",
-        abstract: "Operate the push channel: migrations, topics, services and apps, templates, deliveries, devices, projections, smoke run.",
+        abstract:
+            "Operate the push channel: migrations, topics, services and apps, credentials, templates, deliveries, devices, projections, smoke run.",
         subcommands: [
-            Migrate.self, Topics.self, Services.self, Apps.self, Templates.self, Deliveries.self, Devices.self, Journal.self, Projections.self,
-            Smoke.self, Report.self,
+            Migrate.self, Topics.self, Services.self, Apps.self, Credentials.self, Templates.self, Deliveries.self, Devices.self, Journal.self,
+            Projections.self, Smoke.self, Report.self,
         ]
     )
 }
@@ -69,12 +70,23 @@ struct Migrate: AsyncParsableCommand {
 
 struct Topics: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Create or list the Kafka topics of the topic catalog.",
-        subcommands: [Create.self, List.self]
+        abstract: "Create or list the Kafka topics of the topic catalog, or bring their retention to the catalog's.",
+        subcommands: [Create.self, ApplyRetention.self, List.self]
     )
 
+    /// `retention.ms` as a person reads it.
+    static func retention(_ milliseconds: String) -> String {
+        guard let value = Int64(milliseconds) else { return "retention.ms \(milliseconds)" }
+        if value < 0 { return "retention forever" }
+        let days = Double(value) / Double(24 * 3600 * 1000)
+        return "retention \(days.formatted(.number.precision(.fractionLength(0...2)))) days"
+    }
+
     struct Create: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create every catalog topic that does not exist yet (idempotent).")
+        static let configuration = CommandConfiguration(
+            abstract: "Create every catalog topic that does not exist yet, with its documented retention (idempotent).",
+            discussion: "An existing topic is left as it is: pushctl topics apply-retention brings its retention to the catalog's."
+        )
 
         @Option(help: "Replication factor; -1 takes the broker's default.")
         var replicationFactor: Int = Int(ProcessInfo.processInfo.environment["PUSH_TOPIC_REPLICATION_FACTOR"] ?? "") ?? -1
@@ -90,8 +102,53 @@ struct Topics: AsyncParsableCommand {
             await admin.close()
             for topic in topics {
                 let state = outcome[topic.name] == .created ? "created" : "exists"
-                print("\(state.padding(toLength: 8, withPad: " ", startingAt: 0)) \(topic.name) (\(topic.partitions) partitions)")
+                print(
+                    "\(state.padding(toLength: 8, withPad: " ", startingAt: 0)) \(topic.name) (\(topic.partitions) partitions, "
+                        + "\(Topics.retention(String(topic.retentionMilliseconds))))")
             }
+        }
+    }
+
+    struct ApplyRetention: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "apply-retention",
+            abstract: "Set retention.ms of every existing catalog topic to the catalog's value, printing each change (idempotent).",
+            discussion:
+                "Reads each topic's configuration (DescribeConfigs) and changes only retention.ms (IncrementalAlterConfigs), only where it differs. Shortening a retention lets the broker delete older records: docs/events.md, \"Retention\"."
+        )
+
+        @Flag(help: "Print what would change without changing it.")
+        var dryRun = false
+
+        func run() async throws {
+            let context = try ToolContext()
+            let admin = try KafkaAdmin(configuration: context.configuration.kafka, logger: context.logger)
+            let topics = context.configuration.topics.all
+            do {
+                let current = try await admin.topicConfigs(topics.map(\.name))
+                var changes: [String: [String: String]] = [:]
+                for topic in topics {
+                    let wanted = String(topic.retentionMilliseconds)
+                    guard let configs = current[topic.name] else {
+                        print("missing   \(topic.name) (pushctl topics create makes it)")
+                        continue
+                    }
+                    let actual = configs["retention.ms"]
+                    if actual == wanted {
+                        print("unchanged \(topic.name) (\(Topics.retention(wanted)))")
+                        continue
+                    }
+                    changes[topic.name] = ["retention.ms": wanted]
+                    let before = actual.map(Topics.retention) ?? "retention.ms not set (the broker's default)"
+                    print("\(dryRun ? "would set" : "set      ") \(topic.name): \(before) -> \(Topics.retention(wanted)) (retention.ms=\(wanted))")
+                }
+                if !dryRun { try await admin.setTopicConfigs(changes) }
+                print("\(changes.count) of \(topics.count) topics \(dryRun ? "would change" : "changed")")
+            } catch {
+                await admin.close()
+                throw error
+            }
+            await admin.close()
         }
     }
 

@@ -6,7 +6,8 @@ import PushCredentials
 
 /// The provider token in force per APNs signing key, shared by every apns-sender process through
 /// `push.apns_provider_tokens` (migration 7): APNs refuses a second new token for a key within 20
-/// minutes, whichever process minted it. The token is sealed with `PUSH_CREDENTIALS_KEY`, bound
+/// minutes, whichever process minted it. The token is sealed with the current credentials key (its id in
+/// `sealing_key_id`), bound
 /// to its team and key. Two statements per refresh (about once every 50 minutes per key), none per
 /// request.
 package struct PostgresAPNSProviderTokenStore: APNSProviderTokenStore {
@@ -25,10 +26,12 @@ package struct PostgresAPNSProviderTokenStore: APNSProviderTokenStore {
         let sealed = try cipher.seal(Data(candidate.jwt.utf8), context: context)
         try await postgres.query(
             """
-            INSERT INTO push.apns_provider_tokens AS t (team_id, key_id, key_fingerprint, sealed_token, issued_at, updated_at)
-            VALUES (\(candidate.teamId), \(candidate.keyId), \(candidate.keyFingerprint), \(ByteBuffer(data: sealed)), \(candidate.issuedAt), now())
+            INSERT INTO push.apns_provider_tokens AS t (team_id, key_id, key_fingerprint, sealed_token, sealing_key_id, issued_at, updated_at)
+            VALUES (
+                \(candidate.teamId), \(candidate.keyId), \(candidate.keyFingerprint), \(ByteBuffer(data: sealed.ciphertext)), \(sealed.keyId),
+                \(candidate.issuedAt), now())
             ON CONFLICT (team_id, key_id, key_fingerprint) DO UPDATE
-                SET sealed_token = excluded.sealed_token, issued_at = excluded.issued_at, updated_at = now()
+                SET sealed_token = excluded.sealed_token, sealing_key_id = excluded.sealing_key_id, issued_at = excluded.issued_at, updated_at = now()
                 WHERE t.issued_at < \(bound)
             """,
             logger: logger
@@ -42,13 +45,14 @@ package struct PostgresAPNSProviderTokenStore: APNSProviderTokenStore {
     package func current(teamId: String, keyId: String, keyFingerprint: String) async throws -> APNSSharedProviderToken? {
         let rows = try await postgres.query(
             """
-            SELECT sealed_token, issued_at FROM push.apns_provider_tokens
+            SELECT sealed_token, sealing_key_id, issued_at FROM push.apns_provider_tokens
             WHERE team_id = \(teamId) AND key_id = \(keyId) AND key_fingerprint = \(keyFingerprint)
             """,
             logger: logger
         )
-        for try await (sealed, issuedAt) in rows.decode((ByteBuffer, Date).self) {
-            let jwt = try cipher.open(Data(buffer: sealed), context: Self.context(teamId: teamId, keyId: keyId, keyFingerprint: keyFingerprint))
+        for try await (sealed, sealingKeyId, issuedAt) in rows.decode((ByteBuffer, String?, Date).self) {
+            let jwt = try cipher.open(
+                Data(buffer: sealed), keyId: sealingKeyId, context: Self.context(teamId: teamId, keyId: keyId, keyFingerprint: keyFingerprint))
             return APNSSharedProviderToken(
                 teamId: teamId, keyId: keyId, keyFingerprint: keyFingerprint, jwt: String(decoding: jwt, as: UTF8.self), issuedAt: issuedAt
             )
@@ -57,7 +61,7 @@ package struct PostgresAPNSProviderTokenStore: APNSProviderTokenStore {
     }
 
     static func context(teamId: String, keyId: String, keyFingerprint: String) -> String {
-        "apns-provider-token:\(teamId):\(keyId):\(keyFingerprint)"
+        CredentialCipher.apnsProviderTokenContext(teamId: teamId, keyId: keyId, keyFingerprint: keyFingerprint)
     }
 
     struct StoreError: Error, CustomStringConvertible {

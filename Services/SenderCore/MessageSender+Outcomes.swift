@@ -68,6 +68,11 @@ extension MessageSender {
             next.attempt += 1
             next.notBefore = due
             return ([try retryRecord(next, of: work)], Tally(outcome: "retried", reason: reason))
+        case .withdrawn:
+            // The control that withdrew it decides; active again already (a resume in between):
+            // sent again at once, without counting an attempt.
+            if let controlled = try controlled(work, at: now) { return controlled }
+            return try consequences(of: .deferred(reason: "withdrawn", until: now), for: work)
         case .deferred(let reason, let until):
             guard until < message.validUntil else { return ([try expired(work, at: now)], Tally(outcome: "expired", reason: reason)) }
             var next = message

@@ -15,7 +15,11 @@ extension MessageSender {
     func send(_ work: Work) {
         sending.wrappingAdd(1, ordering: .relaxed)
         let started = ContinuousClock.now
-        transport.send(work.message, waiting: waitingSends) { [self] outcome in
+        // Asked again just before the request is written: a send that waited for a stream while
+        // its delivery was cancelled or paused is withdrawn instead of reaching the provider.
+        let deliveryId = work.message.deliveryId
+        let stillWanted: @Sendable () -> Bool = { [controls] in controls.state(of: deliveryId) == .active }
+        transport.send(work.message, waiting: waitingSends, stillWanted: stillWanted) { [self] outcome in
             metrics.sendLatency.recordNanoseconds(Int64((ContinuousClock.now - started) / .nanoseconds(1)))
             let wake = waiting.withLock { waiting in
                 waiting.finished.append(.sent(work, outcome))

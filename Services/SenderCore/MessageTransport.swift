@@ -13,6 +13,7 @@ package protocol MessageTransport: Sendable {
     /// the answer arrives (usually the HTTP/2 connection's event loop): no task per message.
     /// A send that must wait (a token to obtain, a resend) continues in `waiting`, which the
     /// caller runs in its task group. Never fails: a transport failure is a `.retry` (or
-    /// `.failed` when retrying cannot help).
-    func send(_ message: Message, waiting: WaitingSends, completion: @escaping @Sendable (SendOutcome) -> Void)
+    /// `.failed` when retrying cannot help). `stillWanted` is asked just before the request is
+    /// written, after any wait for a stream: false withdraws it (`.withdrawn`, nothing sent).
+    func send(_ message: Message, waiting: WaitingSends, stillWanted: @escaping @Sendable () -> Bool, completion: @escaping @Sendable (SendOutcome) -> Void)
 }

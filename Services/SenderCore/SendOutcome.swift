@@ -23,6 +23,9 @@ package enum SendOutcome: Sendable, Equatable {
     /// Not attempted (its credential is suspended, or it has none yet): held until `until` without
     /// counting an attempt, until `validUntil`.
     case deferred(reason: String, until: Date)
+    /// Withdrawn before it was written (`stillWanted` said no: its delivery was cancelled or
+    /// paused while it waited for a stream): nothing sent; the sender applies the control.
+    case withdrawn
 
     /// Whose quota a provider said is spent: what waits because of it.
     package enum QuotaScope: String, Sendable {

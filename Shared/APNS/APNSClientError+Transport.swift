@@ -24,6 +24,8 @@ extension APNSClientError {
                 self = .shutDown()
             case .invalidRequest:
                 self.init(code: .invalidRequest, isRetriable: false, mayHaveBeenDelivered: false, detail: error.detail)
+            case .withdrawn:
+                self.init(code: .withdrawn, isRetriable: true, mayHaveBeenDelivered: false, detail: error.detail)
             }
         case is CancellationError:
             self.init(code: .cancelled, isRetriable: true, mayHaveBeenDelivered: true, detail: "the sending task was cancelled")

@@ -30,6 +30,8 @@ package struct APNSClientError: Error, Sendable, CustomStringConvertible {
         /// The request is not a well-formed HTTP/2 request (a line break or NUL in the device
         /// token, topic, push type or collapse id): never sent, and sending it again cannot help.
         package static let invalidRequest = Code("invalid_request")
+        /// The caller withdrew the request before it was written (`APNSRequest.stillWanted`).
+        package static let withdrawn = Code("withdrawn")
     }
 
     package var code: Code

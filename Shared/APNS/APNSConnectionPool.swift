@@ -212,7 +212,8 @@ final class APNSConnectionPool: Sendable {
         headers.add(name: HTTPHeaderName.apnsID, value: request.apnsId.lowercaseText, indexing: .nonIndexable)
         headers.add(name: HTTPHeaderName.contentType, value: "application/json")
         return HTTP2Request(
-            path: self.devicePath + request.deviceToken, headers: headers, body: request.payload, pathIndexing: .nonIndexable
+            path: self.devicePath + request.deviceToken, headers: headers, body: request.payload, pathIndexing: .nonIndexable,
+            stillWanted: request.stillWanted
         )
     }
 

@@ -19,6 +19,9 @@ package struct APNSRequest: Sendable {
     package var apnsId: UUID
     /// The JSON payload, sent as is (the request's body, without a further copy).
     package var payload: ByteBuffer
+    /// Asked just before the request is written (after any wait for a stream); false withdraws
+    /// it: the send fails `.withdrawn` without reaching APNs. Nil: always sent.
+    package var stillWanted: (@Sendable () -> Bool)?
 
     package init(
         deviceToken: String,
@@ -28,7 +31,8 @@ package struct APNSRequest: Sendable {
         expiration: Date? = nil,
         collapseId: String? = nil,
         apnsId: UUID = UUID(),
-        payload: ByteBuffer
+        payload: ByteBuffer,
+        stillWanted: (@Sendable () -> Bool)? = nil
     ) {
         self.deviceToken = deviceToken
         self.topic = topic
@@ -38,5 +42,6 @@ package struct APNSRequest: Sendable {
         self.collapseId = collapseId
         self.apnsId = apnsId
         self.payload = payload
+        self.stillWanted = stillWanted
     }
 }

@@ -110,7 +110,7 @@ package final class FCMClient: Sendable {
         let now = self.now
         let logger = self.logger
         endpoint.send(
-            self.httpRequest(Self.body(of: request), projectId: request.projectId, token: token),
+            self.httpRequest(Self.body(of: request), projectId: request.projectId, token: token, stillWanted: request.stillWanted),
             deadline: .now() + TimeAmount(self.configuration.requestTimeout)
         ) {
             [self] result in
@@ -170,12 +170,12 @@ package final class FCMClient: Sendable {
 
         let body = Self.body(of: request)
         var token = try await self.accessTokens.token(for: account)
-        var response = try await self.post(body, projectId: request.projectId, token: token)
+        var response = try await self.post(body, projectId: request.projectId, token: token, stillWanted: request.stillWanted)
         if refreshOn401, response.status == 401, response.errorCode == nil {
             self.logger.debug("FCM refused the access token; refreshing once", metadata: ["fcm.account": "\(account.id)"])
             self.accessTokens.invalidate(accountID: account.id, token: token)
             token = try await self.accessTokens.token(for: account)
-            response = try await self.post(body, projectId: request.projectId, token: token)
+            response = try await self.post(body, projectId: request.projectId, token: token, stillWanted: request.stillWanted)
         }
         self.noteQuota(response, projectId: request.projectId)
         return response
@@ -202,11 +202,11 @@ package final class FCMClient: Sendable {
         return body
     }
 
-    private func httpRequest(_ body: ByteBuffer, projectId: String, token: FCMAccessToken) -> HTTP2Request {
+    private func httpRequest(_ body: ByteBuffer, projectId: String, token: FCMAccessToken, stillWanted: (@Sendable () -> Bool)?) -> HTTP2Request {
         var headers = HPACKHeaders()
         headers.add(name: HTTPHeaderName.contentType, value: "application/json; charset=UTF-8")
         headers.add(name: HTTPHeaderName.authorization, value: token.authorization)
-        return HTTP2Request(path: "\(self.pathPrefix)/v1/projects/\(projectId)/messages:send", headers: headers, body: body)
+        return HTTP2Request(path: "\(self.pathPrefix)/v1/projects/\(projectId)/messages:send", headers: headers, body: body, stillWanted: stillWanted)
     }
 
     /// Closes every connection. Sends after this throw `.shutDown`.
@@ -220,8 +220,10 @@ package final class FCMClient: Sendable {
 
     // MARK: HTTP
 
-    private func post(_ body: ByteBuffer, projectId: String, token: FCMAccessToken) async throws(FCMClientError) -> FCMResponse {
-        let request = self.httpRequest(body, projectId: projectId, token: token)
+    private func post(_ body: ByteBuffer, projectId: String, token: FCMAccessToken, stillWanted: (@Sendable () -> Bool)?) async throws(FCMClientError)
+        -> FCMResponse
+    {
+        let request = self.httpRequest(body, projectId: projectId, token: token, stillWanted: stillWanted)
         let timeout = TimeAmount(self.configuration.requestTimeout)
         let now = self.now
         var attempt = 1

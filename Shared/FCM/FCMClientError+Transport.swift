@@ -30,6 +30,8 @@ extension FCMClientError {
                 return FCMClientError(.shutDown, "\(endpoint): \(error.detail)", isRetriable: false)
             case .invalidRequest:
                 return FCMClientError(.invalidRequest, "\(endpoint): \(error.detail)", isRetriable: false)
+            case .withdrawn:
+                return FCMClientError(.withdrawn, "\(endpoint): \(error.detail)", mayHaveBeenDelivered: false)
             }
         }
         if let error = error as? HTTPClientError {

@@ -26,6 +26,8 @@ package struct FCMClientError: Error, Sendable, CustomStringConvertible {
         /// The request is not a well-formed HTTP/2 request (a line break or NUL in the project
         /// id or a header value): never sent, and sending it again cannot help.
         package static let invalidRequest = Code(label: "invalid_request")
+        /// The caller withdrew the request before it was written (`FCMRequest.stillWanted`).
+        package static let withdrawn = Code(label: "withdrawn")
 
         package var description: String { self.label }
     }

@@ -96,6 +96,10 @@ final class HTTP2ClientConnection {
             waiting.promise.fail(HTTP2ClientError(.timeout, "no stream before the deadline", mayHaveBeenDelivered: false))
             return
         }
+        if let stillWanted = waiting.request.stillWanted, !stillWanted() {
+            waiting.promise.fail(HTTP2ClientError(.withdrawn, "withdrawn by the caller before it was sent", mayHaveBeenDelivered: false))
+            return
+        }
         self.activeStreams += 1
         let exchange = HTTP2Exchange(request: waiting.request, deadline: waiting.deadline, promise: waiting.promise)
         let loopBound = NIOLoopBound(self, eventLoop: self.channel.eventLoop)

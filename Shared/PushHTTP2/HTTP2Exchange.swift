@@ -15,13 +15,20 @@ package struct HTTP2Request: Sendable {
     /// neither evicts entries that do repeat (the authorization header) nor makes the server
     /// store it. Header values carry their own indexing (`HPACKHeaders.add(name:value:indexing:)`).
     package var pathIndexing: HPACKIndexing
+    /// Asked just before the request is written (after any wait for a stream): false withdraws
+    /// it, and it fails `.withdrawn` without reaching the server. Nil: always sent.
+    package var stillWanted: (@Sendable () -> Bool)?
 
-    package init(method: String = "POST", path: String, headers: HPACKHeaders = [:], body: ByteBuffer, pathIndexing: HPACKIndexing = .indexable) {
+    package init(
+        method: String = "POST", path: String, headers: HPACKHeaders = [:], body: ByteBuffer, pathIndexing: HPACKIndexing = .indexable,
+        stillWanted: (@Sendable () -> Bool)? = nil
+    ) {
         self.method = method
         self.path = path
         self.headers = headers
         self.body = body
         self.pathIndexing = pathIndexing
+        self.stillWanted = stillWanted
     }
 }
 
@@ -61,6 +68,8 @@ package struct HTTP2ClientError: Error, Sendable, CustomStringConvertible {
         /// The request cannot be sent as it is (a line break or NUL in its path or a header
         /// value, which HTTP/2 forbids): sending it again cannot help.
         case invalidRequest
+        /// The caller withdrew the request (`HTTP2Request.stillWanted`) before it was written.
+        case withdrawn
     }
 
     package var kind: Kind

@@ -93,6 +93,26 @@ extension APNSClientIntegrationTests {
             }
         }
 
+        @Test("a request whose stillWanted says no when its turn comes is withdrawn: never written, nothing reaches APNs")
+        func withdrawnRequestIsNotSent() async throws {
+            try await Harness.withSimulator(keys: [self.key]) { server in
+                try await Harness.withClient(Harness.configuration(for: server)) { client in
+                    let credentials = try self.key.credentials()
+                    var unwanted = Harness.request(mId: "mid-withdrawn")
+                    unwanted.stillWanted = { false }
+                    let error = await #expect(throws: APNSClientError.self) {
+                        try await client.send(unwanted, credentials: credentials, environment: .production)
+                    }
+                    #expect(error?.code == .withdrawn)
+                    #expect(error?.mayHaveBeenDelivered == false)
+                    var wanted = Harness.request(mId: "mid-wanted")
+                    wanted.stillWanted = { true }
+                    #expect(try await client.send(wanted, credentials: credentials, environment: .production).status == 200)
+                    #expect(server.state.notifications().map(\.mId) == ["mid-wanted"], "only the wanted request reached APNs")
+                }
+            }
+        }
+
         @Test("no answer by the request deadline: timeout (may have been delivered) soon after it, and the connection goes on")
         func requestDeadline() async throws {
             try await Harness.withSimulator(keys: [self.key]) { server in

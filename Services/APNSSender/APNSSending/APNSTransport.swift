@@ -20,22 +20,26 @@ package struct APNSTransport: MessageTransport {
     /// Without a task when the app's credentials are cached (nearly always): the APNs client's
     /// callback `send` answers on the connection's event loop. The rare send that must wait (a
     /// provider token, a resend) continues with the client's async `send` in `waiting`.
-    package func send(_ message: APNSMessagePlanned, waiting: WaitingSends, completion: @escaping @Sendable (SendOutcome) -> Void) {
+    package func send(
+        _ message: APNSMessagePlanned, waiting: WaitingSends, stillWanted: @escaping @Sendable () -> Bool,
+        completion: @escaping @Sendable (SendOutcome) -> Void
+    ) {
         credentials.withCredentials(appId: message.appId, waiting: waiting, completion: completion) { apnsCredentials, fingerprint in
-            send(message, credentials: apnsCredentials, fingerprint: fingerprint, waiting: waiting, completion: completion)
+            send(message, credentials: apnsCredentials, fingerprint: fingerprint, waiting: waiting, stillWanted: stillWanted, completion: completion)
         }
     }
 
     private func send(
         _ message: APNSMessagePlanned, credentials apnsCredentials: APNSCredentials, fingerprint: String,
-        waiting: WaitingSends, completion: @escaping @Sendable (SendOutcome) -> Void
+        waiting: WaitingSends, stillWanted: @escaping @Sendable () -> Bool, completion: @escaping @Sendable (SendOutcome) -> Void
     ) {
         guard let environment = APNSEnvironment(rawValue: message.environment) else {
             return completion(.failed(reason: "BadEnvironment"))
         }
         let request = APNSRequest(
             deviceToken: message.registrationToken, topic: message.topic, pushType: message.pushType, priority: message.priority,
-            expiration: message.validUntil, collapseId: message.collapseId, apnsId: message.messageId, payload: ByteBuffer(string: message.payload)
+            expiration: message.validUntil, collapseId: message.collapseId, apnsId: message.messageId, payload: ByteBuffer(string: message.payload),
+            stillWanted: stillWanted
         )
         client.send(request, credentials: apnsCredentials, environment: environment) { [client] result in
             switch result {
@@ -57,6 +61,7 @@ package struct APNSTransport: MessageTransport {
 
     /// The sender's reading of a send that got no APNs answer.
     static func outcome(of error: APNSClientError, credential: String) -> SendOutcome {
+        if error.code == .withdrawn { return .withdrawn }
         if error.isRetriable { return .retry(reason: "transport-\(error.code)") }
         if error.code == .badCredentials { return .credentialRejected(reason: "UnusableCredentials", credential: credential) }
         return .failed(reason: "transport-\(error.code)")

@@ -24,15 +24,18 @@ package struct FCMTransport: MessageTransport {
     /// callback `send` answers on the connection's event loop. The rare send that must wait (an
     /// access token, a paced project, a resend) continues with the client's async `send` in
     /// `waiting`.
-    package func send(_ message: FCMMessagePlanned, waiting: WaitingSends, completion: @escaping @Sendable (SendOutcome) -> Void) {
+    package func send(
+        _ message: FCMMessagePlanned, waiting: WaitingSends, stillWanted: @escaping @Sendable () -> Bool,
+        completion: @escaping @Sendable (SendOutcome) -> Void
+    ) {
         credentials.withCredentials(appId: message.appId, waiting: waiting, completion: completion) { account, fingerprint in
-            send(message, account: account, fingerprint: fingerprint, waiting: waiting, completion: completion)
+            send(message, account: account, fingerprint: fingerprint, waiting: waiting, stillWanted: stillWanted, completion: completion)
         }
     }
 
     private func send(
         _ message: FCMMessagePlanned, account: FCMServiceAccount, fingerprint: String, waiting: WaitingSends,
-        completion: @escaping @Sendable (SendOutcome) -> Void
+        stillWanted: @escaping @Sendable () -> Bool, completion: @escaping @Sendable (SendOutcome) -> Void
     ) {
         // A project paused after QUOTA_EXCEEDED: the message waits on the retry topic instead of
         // inside the client, so it holds none of the instance's in-flight slots meanwhile and
@@ -42,7 +45,7 @@ package struct FCMTransport: MessageTransport {
         }
         let remaining = max(0, Int(message.validUntil.timeIntervalSince(now()).rounded(.down)))
         let body = Self.withTTL(message.message, seconds: remaining)
-        client.send(FCMRequest(projectId: message.projectId, message: body), account: account) { [client] result in
+        client.send(FCMRequest(projectId: message.projectId, message: body, stillWanted: stillWanted), account: account) { [client] result in
             switch result {
             case .answered(let response):
                 completion(Self.outcome(of: response, credential: fingerprint))
@@ -62,6 +65,7 @@ package struct FCMTransport: MessageTransport {
 
     /// The sender's reading of a send that got no FCM answer.
     static func outcome(of error: FCMClientError, credential: String) -> SendOutcome {
+        if error.code == .withdrawn { return .withdrawn }
         if error.isRetriable { return .retry(reason: "transport-\(error.code)") }
         if error.code == .tokenEndpointFailed { return .credentialRejected(reason: "TokenEndpointRefused", credential: credential) }
         return .failed(reason: "transport-\(error.code)")

@@ -42,19 +42,23 @@ package final class DeliveryControls: Service, Sendable {
         }
     }
 
+    /// Reads every `refresh` until the service group stops it. A read waiting for PostgreSQL
+    /// (unreachable) is cancelled by the stop rather than holding the shutdown up.
     package func run() async throws {
-        var failures = 0
-        while !Task.isCancelled, !Task.isShuttingDownGracefully {
-            do {
-                try await read()
-                failures = 0
-            } catch {
-                failures += 1
-                if failures == 1 || failures % 20 == 0 {
-                    logger.warning("Reading push.delivery_controls failed; retried", metadata: ["error": "\(String(reflecting: error))"])
+        try? await cancelWhenGracefulShutdown { [self] in
+            var failures = 0
+            while !Task.isCancelled {
+                do {
+                    try await read()
+                    failures = 0
+                } catch where !Task.isCancelled {
+                    failures += 1
+                    if failures == 1 || failures % 20 == 0 {
+                        logger.warning("Reading push.delivery_controls failed; retried", metadata: ["error": "\(String(reflecting: error))"])
+                    }
                 }
+                try await Task.sleep(for: refresh)
             }
-            try? await Task.sleep(for: refresh)
         }
     }
 

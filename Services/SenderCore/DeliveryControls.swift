@@ -51,7 +51,7 @@ package final class DeliveryControls: Service, Sendable {
                 do {
                     try await read()
                     failures = 0
-                } catch where !Task.isCancelled {
+                } catch  where !Task.isCancelled {
                     failures += 1
                     if failures == 1 || failures % 20 == 0 {
                         logger.warning("Reading push.delivery_controls failed; retried", metadata: ["error": "\(String(reflecting: error))"])

@@ -13,7 +13,7 @@ import PostgresNIO
 package struct LogPartitions: Sendable {
     /// The partitioned logs and their partition keys.
     package static let tables: [(table: String, key: String)] = [
-        ("broad_log", "delivery_at"), ("exclusion_log", "delivery_at"), ("tracking_log", "occurred_at"),
+        ("broad_log", "log_month"), ("exclusion_log", "log_month"), ("tracking_log", "occurred_at"),
     ]
     /// Months created ahead of the current one.
     package static let monthsAhead = 2
@@ -130,16 +130,18 @@ package struct LogPartitions: Sendable {
         for partition in try await list(on: connection) {
             if partition.isDefault {
                 guard let key = Self.tables.first(where: { $0.table == partition.table })?.key else { continue }
+                // Rows of a whole month older than the cutoff, as the month partitions dropped.
+                let older = key == "log_month" ? "(log_month + interval '1 month')::timestamp AT TIME ZONE 'UTC' <= $1" : "\(key) < $1"
                 if dryRun {
                     let rows = try await connection.query(
-                        PostgresQuery(unsafeSQL: "SELECT count(*) FROM push.\(partition.name) WHERE \(key) < $1", binds: binds(cutoff)), logger: logger)
+                        PostgresQuery(unsafeSQL: "SELECT count(*) FROM push.\(partition.name) WHERE \(older)", binds: binds(cutoff)), logger: logger)
                     for try await count in rows.decode(Int64.self) where count > 0 { outcome.deletedFromDefault[partition.table] = count }
                 } else {
                     let deleted = try await connection.withTransaction(logger: logger) { connection in
                         try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL lock_timeout = \(milliseconds)"), logger: logger)
                         let rows = try await connection.query(
                             PostgresQuery(
-                                unsafeSQL: "WITH d AS (DELETE FROM push.\(partition.name) WHERE \(key) < $1 RETURNING 1) SELECT count(*) FROM d",
+                                unsafeSQL: "WITH d AS (DELETE FROM push.\(partition.name) WHERE \(older) RETURNING 1) SELECT count(*) FROM d",
                                 binds: binds(cutoff)),
                             logger: logger)
                         var count: Int64 = 0

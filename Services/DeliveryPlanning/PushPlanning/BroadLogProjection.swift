@@ -19,8 +19,8 @@ import PushStore
 /// to, a final status counts, so a repeated or late result never counts twice and a planned
 /// message arriving after its result counts nothing.
 ///
-/// `push.broad_log` is partitioned by month of `delivery_at`, one value per delivery kept in
-/// `push.broad_log_deliveries` (migration 18): the conflict target `(message_id, delivery_at)`
+/// `push.broad_log` is partitioned by `log_month` (the delivery's UTC month), one value per
+/// delivery kept in `push.broad_log_deliveries` (migration 18): the conflict target `(message_id, log_month)`
 /// then finds a message's row whichever of its events comes first, and retention drops whole
 /// deliveries.
 package struct BroadLogProjection: EnvelopeProjection {
@@ -93,9 +93,9 @@ package struct BroadLogProjection: EnvelopeProjection {
             }
         }
         // The partition key of every delivery this batch names, fixed by the first batch that
-        // writes a row of it (its acceptance time when the deliveries projection has it, else the
-        // batch's earliest event of it) and read back by the inserts below: all of a delivery's
-        // rows share one `delivery_at`, whichever of its events comes first.
+        // writes a row of it (the month of its acceptance when the deliveries projection has it,
+        // else of the batch's earliest event of it) and read back by the inserts below: all of a
+        // delivery's rows share one `log_month`, whichever of its events comes first.
         var firstSeen: [String: Date] = [:]
         for (message, at) in planned { firstSeen[message.deliveryId] = min(firstSeen[message.deliveryId] ?? at, at) }
         for id in resultOrder {
@@ -106,8 +106,8 @@ package struct BroadLogProjection: EnvelopeProjection {
             let deliveries = firstSeen.keys.sorted()
             try await connection.query(
                 """
-                INSERT INTO push.broad_log_deliveries (delivery_id, delivery_at)
-                SELECT x.d, coalesce(dl.accepted_at, x.at)
+                INSERT INTO push.broad_log_deliveries (delivery_id, log_month)
+                SELECT x.d, date_trunc('month', coalesce(dl.accepted_at, x.at) AT TIME ZONE 'UTC')::date
                 FROM unnest(\(deliveries)::text[], \(deliveries.map { firstSeen[$0]! })::timestamptz[]) AS x(d, at)
                 LEFT JOIN push.deliveries dl ON dl.delivery_id = x.d
                 ORDER BY x.d
@@ -120,13 +120,13 @@ package struct BroadLogProjection: EnvelopeProjection {
             try await connection.query(
                 """
                 INSERT INTO push.broad_log (message_id, broad_log_id, delivery_id, app_id, registration_token, platform, status, attempts, created_at, updated_at,
-                                            delivery_at)
-                SELECT m, nullif(b, 0), d, a, t, p, 'pending', 0, c, c, k.delivery_at
+                                            log_month)
+                SELECT m, nullif(b, 0), d, a, t, p, 'pending', 0, c, c, k.log_month
                 FROM unnest(\(planned.map(\.0.messageId))::uuid[], \(planned.map { $0.0.broadLogId ?? 0 })::int[], \(planned.map(\.0.deliveryId))::text[],
                             \(planned.map(\.0.appId))::uuid[], \(planned.map(\.0.registrationToken))::text[], \(planned.map(\.0.platform.rawValue))::text[],
                             \(planned.map(\.1))::timestamptz[]) AS x(m, b, d, a, t, p, c)
                 JOIN push.broad_log_deliveries k ON k.delivery_id = x.d
-                ON CONFLICT (message_id, delivery_at) DO UPDATE SET created_at = least(push.broad_log.created_at, excluded.created_at),
+                ON CONFLICT (message_id, log_month) DO UPDATE SET created_at = least(push.broad_log.created_at, excluded.created_at),
                     broad_log_id = coalesce(push.broad_log.broad_log_id, excluded.broad_log_id)
                 """,
                 logger: logger
@@ -142,15 +142,15 @@ package struct BroadLogProjection: EnvelopeProjection {
                 """
                 WITH changed AS (
                 INSERT INTO push.broad_log AS b (message_id, broad_log_id, delivery_id, app_id, registration_token, platform, status, failure_type,
-                                                 failure_reason, provider_message_id, attempts, created_at, updated_at, sent_at, delivery_at)
+                                                 failure_reason, provider_message_id, attempts, created_at, updated_at, sent_at, log_month)
                 SELECT m, nullif(bl, 0), d, a, t, p, s, nullif(ft, ''), nullif(fr, ''), nullif(pm, ''), n, at, at, CASE WHEN s = 'sent' THEN at END,
-                       k.delivery_at
+                       k.log_month
                 FROM unnest(\(rows.map(\.0.messageId))::uuid[], \(rows.map { $0.0.broadLogId ?? 0 })::int[], \(rows.map(\.0.deliveryId))::text[], \(rows.map(\.0.appId))::uuid[],
                             \(rows.map(\.0.registrationToken))::text[], \(rows.map(\.0.platform.rawValue))::text[], \(rows.map(\.1.status))::text[],
                             \(rows.map { $0.1.failureType ?? "" })::text[], \(rows.map { $0.1.reason ?? "" })::text[], \(rows.map { $0.1.providerMessageId ?? "" })::text[],
                             \(rows.map(\.1.attempts))::int[], \(rows.map(\.1.at))::timestamptz[]) AS x(m, bl, d, a, t, p, s, ft, fr, pm, n, at)
                 JOIN push.broad_log_deliveries k ON k.delivery_id = x.d
-                ON CONFLICT (message_id, delivery_at) DO UPDATE SET status = excluded.status, broad_log_id = coalesce(b.broad_log_id, excluded.broad_log_id),
+                ON CONFLICT (message_id, log_month) DO UPDATE SET status = excluded.status, broad_log_id = coalesce(b.broad_log_id, excluded.broad_log_id),
                     failure_type = excluded.failure_type,
                     failure_reason = excluded.failure_reason, provider_message_id = excluded.provider_message_id,
                     attempts = excluded.attempts, updated_at = excluded.updated_at, sent_at = excluded.sent_at

@@ -25,10 +25,11 @@ package struct LogPartitionMaintenance: Service {
     }
 
     package func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        // Cancelled (graceful shutdown) while asleep or mid-run: it simply returns.
+        try? await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 await runOnce()
-                try await Task.sleep(for: interval)
+                try? await Task.sleep(for: interval)
             }
         }
     }

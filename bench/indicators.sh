@@ -72,7 +72,7 @@ UPSERT="$(upsert broad_log "$PART_SOURCE" "message_id, log_month")"
 PLAIN="$(upsert broad_log_flat "$FLAT_SOURCE" "message_id");"
 # The statement that fixes the batch's deliveries' keys (one per batch; a conflict here).
 KEYS="INSERT INTO push.broad_log_deliveries (delivery_id, log_month)
-    SELECT x.d, date_trunc('month', coalesce(dl.accepted_at, x.at) AT TIME ZONE 'UTC')::date
+    SELECT x.d, date_trunc('month', coalesce(dl.send_at, x.at) AT TIME ZONE 'UTC')::date
     FROM unnest(ARRAY['bench'], ARRAY[now()]) AS x(d, at) LEFT JOIN push.deliveries dl ON dl.delivery_id = x.d
     ORDER BY x.d ON CONFLICT (delivery_id) DO NOTHING;"
 COUNTED="WITH changed AS ($UPSERT RETURNING b.delivery_id, b.status, b.failure_type)

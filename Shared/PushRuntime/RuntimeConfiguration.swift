@@ -61,6 +61,11 @@ package struct RuntimeConfiguration: Sendable {
             trackingRetentionDays: try environment.int("PUSH_TRACKING_RETENTION_DAYS", default: 0, in: 0...36_500)
         )
         logRetentionDays = try environment.int("PUSH_LOG_RETENTION_DAYS", default: 0, in: 0...36_500)
+        guard logRetentionDays == 0 || logRetentionDays >= LogPartitions.minimumRetentionDays else {
+            throw ConfigurationError(
+                "PUSH_LOG_RETENTION_DAYS must be 0 (keep every row) or at least \(LogPartitions.minimumRetentionDays) (a result can come that long after its message was planned); got \(logRetentionDays)"
+            )
+        }
         let level = environment.string("LOG_LEVEL", default: "info")
         guard let logLevel = Logger.Level(rawValue: level) else {
             throw ConfigurationError("LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical; got \"\(level)\"")

@@ -17,6 +17,11 @@ package struct LogPartitions: Sendable {
     ]
     /// Months created ahead of the current one.
     package static let monthsAhead = 2
+    /// The shortest retention the settings accept: a result may come as late as 35 days after
+    /// its message was planned (28 days of validity, the longest FCM allows, and the message
+    /// topics' 7 days of margin, docs/events.md); a shorter retention could drop a row whose
+    /// result is still to come, and that result would count again in the indicators.
+    package static let minimumRetentionDays = 35
 
     /// One partition as `pushctl logs partitions` shows it.
     package struct Partition: Sendable, Hashable {

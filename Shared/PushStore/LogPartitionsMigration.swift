@@ -5,8 +5,8 @@
 ///
 /// Partition keys (immutable for a row, so an upsert never has to move a row):
 /// - `broad_log.log_month` and `exclusion_log.log_month` (date, first day of a UTC month): the
-///   delivery's month, one value per delivery (the month of its acceptance,
-///   `push.deliveries.accepted_at`, when known, else of its first event the projection reads).
+///   delivery's month, one value per delivery (the month its fan-out may start,
+///   `push.deliveries.send_at`, when known, else of its first event the projection reads).
 ///   Every row of a delivery lands in the same partition, so retention drops deliveries whole,
 ///   and a replay finds the same month unless the delivery's first events straddle a month's
 ///   end. The broad log keeps the value per delivery in `push.broad_log_deliveries`, since a
@@ -76,7 +76,7 @@ enum LogPartitionsMigration {
         """,
         """
         INSERT INTO push.broad_log_deliveries (delivery_id, log_month)
-        SELECT b.delivery_id, date_trunc('month', coalesce(min(d.accepted_at), min(b.created_at)) AT TIME ZONE 'UTC')::date
+        SELECT b.delivery_id, date_trunc('month', coalesce(min(d.send_at), min(b.created_at)) AT TIME ZONE 'UTC')::date
         FROM push.broad_log_unpartitioned b LEFT JOIN push.deliveries d ON d.delivery_id = b.delivery_id
         GROUP BY b.delivery_id
         """,
@@ -86,7 +86,7 @@ enum LogPartitionsMigration {
         """,
         "CREATE TABLE push.broad_log_default PARTITION OF push.broad_log DEFAULT",
 
-        // exclusion_log: the delivery's month, from push.deliveries (projected before its exclusions).
+        // exclusion_log: the delivery's month, from push.deliveries.send_at (projected before its exclusions).
         "ALTER TABLE push.exclusion_log RENAME TO exclusion_log_unpartitioned",
         """
         CREATE TABLE push.exclusion_log (LIKE push.exclusion_log_unpartitioned INCLUDING DEFAULTS INCLUDING CONSTRAINTS, log_month date NOT NULL)
@@ -103,7 +103,7 @@ enum LogPartitionsMigration {
         """
         SELECT push.create_log_partition(parent, at) FROM (
             SELECT 'broad_log' AS parent, log_month::timestamp AT TIME ZONE 'UTC' AS at FROM push.broad_log_deliveries
-            UNION SELECT 'exclusion_log', coalesce(d.accepted_at, e.excluded_at)
+            UNION SELECT 'exclusion_log', coalesce(d.send_at, e.excluded_at)
                   FROM push.exclusion_log_unpartitioned e LEFT JOIN push.deliveries d ON d.delivery_id = e.delivery_id
             UNION SELECT 'tracking_log', occurred_at FROM push.tracking_log_unpartitioned
             UNION SELECT t, now() + n * interval '1 month'
@@ -117,7 +117,7 @@ enum LogPartitionsMigration {
         """,
         """
         INSERT INTO push.exclusion_log
-        SELECT e.*, date_trunc('month', coalesce(d.accepted_at, e.excluded_at) AT TIME ZONE 'UTC')::date FROM push.exclusion_log_unpartitioned e LEFT JOIN push.deliveries d ON d.delivery_id = e.delivery_id
+        SELECT e.*, date_trunc('month', coalesce(d.send_at, e.excluded_at) AT TIME ZONE 'UTC')::date FROM push.exclusion_log_unpartitioned e LEFT JOIN push.deliveries d ON d.delivery_id = e.delivery_id
         """,
         "INSERT INTO push.tracking_log SELECT * FROM push.tracking_log_unpartitioned",
         "DROP TABLE push.broad_log_unpartitioned",

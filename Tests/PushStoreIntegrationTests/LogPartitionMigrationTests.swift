@@ -30,13 +30,14 @@ struct LogPartitionMigrationTests {
                 group.addTask { await client.run() }
                 defer { group.cancelAll() }
                 try await Migrator(client: client, logger: logger).migrate(Migrations.all.filter { $0.version <= 15 })
-                // d1 accepted in March 2025 (its messages planned in April: the delivery's month
-                // wins), d2 with no delivery row (its first message's month), hits in two months.
+                // d1 accepted before and sent from March 2025 (its messages planned in April: the
+                // delivery's month wins), d2 with no delivery row (its first message's month),
+                // hits in two months.
                 try await client.query(
                     """
                     INSERT INTO push.deliveries (delivery_id, request_id, service_id, service_name, status, apps, audience, content,
                                                  targeted, excluded, failed_at_planning, valid_until, send_at, accepted_at, planned_at)
-                    VALUES ('d1', 'r1', gen_random_uuid(), 's', 'planned', '[]', '{}', '{}', 2, 1, 0, now(), now(), '2025-03-31T23:00:00Z', now())
+                    VALUES ('d1', 'r1', gen_random_uuid(), 's', 'planned', '[]', '{}', '{}', 2, 1, 0, now(), '2025-03-31T23:00:00Z', '2025-02-27T10:00:00Z', now())
                     """,
                     logger: logger)
                 try await client.query(

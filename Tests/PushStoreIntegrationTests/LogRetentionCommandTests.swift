@@ -83,9 +83,14 @@ struct LogRetentionCommandTests {
                 #expect(again.output.contains("nothing older than the cutoff"), "\(again.output)")
 
                 let zero = try await pushctl(["logs", "apply-retention", "--days", "0"])
-                #expect(zero.status != 0 && zero.output.contains("--days must be between 1 and 36500; got 0"), "\(zero.output)")
+                #expect(
+                    zero.status != 0
+                        && zero.output.contains("--days must be between 35 (a result can come that long after its message was planned) and 36500; got 0"),
+                    "\(zero.output)")
                 let bad = try await pushctl(["logs", "partitions"], ["PUSH_LOG_RETENTION_DAYS": "a year"])
                 #expect(bad.status != 0 && bad.output.contains("PUSH_LOG_RETENTION_DAYS"), "\(bad.output)")
+                let short = try await pushctl(["logs", "partitions"], ["PUSH_LOG_RETENTION_DAYS": "30"])
+                #expect(short.status != 0 && short.output.contains("PUSH_LOG_RETENTION_DAYS must be 0 (keep every row) or at least 35"), "\(short.output)")
             }
         } catch {
             try? await IndicatorMigrationTests.drop(database)

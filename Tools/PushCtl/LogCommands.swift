@@ -86,7 +86,11 @@ struct Logs: AsyncParsableCommand {
         var dryRun = false
 
         func validate() throws {
-            if let days, !(1...36_500).contains(days) { throw ValidationError("--days must be between 1 and 36500; got \(days)") }
+            if let days, !(LogPartitions.minimumRetentionDays...36_500).contains(days) {
+                throw ValidationError(
+                    "--days must be between \(LogPartitions.minimumRetentionDays) (a result can come that long after its message was planned) and 36500; got \(days)"
+                )
+            }
         }
 
         func run() async throws {

@@ -93,7 +93,7 @@ package struct BroadLogProjection: EnvelopeProjection {
             }
         }
         // The partition key of every delivery this batch names, fixed by the first batch that
-        // writes a row of it (the month of its acceptance when the deliveries projection has it,
+        // writes a row of it (the month its fan-out may start, `deliveries.send_at`, when the deliveries projection has it,
         // else of the batch's earliest event of it) and read back by the inserts below: all of a
         // delivery's rows share one `log_month`, whichever of its events comes first.
         var firstSeen: [String: Date] = [:]
@@ -107,7 +107,7 @@ package struct BroadLogProjection: EnvelopeProjection {
             try await connection.query(
                 """
                 INSERT INTO push.broad_log_deliveries (delivery_id, log_month)
-                SELECT x.d, date_trunc('month', coalesce(dl.accepted_at, x.at) AT TIME ZONE 'UTC')::date
+                SELECT x.d, date_trunc('month', coalesce(dl.send_at, x.at) AT TIME ZONE 'UTC')::date
                 FROM unnest(\(deliveries)::text[], \(deliveries.map { firstSeen[$0]! })::timestamptz[]) AS x(d, at)
                 LEFT JOIN push.deliveries dl ON dl.delivery_id = x.d
                 ORDER BY x.d

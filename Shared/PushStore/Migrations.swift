@@ -509,5 +509,9 @@ package enum Migrations {
                 """,
                 "ALTER TABLE push.deliveries ADD COLUMN template_name text, ADD COLUMN template_version integer",
             ]),
+        Migration(
+            version: 18, name: "broad_log, exclusion_log and tracking_log partitioned by month",
+            statements: LogPartitionsMigration.statements
+        ),
     ]
 }

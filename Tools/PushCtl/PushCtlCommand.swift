@@ -18,7 +18,7 @@ struct PushCtlCommand: AsyncParsableCommand {
             "Operate the push channel: migrations, topics, services and apps, credentials, templates, deliveries, devices, projections, smoke run.",
         subcommands: [
             Migrate.self, Topics.self, Services.self, Apps.self, Credentials.self, Templates.self, Deliveries.self, Devices.self, Journal.self,
-            Projections.self, Smoke.self, Report.self,
+            Projections.self, Logs.self, Smoke.self, Report.self,
         ]
     )
 }

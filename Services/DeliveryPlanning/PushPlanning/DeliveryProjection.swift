@@ -115,8 +115,10 @@ package struct DeliveryProjection: EnvelopeProjection {
                 let reasons = recorded.exclusions.map(\.reason)
                 try await connection.query(
                     """
-                    INSERT INTO push.exclusion_log (delivery_id, app_id, registration_token, platform, reason, excluded_at)
-                    SELECT \(recorded.deliveryId), a, t, p, r, \(recorded.excludedAt)
+                    INSERT INTO push.exclusion_log (delivery_id, app_id, registration_token, platform, reason, excluded_at, log_month)
+                    SELECT \(recorded.deliveryId), a, t, p, r, \(recorded.excludedAt),
+                           date_trunc('month', coalesce((SELECT send_at FROM push.deliveries WHERE delivery_id = \(recorded.deliveryId)),
+                                                        \(recorded.excludedAt)) AT TIME ZONE 'UTC')::date
                     FROM unnest(\(apps)::uuid[], \(tokens)::text[], \(platforms)::text[], \(reasons)::text[]) AS x(a, t, p, r)
                     ON CONFLICT DO NOTHING
                     """,

@@ -106,3 +106,37 @@ package struct SubscriptionReenabled: PushEvent, Hashable {
         self.registrationToken = registrationToken
     }
 }
+
+/// An operator unsubscribed a device from its service (`POST /admin/v1/services/{name}/unsubscribe`,
+/// by token or by user key: one event per subscription): `push.subscriptions`, key `<appId>:<token>`.
+/// The device stays registered but is excluded from every delivery (`exclusion_log` reason
+/// `unsubscribed`) until a `SubscriptionResubscribed`; a re-registration by the SDK does not
+/// subscribe it again (the SDK has no unregister call and re-registers on its own,
+/// docs/registration.md). The envelope's `occurredAt` is `push.subscriptions.unsubscribed_at`.
+package struct SubscriptionUnsubscribed: PushEvent, Hashable {
+    package static let eventType = "SubscriptionUnsubscribed"
+    package static let eventVersion = 1
+
+    package var appId: UUID
+    package var registrationToken: String
+
+    package init(appId: UUID, registrationToken: String) {
+        self.appId = appId
+        self.registrationToken = registrationToken
+    }
+}
+
+/// An operator subscribed an unsubscribed device again (`POST /admin/v1/services/{name}/resubscribe`):
+/// `push.subscriptions`, key `<appId>:<token>`; the next deliveries target it again.
+package struct SubscriptionResubscribed: PushEvent, Hashable {
+    package static let eventType = "SubscriptionResubscribed"
+    package static let eventVersion = 1
+
+    package var appId: UUID
+    package var registrationToken: String
+
+    package init(appId: UUID, registrationToken: String) {
+        self.appId = appId
+        self.registrationToken = registrationToken
+    }
+}

@@ -509,5 +509,14 @@ package enum Migrations {
                 """,
                 "ALTER TABLE push.deliveries ADD COLUMN template_name text, ADD COLUMN template_version integer",
             ]),
+        Migration(
+            version: 16, name: "unsubscribed devices",
+            statements: [
+                "ALTER TABLE push.subscriptions ADD COLUMN unsubscribed_at timestamptz",
+                """
+                COMMENT ON COLUMN push.subscriptions.unsubscribed_at IS
+                    'When an operator unsubscribed the device (SubscriptionUnsubscribed); NULL: subscribed. Excluded from deliveries (exclusion_log reason unsubscribed); a re-registration keeps it'
+                """,
+            ]),
     ]
 }

@@ -126,6 +126,21 @@ package struct AdminEndpoints: Sendable {
                         messages: messages ?? 10))
             }
         }
+        for (path, subscribe) in [("/services/:name/unsubscribe", false), ("/services/:name/resubscribe", true)] {
+            group.post(RouterPath(stringLiteral: path)) { request, context in
+                try await guarded(request) {
+                    struct Body: Decodable {
+                        var userKey: String?
+                        var registrationToken: String?
+                    }
+                    let body = try await Self.decode(Body.self, request, context)
+                    return try Self.json(
+                        .ok,
+                        try await devices.setSubscribed(
+                            subscribe, serviceName: try context.parameters.require("name"), userKey: body.userKey, token: body.registrationToken))
+                }
+            }
+        }
         group.post("/apps/:id/quarantine/lift") { request, context in
             try await guarded(request) {
                 struct Body: Decodable { var registrationToken: String }

@@ -15,6 +15,9 @@ import PushStore
 ///   provider's own time is `invalid_since`.
 /// - `SubscriptionReenabled` (an operator lifted the quarantine) clears `disabled` and its
 ///   reason and times.
+/// - `SubscriptionUnsubscribed` sets `unsubscribed_at` (the event's `occurredAt`);
+///   `SubscriptionResubscribed` clears it. A registration leaves it as it is: an unsubscribed
+///   device that the SDK registers again stays unsubscribed.
 /// - `SubscriptionPurged` deletes a disabled row.
 /// - `AppDeleted` (on `push.catalog`) deletes the app's rows and records the app in
 ///   `push.subscription_deleted_apps`, this projection's own record, written in its transaction:
@@ -28,6 +31,8 @@ package struct SubscriptionProjection: EnvelopeProjection {
         case disabled(SubscriptionDisabled, Date)
         case purged(SubscriptionPurged)
         case reenabled(SubscriptionReenabled)
+        case unsubscribed(SubscriptionUnsubscribed, Date)
+        case resubscribed(SubscriptionResubscribed)
         case appDeleted(AppDeleted, Date)
     }
 
@@ -46,6 +51,8 @@ package struct SubscriptionProjection: EnvelopeProjection {
         decoder.register(SubscriptionDisabled.self) { event, metadata in .disabled(event, metadata.occurredAt) }
         decoder.register(SubscriptionPurged.self) { event, _ in .purged(event) }
         decoder.register(SubscriptionReenabled.self) { event, _ in .reenabled(event) }
+        decoder.register(SubscriptionUnsubscribed.self) { event, metadata in .unsubscribed(event, metadata.occurredAt) }
+        decoder.register(SubscriptionResubscribed.self) { event, _ in .resubscribed(event) }
         decoder.register(AppDeleted.self) { event, metadata in .appDeleted(event, metadata.occurredAt) }
         self.decoder = decoder
     }
@@ -102,6 +109,24 @@ package struct SubscriptionProjection: EnvelopeProjection {
                     UPDATE push.subscriptions
                     SET disabled = false, disabled_reason = NULL, disabled_at = NULL, invalid_since = NULL, updated_at = now()
                     WHERE app_id = \(reenabled.appId) AND registration_token = \(reenabled.registrationToken) AND disabled
+                    """,
+                    logger: logger
+                )
+            case .unsubscribed(let unsubscribed, let at):
+                try await flush()
+                try await connection.query(
+                    """
+                    UPDATE push.subscriptions SET unsubscribed_at = \(at), updated_at = now()
+                    WHERE app_id = \(unsubscribed.appId) AND registration_token = \(unsubscribed.registrationToken) AND unsubscribed_at IS NULL
+                    """,
+                    logger: logger
+                )
+            case .resubscribed(let resubscribed):
+                try await flush()
+                try await connection.query(
+                    """
+                    UPDATE push.subscriptions SET unsubscribed_at = NULL, updated_at = now()
+                    WHERE app_id = \(resubscribed.appId) AND registration_token = \(resubscribed.registrationToken) AND unsubscribed_at IS NOT NULL
                     """,
                     logger: logger
                 )

@@ -96,11 +96,11 @@ struct UnsubscribeTests {
             #expect(
                 keys("SubscriptionUnsubscribed")
                     == [
-                        SubscriptionRegistered.key(appId: app.appId, registrationToken: phone),
-                        SubscriptionRegistered.key(appId: app.appId, registrationToken: tablet),
-                    ])
+                        SealedSubscriptionRegistered.key(appId: app.appId, tokenDigest: PersonalDataKeys.tokenDigest(phone)),
+                        SealedSubscriptionRegistered.key(appId: app.appId, tokenDigest: PersonalDataKeys.tokenDigest(tablet)),
+                    ], "keyed by the token's digest, never the token")
             #expect(events.count { $0["type"] as? String == "SubscriptionUnsubscribed" } == 2)
-            #expect(keys("SubscriptionResubscribed") == [SubscriptionRegistered.key(appId: app.appId, registrationToken: tablet)])
+            #expect(keys("SubscriptionResubscribed") == [SealedSubscriptionRegistered.key(appId: app.appId, tokenDigest: PersonalDataKeys.tokenDigest(tablet))])
             return (app.appId, try await RegistrationResilienceTests.snapshot(h, apps: [app.appId]))
         }
         #expect(live.count == 3)

@@ -245,3 +245,19 @@ struct Templates: AsyncParsableCommand {
         }
     }
 }
+
+/// `pushctl users erase`: forget a person (or an anonymous device) for good (registration
+/// service's admin API; docs/operations.md, "Data protection").
+struct Users: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Erase a person's data (data-protection requests) through the admin API.", subcommands: [Erase.self])
+
+    struct Erase: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Erase a person (by user key) or an anonymous device (by token) from a service: subscriptions, data keys and log rows.",
+            discussion: "Prints the erasure id and the counts removed; the delivery indicators keep their counts. Final: there is no undo.")
+        @OptionGroup var connection: AdminConnection
+        @OptionGroup var target: Devices.Target
+        func run() async throws { try await target.call(connection, "erase") }
+    }
+}

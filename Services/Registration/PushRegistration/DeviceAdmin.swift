@@ -215,17 +215,15 @@ package struct DeviceAdmin: Sendable {
         }
         var records: [KafkaProducerRecord] = []
         for subscription in changed {
-            let key = SubscriptionRegistered.key(appId: subscription.appId, registrationToken: subscription.registrationToken)
+            // Named by the token's digest, never the token (docs/architecture.md, "Erasure").
+            let digest = PersonalDataKeys.tokenDigest(subscription.registrationToken)
+            let key = SealedSubscriptionRegistered.key(appId: subscription.appId, tokenDigest: digest)
             records.append(
                 subscribe
                     ? try KafkaProducerRecord(
-                        topic: topic,
-                        event: EventEnvelope(
-                            key: key, payload: SubscriptionResubscribed(appId: subscription.appId, registrationToken: subscription.registrationToken)))
+                        topic: topic, event: EventEnvelope(key: key, payload: SubscriptionResubscribed(appId: subscription.appId, tokenDigest: digest)))
                     : try KafkaProducerRecord(
-                        topic: topic,
-                        event: EventEnvelope(
-                            key: key, payload: SubscriptionUnsubscribed(appId: subscription.appId, registrationToken: subscription.registrationToken))))
+                        topic: topic, event: EventEnvelope(key: key, payload: SubscriptionUnsubscribed(appId: subscription.appId, tokenDigest: digest))))
         }
         for result in await producer.send(records) {
             do {

@@ -299,7 +299,7 @@ let package = Package(
         .testTarget(name: "APNSUnitTests", dependencies: ["APNS"], swiftSettings: swiftSettings),
         .testTarget(name: "FCMUnitTests", dependencies: ["FCM", "PushWire", "PushTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "PushRegistrationUnitTests", dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushEvents", "PushTestSupport"],
+            name: "PushRegistrationUnitTests", dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushEvents", "PushTestSupport", crypto],
             swiftSettings: swiftSettings),
         .testTarget(name: "PushPlanningUnitTests", dependencies: ["PushPlanning", "PushEvents", "PushTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "PushSendingUnitTests", dependencies: ["PushSending", "PushCredentials", "PushRuntime"], swiftSettings: swiftSettings),

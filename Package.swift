@@ -212,7 +212,9 @@ let package = Package(
         // MARK: Services: tracking ingestion (the SDK's tracking URL and the tracking log)
         .target(
             name: "PushTracking",
-            dependencies: ["Kafka", "PushEvents", "PushStore", "PushRuntime", "PushWire", hummingbird, postgresNIO, nioCore, logging, metrics, serviceLifecycle],
+            dependencies: [
+                "Kafka", "PushEvents", "PushStore", "PushRuntime", "PushWire", hummingbird, postgresNIO, nioCore, logging, metrics, serviceLifecycle,
+            ],
             path: "Services/TrackingIngestion/PushTracking",
             swiftSettings: swiftSettings
         ),

@@ -80,8 +80,10 @@ struct ErasureTests {
             for (token, message, broadLogId) in messages {
                 try await h.postgres.query(
                     """
-                    INSERT INTO push.broad_log (message_id, broad_log_id, delivery_id, app_id, registration_token, platform, status, attempts, created_at, updated_at, sent_at)
-                    VALUES (\(message), \(broadLogId), \(delivery), \(app.appId), \(token), 'ios', 'sent', 1, now(), now(), now())
+                    INSERT INTO push.broad_log (message_id, broad_log_id, delivery_id, app_id, registration_token, platform, status, attempts, created_at, updated_at, sent_at,
+                                                log_month)
+                    VALUES (\(message), \(broadLogId), \(delivery), \(app.appId), \(token), 'ios', 'sent', 1, now(), now(), now(),
+                            date_trunc('month', now() AT TIME ZONE 'UTC')::date)
                     """, logger: h.logger)
                 try await h.postgres.query(
                     """
@@ -94,8 +96,8 @@ struct ErasureTests {
             }
             try await h.postgres.query(
                 """
-                INSERT INTO push.exclusion_log (delivery_id, app_id, registration_token, platform, reason, excluded_at)
-                VALUES (\(delivery), \(app.appId), \(tablet), 'ios', 'unsubscribed', now())
+                INSERT INTO push.exclusion_log (delivery_id, app_id, registration_token, platform, reason, excluded_at, log_month)
+                VALUES (\(delivery), \(app.appId), \(tablet), 'ios', 'unsubscribed', now(), date_trunc('month', now() AT TIME ZONE 'UTC')::date)
                 """, logger: h.logger)
             try await h.postgres.query(
                 "INSERT INTO push.delivery_indicator_counts (delivery_id, to_deliver, excluded, sent, impressions) VALUES (\(delivery), 3, 1, 3, 3)",

@@ -177,9 +177,10 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         self.consumerConfiguration = configuration
         var logger = logger
         logger[metadataKey: "sender"] = .string(transport.provider)
+        logger[metadataKey: "lane"] = .string(settings.lane.rawValue)
         self.logger = logger
         self.now = now
-        self.metrics = SenderMetrics(provider: transport.provider)
+        self.metrics = SenderMetrics(provider: transport.provider, lane: settings.lane.rawValue)
         held = AsyncSemaphore(permits: settings.maxHeld)
         inFlight = AsyncSemaphore(permits: settings.maxInFlight)
         (wakeups, wakeUp) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))

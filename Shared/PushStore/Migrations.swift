@@ -509,5 +509,14 @@ package enum Migrations {
                 """,
                 "ALTER TABLE push.deliveries ADD COLUMN template_name text, ADD COLUMN template_version integer",
             ]),
+        Migration(
+            version: 20, name: "delivery priorities (lanes)",
+            statements: [
+                "ALTER TABLE push.deliveries ADD COLUMN priority text NOT NULL DEFAULT 'bulk' CHECK (priority IN ('transactional', 'bulk'))",
+                """
+                COMMENT ON COLUMN push.deliveries.priority IS
+                    'The request''s priority: transactional deliveries take their own lane (topics, fan-out, sender consumers); bulk otherwise'
+                """,
+            ]),
     ]
 }

@@ -47,7 +47,7 @@ extension DeliveryFanOut {
             delivery: delivery,
             factory: try MessageFactory(delivery: delivery, apps: apps),
             platforms: Dictionary(apps.map { ($0.appId, $0.platform) }, uniquingKeysWith: { first, _ in first }),
-            topics: Set(apps.map { $0.platform == .ios ? catalog.apnsMessages.name : catalog.fcmMessages.name }).sorted(),
+            topics: Set(apps.map { catalog.messages($0.platform, lane: delivery.lane).name }).sorted(),
             logger: logger
         )
     }

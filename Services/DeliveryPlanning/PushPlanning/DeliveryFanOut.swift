@@ -21,6 +21,10 @@ import ServiceLifecycle
 /// the chunk's broadLog ids (the payload's `_mId`) are a block reserved for it and recorded with
 /// the mark, so a resumed chunk hands out the same ones (`IntegerIds.swift`).
 ///
+/// Lanes: a planner runs one fan-out per lane (`DeliveryPriority`), each planning only the
+/// deliveries of its lane, so a transactional request is planned at once however big the bulk
+/// delivery being fanned out meanwhile (docs/planning.md, "Lanes").
+///
 /// Each delivery is planned by one instance at a time (a session advisory lock held while it
 /// runs); a dead instance's lock goes with its connection, and another instance resumes.
 ///
@@ -33,6 +37,8 @@ package final class DeliveryFanOut: Service {
     let reader: KafkaLogReader
     let catalog: TopicCatalog
     let settings: PlanningSettings
+    /// The deliveries this fan-out plans: those of this priority.
+    let lane: DeliveryPriority
     let logger: Logger
     let published = Counter(label: "push_planner_messages_total", dimensions: [("outcome", "published")])
     let failedAtPlanning = Counter(label: "push_planner_messages_total", dimensions: [("outcome", "failed")])
@@ -47,15 +53,18 @@ package final class DeliveryFanOut: Service {
 
     package init(
         postgres: PostgresClient, producer: KafkaProducer, reader: KafkaLogReader, catalog: TopicCatalog, settings: PlanningSettings,
-        deliveriesAccepted: Wakeup = Wakeup(), outboxWritten: Wakeup = Wakeup(), logger: Logger
+        lane: DeliveryPriority = .bulk, deliveriesAccepted: Wakeup = Wakeup(), outboxWritten: Wakeup = Wakeup(), logger: Logger
     ) {
         self.postgres = postgres
         self.producer = producer
         self.reader = reader
         self.catalog = catalog
         self.settings = settings
+        self.lane = lane
         self.deliveriesAccepted = deliveriesAccepted
         self.outboxWritten = outboxWritten
+        var logger = logger
+        logger[metadataKey: "lane"] = .string(lane.rawValue)
         self.logger = logger
     }
 
@@ -89,13 +98,14 @@ package final class DeliveryFanOut: Service {
         }
     }
 
-    /// Ids of the plans not finished whose `sendAt` has come, oldest first, 50 at a time; a paused
-    /// delivery waits for its `DeliveryResumed`.
+    /// Ids of this lane's plans not finished whose `sendAt` has come, oldest first, 50 at a time;
+    /// a paused delivery waits for its `DeliveryResumed`. A plan's lane is its accepted
+    /// delivery's `priority` (absent in plans accepted before lanes: bulk).
     func dueDeliveries() async throws -> [String] {
         let rows = try await postgres.query(
             """
             SELECT delivery_id FROM push.delivery_plans p
-            WHERE status <> 'planned' AND send_at <= now()
+            WHERE status <> 'planned' AND send_at <= now() AND coalesce(accepted->>'priority', 'bulk') = \(lane.rawValue)
               AND NOT EXISTS (SELECT 1 FROM push.delivery_controls c WHERE c.delivery_id = p.delivery_id AND c.state = 'paused')
             ORDER BY send_at, delivery_id LIMIT 50
             """,
@@ -110,7 +120,10 @@ package final class DeliveryFanOut: Service {
     /// one `dueDeliveries` compares with); nil when there is none.
     func timeUntilNextSendAt() async throws -> Duration? {
         let rows = try await postgres.query(
-            "SELECT EXTRACT(EPOCH FROM min(send_at) - now())::float8 FROM push.delivery_plans WHERE status <> 'planned' AND send_at > now()",
+            """
+            SELECT EXTRACT(EPOCH FROM min(send_at) - now())::float8 FROM push.delivery_plans
+            WHERE status <> 'planned' AND send_at > now() AND coalesce(accepted->>'priority', 'bulk') = \(lane.rawValue)
+            """,
             logger: logger
         )
         var seconds: Double?

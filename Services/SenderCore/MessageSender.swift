@@ -245,8 +245,11 @@ package final class MessageSender<Transport: MessageTransport>: Service {
 
     // MARK: reading
 
-    /// Takes a permit to hold one more record; false if the sender is stopping meanwhile.
+    /// Takes a permit to hold one more record; false if the sender is stopping (also when room
+    /// is free: the rest of a batch read before the stop is not begun, or a slow provider would
+    /// hold the shutdown up for a whole batch's sends).
     private func waitForRoom() async throws -> Bool {
+        if Task.isShuttingDownGracefully { return false }
         if held.tryAcquire() { return true }
         do {
             try await held.acquire()

@@ -49,6 +49,36 @@ struct PlanningLaneTests {
         }
     }
 
+    @Test("two bulk deliveries of one service accepted together are fanned out side by side, chunk after chunk, not one after the other")
+    func bulkDeliveriesInterleave() async throws {
+        try await PlanningHarness.run { h in
+            let (service, apps) = try await h.defineService(platforms: ["android"])
+            try await h.addSubscriptions(try #require(apps.first), count: 5_000)
+            // One record carrying both requests would make them one batch of the intake; two
+            // records read together are accepted in one commit too. Either way both are due
+            // before the fan-out's first round ends.
+            let first = "campaign-a-\(h.suffix)"
+            let second = "campaign-b-\(h.suffix)"
+            try await h.publishRequest(requestJSON(requestId: first, service: service, throttle: 2_500))
+            try await h.publishRequest(requestJSON(requestId: second, service: service, throttle: 2_500))
+            let firstId = try await h.waitPlanned(first)
+            let secondId = try await h.waitPlanned(second)
+            // The records in the order the planner published them (their timestamps): the
+            // deliveries alternate chunk by chunk (500 each in the tests' settings).
+            let records = try await h.records(h.topics.fcmMessages.name).filter {
+                [firstId, secondId].contains($0.headers.string("push-delivery-id") ?? "")
+            }
+            #expect(records.count == 10_000)
+            let order = records.sorted { ($0.timestampMilliseconds ?? 0) < ($1.timestampMilliseconds ?? 0) }.map {
+                $0.headers.string("push-delivery-id") == firstId ? 0 : 1
+            }
+            let firstHalf = order.prefix(order.count / 2)
+            // One after the other: the first half would be one delivery's 5,000 messages.
+            #expect(firstHalf.count(where: { $0 == 0 }) >= 1_500, "the first delivery progressed in the first half")
+            #expect(firstHalf.count(where: { $0 == 1 }) >= 1_500, "the second delivery progressed in the first half")
+        }
+    }
+
     @Test("an unknown priority is rejected with the reason naming it")
     func unknownPriority() async throws {
         try await PlanningHarness.run { h in

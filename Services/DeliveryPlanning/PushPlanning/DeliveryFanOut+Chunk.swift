@@ -52,11 +52,19 @@ extension DeliveryFanOut {
         )
     }
 
+    /// A chunk's size: `PLANNER_CHUNK_SIZE`, at most one second of a throttled delivery's rate
+    /// (at least 100), so that a slow delivery's turn does not hold the others of its lane for
+    /// long (docs/planning.md, "Fair fan-out").
+    func chunkSize(of delivery: DeliveryAccepted) -> Int {
+        guard let perSecond = delivery.throttlePerSecond else { return settings.chunkSize }
+        return min(settings.chunkSize, max(perSecond, 100))
+    }
+
     /// The next page of the audience after the cursor (keyset pagination); when a chunk is
     /// pending, exactly that chunk again, up to its recorded end.
     func readAudiencePage(of fanOut: FanOutContext, after state: PlanState, on connection: PostgresConnection) async throws -> [TargetedSubscription] {
         try await TargetingQuery.next(
-            delivery: fanOut.delivery, after: state.cursor, through: state.pending?.end, limit: settings.chunkSize,
+            delivery: fanOut.delivery, after: state.cursor, through: state.pending?.end, limit: chunkSize(of: fanOut.delivery),
             withParams: fanOut.factory.needsParams, on: connection, logger: fanOut.logger
         )
     }

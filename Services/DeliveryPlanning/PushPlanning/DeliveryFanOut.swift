@@ -68,8 +68,9 @@ package final class DeliveryFanOut: Service {
         self.logger = logger
     }
 
-    /// Plans what is due, then waits for the next work: a delivery the intake accepted (its
-    /// signal), the next `sendAt` of a scheduled delivery (a clock deadline), or at most
+    /// Plans what is due, in rounds of one chunk per due delivery (so that deliveries due together
+    /// progress side by side, `planRounds`), then waits for the next work: a delivery the intake
+    /// accepted (its signal), the next `sendAt` of a scheduled delivery (a clock deadline), or at most
     /// `idleWaitMilliseconds`, the backstop for what no signal of this process announces (a
     /// delivery another instance accepted while busy, a fan-out a dead instance left). After a
     /// failure it retries with a backoff instead.
@@ -80,11 +81,7 @@ package final class DeliveryFanOut: Service {
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             let wait: Duration
             do {
-                let due = try await dueDeliveries()
-                for deliveryId in due {
-                    if Task.isCancelled || Task.isShuttingDownGracefully { break }
-                    try await planIfFree(deliveryId)
-                }
+                try await planRounds()
                 failures = 0
                 wait = try await timeUntilNextSendAt().map { min($0, idleWait) } ?? idleWait
             } catch {
@@ -95,6 +92,33 @@ package final class DeliveryFanOut: Service {
                 continue
             }
             await deliveriesAccepted.wait(atMost: wait, orGracefulShutdown: true)
+        }
+    }
+
+    /// What a turn of one delivery left: more chunks, nothing (finished, cancelled, paused), or
+    /// the delivery is another instance's.
+    enum TurnResult {
+        case more
+        case done
+        case busy
+    }
+
+    /// Plans every due delivery one chunk at a time, round after round, until none has chunks
+    /// left: two bulk deliveries of a service are fanned out side by side, not one after the
+    /// other (docs/planning.md, "Fair fan-out"). Each round reads what is due again, so a delivery
+    /// accepted meanwhile joins the next round. Each delivery's throttle (its limiter) is kept
+    /// from one turn to the next.
+    func planRounds() async throws {
+        var limiters: [String: FanOutRateLimiter] = [:]
+        while !Task.isCancelled, !Task.isShuttingDownGracefully {
+            let due = try await dueDeliveries()
+            limiters = limiters.filter { due.contains($0.key) }
+            var more = false
+            for deliveryId in due {
+                if Task.isCancelled || Task.isShuttingDownGracefully { return }
+                if try await planIfFree(deliveryId, chunks: 1, limiters: &limiters) == .more { more = true }
+            }
+            if !more { return }
         }
     }
 
@@ -139,37 +163,51 @@ package final class DeliveryFanOut: Service {
         return "active"
     }
 
-    /// Plans the delivery unless another instance holds it.
-    func planIfFree(_ deliveryId: String) async throws {
+    /// Plans up to `chunks` chunks of the delivery unless another instance holds it. The lock is
+    /// held for the turn only: between turns another instance may continue the delivery from its
+    /// cursor, which is all the state a turn needs.
+    func planIfFree(_ deliveryId: String, chunks: Int = .max, limiters: inout [String: FanOutRateLimiter]) async throws -> TurnResult {
         let logger = self.logger
-        try await postgres.withConnection { connection in
+        let initial = limiters[deliveryId]
+        let result = try await postgres.withConnection { connection -> (TurnResult, FanOutRateLimiter?) in
+            var limiter = initial
             let lock = try await connection.query("SELECT pg_try_advisory_lock(hashtext('push-plan:' || \(deliveryId)))", logger: logger)
             var locked = false
             for try await value in lock.decode(Bool.self) { locked = value }
-            guard locked else { return }
+            guard locked else { return (.busy, initial) }
+            let result: TurnResult
             do {
-                try await self.plan(deliveryId, on: connection)
+                result = try await self.plan(deliveryId, on: connection, chunks: chunks, limiter: &limiter)
             } catch {
                 _ = try? await connection.query("SELECT pg_advisory_unlock(hashtext('push-plan:' || \(deliveryId)))", logger: logger)
                 throw error
             }
             _ = try await connection.query("SELECT pg_advisory_unlock(hashtext('push-plan:' || \(deliveryId)))", logger: logger)
+            return (result, limiter)
         }
+        limiters[deliveryId] = result.1
+        return result.0
     }
 
     /// Fans the delivery out from where its plan row stands; the caller holds the delivery's
     /// advisory lock. Each turn of the loop is one chunk: read the audience page, build its
     /// messages and exclusions, mark the chunk (or, resuming after a crash, drop what the
     /// broker already stored), publish, then advance the cursor. An empty page ends the plan.
-    func plan(_ deliveryId: String, on connection: PostgresConnection) async throws {
-        guard var state = try await loadPlan(deliveryId, on: connection), state.status != "planned" else { return }
+    /// A turn plans at most `chunks` chunks and says whether the delivery has more; `limiter`
+    /// carries the delivery's throttle from one turn to the next.
+    func plan(_ deliveryId: String, on connection: PostgresConnection, chunks: Int, limiter: inout FanOutRateLimiter?) async throws -> TurnResult {
+        guard var state = try await loadPlan(deliveryId, on: connection), state.status != "planned" else { return .done }
         let fanOut = try await prepare(state.delivery, on: connection)
         if state.status == "accepted" {
             try await recordStarted(fanOut, on: connection)
         }
-        var limiter = fanOut.delivery.throttlePerSecond.map { FanOutRateLimiter(perSecond: $0) }
+        if limiter == nil { limiter = fanOut.delivery.throttlePerSecond.map { FanOutRateLimiter(perSecond: $0) } }
         var mark: TopicsMark?
+        var planned = 0
         while true {
+            // The turn is over; a chunk left marked is finished first (its mark promises the
+            // read-back exactly those messages), which the loop does before counting it.
+            if planned >= chunks, state.pending == nil { return .more }
             try Task.checkCancellation()
             // An operator's control, read between chunks (a chunk marked before it was asked
             // for is published whole: its mark promises the read-back exactly those messages).
@@ -178,17 +216,17 @@ package final class DeliveryFanOut: Service {
                 case "cancelled":
                     fanOut.logger.notice("Delivery cancelled; fan-out stopped", metadata: ["targeted": "\(state.targeted)"])
                     try await finish(state, on: connection, logger: fanOut.logger)
-                    return
+                    return .done
                 case "paused":
                     fanOut.logger.notice("Delivery paused; fan-out waits for its resume", metadata: ["targeted": "\(state.targeted)"])
-                    return
+                    return .done
                 default: break
                 }
             }
             let rows = try await readAudiencePage(of: fanOut, after: state, on: connection)
             if rows.isEmpty && state.pending == nil {
                 try await finish(state, on: connection, logger: fanOut.logger)
-                return
+                return .done
             }
             // Resuming a chunk a previous planner left marked: what the broker already stored
             // keeps its ids and is not published again.
@@ -210,6 +248,7 @@ package final class DeliveryFanOut: Service {
             published.increment(by: records.count)
             failedAtPlanning.increment(by: counts.failed)
             excludedCounter.increment(by: counts.excluded)
+            planned += 1
         }
     }
 }

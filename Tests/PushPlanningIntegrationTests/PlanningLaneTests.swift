@@ -1,6 +1,7 @@
 import Foundation
 import Kafka
 import PushEvents
+import PushPlanning
 import PushTestSupport
 import Testing
 
@@ -46,6 +47,13 @@ struct PlanningLaneTests {
             #expect(try await h.text("SELECT priority FROM push.deliveries WHERE request_id = \(transactionalId)") == "transactional")
             #expect(try await h.text("SELECT priority FROM push.deliveries WHERE request_id = \(bulkId)") == "bulk")
             #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(transactionalDelivery)") == 1)
+            // The deliveries' admin API shows it.
+            let producer = try KafkaProducer(configuration: h.configuration.producer, logger: h.logger)
+            let admin = DeliveryAdmin(
+                postgres: h.postgres, producer: producer, topic: h.topics.deliveryRequests.name, eventsTopic: h.topics.deliveryEvents.name, logger: h.logger)
+            #expect(try await admin.detail(deliveryId: transactionalDelivery)?.priority == .transactional)
+            #expect(try await admin.detail(deliveryId: bulkDelivery)?.priority == .bulk)
+            await producer.close()
         }
     }
 

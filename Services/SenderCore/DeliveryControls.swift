@@ -21,7 +21,8 @@ package final class DeliveryControls: Service, Sendable {
     let logger: Logger
     /// Deliveries not active, and the highest version read.
     private let known = Mutex<(states: [String: State], version: Int64, loaded: Bool)>(([:], 0, false))
-    private let firstRead = Wakeup()
+    /// One per task waiting in `loaded()` (each lane's sender waits; a `Wakeup` has one waiter).
+    private let firstReadWaiters = Mutex<[Wakeup]>([])
 
     package init(postgres: PostgresClient, refresh: Duration, logger: Logger) {
         self.postgres = postgres
@@ -34,8 +35,11 @@ package final class DeliveryControls: Service, Sendable {
         known.withLock { $0.states.isEmpty ? .active : ($0.states[deliveryId] ?? .active) }
     }
 
-    /// Returns once the table was read once (or the sender stops).
+    /// Returns once the table was read once (or the sender stops). Several tasks may wait.
     package func loaded() async {
+        let firstRead = Wakeup()
+        firstReadWaiters.withLock { $0.append(firstRead) }
+        defer { firstReadWaiters.withLock { $0.removeAll { $0 === firstRead } } }
         while !known.withLock({ $0.loaded }) {
             if Task.isCancelled || Task.isShuttingDownGracefully { return }
             await firstRead.wait(atMost: .milliseconds(100), orGracefulShutdown: true)
@@ -82,6 +86,6 @@ package final class DeliveryControls: Service, Sendable {
         for (deliveryId, state, _) in changes where !first {
             logger.notice("Delivery control", metadata: ["delivery.id": "\(deliveryId)", "state": "\(state.rawValue)"])
         }
-        if first { firstRead.signal() }
+        if first { for waiter in firstReadWaiters.withLock({ $0 }) { waiter.signal() } }
     }
 }

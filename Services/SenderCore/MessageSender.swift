@@ -179,9 +179,10 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         self.consumerConfiguration = configuration
         var logger = logger
         logger[metadataKey: "sender"] = .string(transport.provider)
+        logger[metadataKey: "lane"] = .string(settings.lane.rawValue)
         self.logger = logger
         self.now = now
-        self.metrics = SenderMetrics(provider: transport.provider)
+        self.metrics = SenderMetrics(provider: transport.provider, lane: settings.lane.rawValue)
         held = AsyncSemaphore(permits: settings.maxHeld)
         inFlight = AsyncSemaphore(permits: settings.maxInFlight)
         (wakeups, wakeUp) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -252,8 +253,11 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         state.withLock { $0.ledger.decided(work.message.messageId, final: final) }
     }
 
-    /// Takes a permit to hold one more record; false if the sender is stopping meanwhile.
+    /// Takes a permit to hold one more record; false if the sender is stopping (also when room
+    /// is free: the rest of a batch read before the stop is not begun, or a slow provider would
+    /// hold the shutdown up for a whole batch's sends).
     private func waitForRoom() async throws -> Bool {
+        if Task.isShuttingDownGracefully { return false }
         if held.tryAcquire() { return true }
         do {
             try await held.acquire()

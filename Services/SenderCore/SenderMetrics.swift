@@ -1,10 +1,12 @@
 import Metrics
 import Synchronization
 
-/// The sender's metrics (docs/senders.md). Labels: `provider` (`apns`, `fcm`), and on the
-/// outcome counter `outcome` and `reason` (the provider's reason, a bounded set).
+/// The sender's metrics (docs/senders.md). Labels: `provider` (`apns`, `fcm`), `lane`
+/// (`transactional`, `bulk`: each lane's `MessageSender` has its own series), and on the outcome
+/// counter `outcome` and `reason` (the provider's reason, a bounded set).
 final class SenderMetrics: Sendable {
     let provider: String
+    let lane: String
     let sendLatency: Metrics.Timer
     let inFlight: Gauge
     let held: Gauge
@@ -15,9 +17,10 @@ final class SenderMetrics: Sendable {
     private let deviceQuotas: Counter
     private let projectQuotas: Counter
 
-    init(provider: String) {
+    init(provider: String, lane: String) {
         self.provider = provider
-        let dimensions = [("provider", provider)]
+        self.lane = lane
+        let dimensions = [("provider", provider), ("lane", lane)]
         sendLatency = Metrics.Timer(label: "push_sender_send_duration_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds)
         inFlight = Gauge(label: "push_sender_in_flight", dimensions: dimensions)
         held = Gauge(label: "push_sender_held_records", dimensions: dimensions)
@@ -50,7 +53,7 @@ final class SenderMetrics: Sendable {
             let counter = Counter(
                 label: "push_sender_messages_total",
                 dimensions: [
-                    ("provider", provider), ("outcome", outcome), ("reason", reason), ("failure_type", failureType),
+                    ("provider", provider), ("lane", lane), ("outcome", outcome), ("reason", reason), ("failure_type", failureType),
                 ])
             counters[key] = counter
             return counter

@@ -57,20 +57,34 @@ struct SenderAssembly: Sendable {
         credentials = AppCredentialCache(store: store, lifetime: .milliseconds(settings.credentialCacheMilliseconds))
     }
 
-    /// The services in start order; the client is shut down after the sender stopped (reverse
-    /// order), so its last sends still have connections.
-    func services<T: MessageTransport>(
-        transport: T, messages: TopicDefinition, retries: TopicDefinition, shutdownClient: @escaping @Sendable () async throws -> Void
-    ) -> [any Service] {
+    /// One lane of a sender: its transport (a provider client of its own, so that the lanes
+    /// never wait for each other's connections or streams), its topics and its client's shutdown.
+    struct Lane<T: MessageTransport>: Sendable {
+        var transport: T
+        var messages: TopicDefinition
+        var retries: TopicDefinition
+        var shutdownClient: @Sendable () async throws -> Void
+    }
+
+    /// The services in start order: the delivery controls, the clients' shutdowns, then a
+    /// `MessageSender` per lane (transactional first). Each client is shut down after the
+    /// senders stopped (reverse order), so their last sends still have connections.
+    func services<T: MessageTransport>(bulk: Lane<T>, transactional: Lane<T>) -> [any Service] {
         let topics = configuration.topics
         let controls = DeliveryControls(postgres: postgres, refresh: .milliseconds(settings.controlsRefreshMilliseconds), logger: logger)
-        let sender = MessageSender(
-            transport: transport, settings: settings,
-            topics: .init(messages: messages.name, retries: retries.name, results: topics.messageResults.name, subscriptions: topics.subscriptions.name),
-            producer: producer, deadLetters: DeadLetterPublisher(producer: producer, catalog: topics, group: settings.group),
-            suspensions: suspensions, controls: controls, consumer: configuration.consumer(group: settings.group), logger: logger, now: now
-        )
-        return [controls, ShutdownAction(shutdownClient), sender]
+        func sender(_ lane: Lane<T>, settings: SenderSettings) -> MessageSender<T> {
+            MessageSender(
+                transport: lane.transport, settings: settings,
+                topics: .init(
+                    messages: lane.messages.name, retries: lane.retries.name, results: topics.messageResults.name, subscriptions: topics.subscriptions.name),
+                producer: producer, deadLetters: DeadLetterPublisher(producer: producer, catalog: topics, group: settings.group),
+                suspensions: suspensions, controls: controls, consumer: configuration.consumer(group: settings.group), logger: logger, now: now
+            )
+        }
+        return [
+            controls, ShutdownAction(bulk.shutdownClient), ShutdownAction(transactional.shutdownClient),
+            sender(transactional, settings: settings.transactionalLane), sender(bulk, settings: settings),
+        ]
     }
 }
 

@@ -1,3 +1,4 @@
+import PushEvents
 import PushRuntime
 
 /// One sender's settings, read from `<PREFIX>_*` variables (`APNS_SENDER_*`, `FCM_SENDER_*`;
@@ -31,6 +32,17 @@ package struct SenderSettings: Sendable, Hashable {
     /// How long a paused delivery's message is set aside (on the retry topic) before it is looked
     /// at again (`<PREFIX>_PAUSE_RECHECK_MS`): a resume reaches waiting messages within this time.
     package var pauseRecheckMilliseconds: Int = 5_000
+    /// The lane this instance's `MessageSender` reads (set by `transactionalLane`).
+    package var lane: DeliveryPriority = .bulk
+    /// Consumer group of the transactional lane's consumers (`<PREFIX>_TRANSACTIONAL_GROUP`,
+    /// default `<group>.transactional`): a group of its own, so that its partitions are never
+    /// behind a bulk backlog in one consumer's fetch queue.
+    package var transactionalGroup: String?
+    /// Sends in flight of the transactional lane per instance (`<PREFIX>_TRANSACTIONAL_MAX_IN_FLIGHT`),
+    /// over connections of its own: a budget bulk sends cannot take.
+    package var transactionalMaxInFlight: Int = 50
+    /// Records held by the transactional lane per instance (`<PREFIX>_TRANSACTIONAL_MAX_HELD`).
+    package var transactionalMaxHeld: Int = 1_000
 
     package init(
         group: String, maxInFlight: Int, maxHeld: Int = 20_000, retryBaseMilliseconds: Int = 1_000,
@@ -59,6 +71,23 @@ package struct SenderSettings: Sendable, Hashable {
         controlsRefreshMilliseconds = try environment.int(
             "\(prefix)_CONTROLS_REFRESH_MS", default: defaults.controlsRefreshMilliseconds, in: 50...60_000)
         pauseRecheckMilliseconds = try environment.int("\(prefix)_PAUSE_RECHECK_MS", default: defaults.pauseRecheckMilliseconds, in: 100...600_000)
+        let transactionalGroup = environment.string("\(prefix)_TRANSACTIONAL_GROUP", default: "")
+        self.transactionalGroup = transactionalGroup.isEmpty ? nil : transactionalGroup
+        transactionalMaxInFlight = try environment.int(
+            "\(prefix)_TRANSACTIONAL_MAX_IN_FLIGHT", default: defaults.transactionalMaxInFlight, in: 1...100_000)
+        transactionalMaxHeld = try environment.int(
+            "\(prefix)_TRANSACTIONAL_MAX_HELD", default: max(defaults.transactionalMaxHeld, transactionalMaxInFlight), in: transactionalMaxInFlight...1_000_000)
+    }
+
+    /// The settings of the transactional lane's `MessageSender`: its own group, in-flight and held
+    /// budgets; the rest (retries, controls, commits) as the bulk lane's.
+    package var transactionalLane: SenderSettings {
+        var lane = self
+        lane.lane = .transactional
+        lane.group = transactionalGroup ?? "\(group).transactional"
+        lane.maxInFlight = transactionalMaxInFlight
+        lane.maxHeld = transactionalMaxHeld
+        return lane
     }
 
     package var retryPolicy: RetryPolicy {

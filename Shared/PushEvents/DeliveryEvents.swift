@@ -40,11 +40,18 @@ package struct DeliveryAccepted: PushEvent, Hashable {
     /// none). `content` is already the template's with the request's overrides: a template
     /// changed later does not change the delivery.
     package var template: DeliveryRequest.TemplateReference?
+    /// The lane of the delivery's messages; absent in events written before lanes existed, which
+    /// were all bulk (`lane`).
+    package var priority: DeliveryPriority?
+
+    /// The lane the delivery's messages take: its priority, bulk when it has none.
+    package var lane: DeliveryPriority { priority ?? .default }
 
     package init(
         deliveryId: String, requestId: String, serviceId: UUID, serviceName: String, apps: [DeliveryApp],
         audience: DeliveryRequest.Audience, content: DeliveryRequest.Content, validUntil: Date, sendAt: Date,
-        throttlePerSecond: Int?, acceptedAt: Date, proof: DeliveryRequest.Proof? = nil, template: DeliveryRequest.TemplateReference? = nil
+        throttlePerSecond: Int?, acceptedAt: Date, proof: DeliveryRequest.Proof? = nil, template: DeliveryRequest.TemplateReference? = nil,
+        priority: DeliveryPriority? = nil
     ) {
         self.deliveryId = deliveryId
         self.requestId = requestId
@@ -59,6 +66,7 @@ package struct DeliveryAccepted: PushEvent, Hashable {
         self.acceptedAt = acceptedAt
         self.proof = proof
         self.template = template
+        self.priority = priority
     }
 }
 

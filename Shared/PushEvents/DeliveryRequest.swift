@@ -22,10 +22,14 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
     package var proof: Proof?
     /// A stored template whose content the request's `content` overrides field by field.
     package var template: TemplateReference?
+    /// `transactional` or `bulk` (absent: bulk), as written: the validator names a wrong value
+    /// (`DeliveryPriority`).
+    package var priority: String?
 
     package init(
         requestId: String, service: String, apps: [String]? = nil, audience: Audience, content: Content,
-        validUntil: Date? = nil, sendAt: Date? = nil, throttle: Throttle? = nil, proof: Proof? = nil
+        validUntil: Date? = nil, sendAt: Date? = nil, throttle: Throttle? = nil, proof: Proof? = nil,
+        priority: DeliveryPriority? = nil
     ) {
         self.type = "DeliveryRequested"
         self.version = 1
@@ -38,6 +42,7 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
         self.sendAt = sendAt
         self.throttle = throttle
         self.proof = proof
+        self.priority = priority?.rawValue
     }
 
     /// A service's template by name, and a version (the latest when absent).

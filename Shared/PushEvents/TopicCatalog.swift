@@ -31,6 +31,13 @@ package struct TopicCatalog: Sendable, Hashable {
     /// Messages a sender will try again later (same record with `attempt` + 1 and `notBefore`).
     package var apnsRetries: TopicDefinition
     package var fcmRetries: TopicDefinition
+    /// The transactional lane (`DeliveryPriority.transactional`): message and retry topics of
+    /// their own, read by the senders' transactional consumers, so that no bulk backlog is
+    /// ever in front of these messages (docs/senders.md, "Lanes").
+    package var apnsTransactionalMessages: TopicDefinition
+    package var fcmTransactionalMessages: TopicDefinition
+    package var apnsTransactionalRetries: TopicDefinition
+    package var fcmTransactionalRetries: TopicDefinition
     package var messageResults: TopicDefinition
     package var tracking: TopicDefinition
     /// Where any consumer sends a record it cannot read (one dead-letter topic per source topic
@@ -88,13 +95,28 @@ package struct TopicCatalog: Sendable, Hashable {
         fcmRetries = topic(
             "FCM_RETRIES", "push.fcm.retries", partitions: 12, retention: Self.messageRetention,
             "Android messages waiting for another attempt after a transient FCM error; key = app + token")
+        apnsTransactionalMessages = topic(
+            "APNS_TRANSACTIONAL_MESSAGES", "push.apns.transactional.messages", partitions: 6, retention: Self.messageRetention,
+            "iOS messages of transactional deliveries (their own lane, read first by the apns-sender); key = app + token")
+        fcmTransactionalMessages = topic(
+            "FCM_TRANSACTIONAL_MESSAGES", "push.fcm.transactional.messages", partitions: 6, retention: Self.messageRetention,
+            "Android messages of transactional deliveries (their own lane, read first by the fcm-sender); key = app + token")
+        apnsTransactionalRetries = topic(
+            "APNS_TRANSACTIONAL_RETRIES", "push.apns.transactional.retries", partitions: 3, retention: Self.messageRetention,
+            "iOS transactional messages waiting for another attempt; key = app + token")
+        fcmTransactionalRetries = topic(
+            "FCM_TRANSACTIONAL_RETRIES", "push.fcm.transactional.retries", partitions: 3, retention: Self.messageRetention,
+            "Android transactional messages waiting for another attempt; key = app + token")
         messageResults = topic(
             "MESSAGE_RESULTS", "push.message-results", partitions: 12, retention: days(resultsRetentionDays),
             "provider outcomes per message: sent, failed (hard/soft/ignored), expired; key = message id")
         tracking = topic(
             "TRACKING", "push.tracking", partitions: 12, retention: days(trackingRetentionDays), "impressions and opens from the tracking URL; key = message id"
         )
-        let consumed = [subscriptions, catalog, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries, messageResults, tracking]
+        let consumed = [
+            subscriptions, catalog, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries, apnsTransactionalMessages, fcmTransactionalMessages,
+            apnsTransactionalRetries, fcmTransactionalRetries, messageResults, tracking,
+        ]
         deadLetters = consumed.map { source in
             topic(
                 "\(source.id)_DLQ", "\(source.name).dlq", partitions: 1, retention: Self.thirtyDays,
@@ -105,9 +127,24 @@ package struct TopicCatalog: Sendable, Hashable {
     /// Every topic, for creation and documentation.
     package var all: [TopicDefinition] {
         [
-            subscriptions, catalog, deliveryRequests, deliveryRequestsDLQ, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries, messageResults,
-            tracking,
+            subscriptions, catalog, deliveryRequests, deliveryRequestsDLQ, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries,
+            apnsTransactionalMessages, fcmTransactionalMessages, apnsTransactionalRetries, fcmTransactionalRetries, messageResults, tracking,
         ] + deadLetters
+    }
+
+    /// The topic the planner publishes a `platform` message of a `lane` delivery on.
+    package func messages(_ platform: Platform, lane: DeliveryPriority) -> TopicDefinition {
+        switch (platform, lane) {
+        case (.ios, .bulk): apnsMessages
+        case (.android, .bulk): fcmMessages
+        case (.ios, .transactional): apnsTransactionalMessages
+        case (.android, .transactional): fcmTransactionalMessages
+        }
+    }
+
+    /// Every message topic of both lanes (what the broad log reads).
+    package var messageTopics: [TopicDefinition] {
+        [apnsMessages, fcmMessages, apnsTransactionalMessages, fcmTransactionalMessages]
     }
 
     /// The dead-letter topic for records of `topic`.

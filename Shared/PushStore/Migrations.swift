@@ -565,5 +565,14 @@ package enum Migrations {
             version: 18, name: "broad_log, exclusion_log and tracking_log partitioned by month",
             statements: LogPartitionsMigration.statements
         ),
+        Migration(
+            version: 20, name: "delivery priorities (lanes)",
+            statements: [
+                "ALTER TABLE push.deliveries ADD COLUMN priority text NOT NULL DEFAULT 'bulk' CHECK (priority IN ('transactional', 'bulk'))",
+                """
+                COMMENT ON COLUMN push.deliveries.priority IS
+                    'The request''s priority: transactional deliveries take their own lane (topics, fan-out, sender consumers); bulk otherwise'
+                """,
+            ]),
     ]
 }

@@ -48,6 +48,8 @@ struct HostileRecordTests {
         for (id, name) in [
             ("CATALOG", "catalog"), ("SUBSCRIPTIONS", "subscriptions"), ("DELIVERY_EVENTS", "delivery-events"),
             ("APNS_MESSAGES", "apns"), ("FCM_MESSAGES", "fcm"), ("MESSAGE_RESULTS", "results"), ("TRACKING", "tracking"),
+            // The broad log also reads the transactional lane's topics (empty here).
+            ("APNS_TRANSACTIONAL_MESSAGES", "apns-tx"), ("FCM_TRANSACTIONAL_MESSAGES", "fcm-tx"),
         ] {
             environment["PUSH_TOPIC_\(id)"] = "test.hostile.\(name).\(suffix)"
             environment["PUSH_TOPIC_\(id)_PARTITIONS"] = "1"
@@ -62,6 +64,7 @@ struct HostileRecordTests {
         let admin = try KafkaAdmin(configuration: configuration.kafka, logger: logger)
         let created = [
             topics.catalog, topics.subscriptions, topics.deliveryEvents, topics.apnsMessages, topics.fcmMessages, topics.messageResults, topics.tracking,
+            topics.apnsTransactionalMessages, topics.fcmTransactionalMessages,
         ]
         _ = try await admin.createTopics(
             created.flatMap { [KafkaTopicSpecification(name: $0.name, partitions: 1), KafkaTopicSpecification(name: "\($0.name).dlq", partitions: 1)] })

@@ -31,7 +31,8 @@ struct PlanningHarness: Sendable {
         var overrides = environment
         for (id, name, partitions) in [
             ("DELIVERY_REQUESTS", "requests", 2), ("DELIVERY_REQUESTS_DLQ", "requests.dlq", 1), ("DELIVERY_EVENTS", "delivery-events", 2),
-            ("APNS_MESSAGES", "apns", 4), ("FCM_MESSAGES", "fcm", 4), ("MESSAGE_RESULTS", "results", 2),
+            ("APNS_MESSAGES", "apns", 4), ("FCM_MESSAGES", "fcm", 4), ("APNS_TRANSACTIONAL_MESSAGES", "apns-tx", 2),
+            ("FCM_TRANSACTIONAL_MESSAGES", "fcm-tx", 2), ("MESSAGE_RESULTS", "results", 2),
             ("TRACKING", "tracking", 2),
         ] {
             overrides["PUSH_TOPIC_\(id)"] = "test.\(name).\(suffix)"
@@ -58,14 +59,13 @@ struct PlanningHarness: Sendable {
         logger.logLevel = ProcessInfo.processInfo.environment["TEST_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .error
         let admin = try KafkaAdmin(configuration: configuration.kafka, logger: logger)
         let catalog = configuration.topics
-        let dlqs = [catalog.deliveryEvents, catalog.apnsMessages, catalog.fcmMessages, catalog.messageResults, catalog.tracking].map {
+        let dlqs = ([catalog.deliveryEvents, catalog.messageResults, catalog.tracking] + catalog.messageTopics).map {
             KafkaTopicSpecification(name: "\($0.name).dlq", partitions: 1)
         }
         _ = try await admin.createTopics(
-            [
-                catalog.deliveryRequests, catalog.deliveryRequestsDLQ, catalog.deliveryEvents, catalog.apnsMessages, catalog.fcmMessages,
-                catalog.messageResults, catalog.tracking,
-            ].map {
+            ([
+                catalog.deliveryRequests, catalog.deliveryRequestsDLQ, catalog.deliveryEvents, catalog.messageResults, catalog.tracking,
+            ] + catalog.messageTopics).map {
                 KafkaTopicSpecification(name: $0.name, partitions: $0.partitions)
             } + dlqs)
         await admin.close()
@@ -206,8 +206,11 @@ struct PlanningHarness: Sendable {
         try await records(topics.deliveryEvents.name).compactMap { try JSONSerialization.jsonObject(with: Data($0.value)) as? [String: Any] }
     }
 
+    /// The message records of both lanes.
     func messageRecords() async throws -> [KafkaConsumerRecord] {
-        try await records(topics.apnsMessages.name) + records(topics.fcmMessages.name)
+        var all: [KafkaConsumerRecord] = []
+        for topic in topics.messageTopics { all += try await records(topic.name) }
+        return all
     }
 
     // MARK: database

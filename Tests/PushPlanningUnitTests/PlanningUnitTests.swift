@@ -179,6 +179,28 @@ struct DeliveryRequestValidationTests {
                 == "service 'neotrips' has no apps")
     }
 
+    @Test("priority: absent is bulk, transactional and bulk are kept, anything else is rejected naming the value (also by the admin API's check)")
+    func priority() throws {
+        func accepted(_ priority: String?) throws -> DeliveryAccepted {
+            let request = try DeliveryRequestValidator.parse(Array(requestJSON(requestId: "r", service: "neotrips", priority: priority).utf8))
+            return try DeliveryRequestValidator.validate(request, service: Self.service, now: Self.now, deliveryId: "1")
+        }
+        #expect(try accepted(nil).priority == .bulk)
+        #expect(try accepted(nil).lane == .bulk)
+        #expect(try accepted("bulk").priority == .bulk)
+        #expect(try accepted("transactional").priority == .transactional)
+        let urgent = requestJSON(requestId: "r", service: "neotrips", priority: "urgent")
+        #expect(reason(urgent) == "priority must be transactional or bulk, got 'urgent'")
+        let request = try DeliveryRequestValidator.parse(Array(urgent.utf8))
+        #expect(
+            DeliveryRequestValidator.problems(of: request, service: Self.service, now: Self.now) == ["priority must be transactional or bulk, got 'urgent'"])
+        // An event written before lanes has no priority: its delivery is bulk.
+        var old = try accepted("transactional")
+        old.priority = nil
+        let decoded = try EventJSON.decoder.decode(DeliveryAccepted.self, from: EventJSON.encoder.encode(old))
+        #expect(decoded.lane == .bulk)
+    }
+
     @Test("a silent push needs no body; the requestId of a rejected record is kept when readable")
     func silentAndRequestId() throws {
         #expect(reason(requestJSON(requestId: "r", service: "neotrips", content: #"{"ios": {"contentAvailable": true}, "android": {"mode": "data"}}"#)) == nil)

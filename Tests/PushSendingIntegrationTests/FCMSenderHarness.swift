@@ -60,7 +60,10 @@ struct FCMSenderHarness: SenderHarness {
 
         let environment = try Self.testEnvironment(
             suffix: suffix,
-            topics: [("FCM_MESSAGES", "fcm", 4), ("FCM_RETRIES", "fcm-retries", 2), ("MESSAGE_RESULTS", "results", 2), ("SUBSCRIPTIONS", "subscriptions", 2)],
+            topics: [
+                ("FCM_MESSAGES", "fcm", 4), ("FCM_RETRIES", "fcm-retries", 2), ("FCM_TRANSACTIONAL_MESSAGES", "fcm-tx", 2),
+                ("FCM_TRANSACTIONAL_RETRIES", "fcm-tx-retries", 1), ("MESSAGE_RESULTS", "results", 2), ("SUBSCRIPTIONS", "subscriptions", 2),
+            ],
             settings: [
                 "FCM_SENDER_GROUP": "test.fcm-sender.\(suffix)",
                 "FCM_BASE_URL": "https://127.0.0.1:\(simulator.port)",
@@ -75,7 +78,10 @@ struct FCMSenderHarness: SenderHarness {
         let logger = Self.testLogger()
         let catalog = configuration.topics
         try await Self.createTopics(
-            [catalog.fcmMessages, catalog.fcmRetries, catalog.messageResults, catalog.subscriptions], configuration: configuration, logger: logger)
+            [
+                catalog.fcmMessages, catalog.fcmRetries, catalog.fcmTransactionalMessages, catalog.fcmTransactionalRetries, catalog.messageResults,
+                catalog.subscriptions,
+            ], configuration: configuration, logger: logger)
         return try await Self.withPostgres(configuration: configuration, simulator: simulator, logger: logger) { postgres in
             let harness = FCMSenderHarness(
                 suffix: suffix, environment: environment, configuration: configuration, postgres: postgres,

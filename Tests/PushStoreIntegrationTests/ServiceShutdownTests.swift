@@ -163,7 +163,10 @@ final class RunningService: Sendable {
         for group in ["REGISTRATION_CATALOG_GROUP", "REGISTRATION_SUBSCRIPTIONS_GROUP", "TRACKING_LOG_GROUP", "APNS_SENDER_GROUP"] {
             environment[group] = "test.shutdown-\(group.lowercased()).\(suffix)"
         }
-        for topic in ["APNS_MESSAGES", "APNS_RETRIES", "CATALOG", "MESSAGE_RESULTS", "SUBSCRIPTIONS", "TRACKING"] {
+        for topic in [
+            "APNS_MESSAGES", "APNS_RETRIES", "APNS_TRANSACTIONAL_MESSAGES", "APNS_TRANSACTIONAL_RETRIES", "CATALOG", "MESSAGE_RESULTS", "SUBSCRIPTIONS",
+            "TRACKING",
+        ] {
             environment["PUSH_TOPIC_\(topic)"] = "test.shutdown.\(topic.lowercased()).\(suffix)"
         }
         environment["PUSH_CREDENTIALS_KEY"] = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()

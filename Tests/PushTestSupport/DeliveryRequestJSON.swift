@@ -5,7 +5,8 @@ import Foundation
 package func requestJSON(
     requestId: String, service: String, apps: [String]? = nil, audience: String = #"{"all": true}"#,
     content: String = #"{"title": "Lisbon is waiting", "body": "Hello {{userKey}}"}"#,
-    validUntil: String? = nil, sendAt: String? = nil, throttle: Int? = nil
+    validUntil: String? = nil, sendAt: String? = nil, throttle: Int? = nil,
+    priority: String? = nil
 ) -> String {
     var fields = [
         #""type": "DeliveryRequested""#, #""version": 1"#, #""requestId": "\#(requestId)""#, #""service": "\#(service)""#,
@@ -15,6 +16,7 @@ package func requestJSON(
     if let validUntil { fields.append(#""validUntil": "\#(validUntil)""#) }
     if let sendAt { fields.append(#""sendAt": "\#(sendAt)""#) }
     if let throttle { fields.append(#""throttle": {"perSecond": \#(throttle)}"#) }
+    if let priority { fields.append(#""priority": "\#(priority)""#) }
     return "{" + fields.joined(separator: ", ") + "}"
 }
 

@@ -5,6 +5,7 @@ import Logging
 import NIOPosix
 import PostgresNIO
 import PushCredentials
+import PushEvents
 import PushRuntime
 import PushStore
 import ServiceLifecycle
@@ -33,15 +34,23 @@ package enum APNSSenderApplication {
         let assembly = try SenderAssembly(
             configuration: configuration, settings: settings, environment: environment, postgres: postgres, producer: producer, logger: logger, now: now
         )
-        let client = APNSClient(
-            configuration: try clientConfiguration(environment: environment),
-            eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger, now: now,
-            tokenStore: PostgresAPNSProviderTokenStore(postgres: postgres, cipher: try SenderRuntime.cipher(environment), logger: logger)
-        )
-        let transport = APNSTransport(client: client, credentials: assembly.credentials, suspensions: assembly.suspensions, now: now)
+        // A client per lane: the transactional lane has its own connections (one per pool;
+        // APNS_CONNECTIONS_PER_POOL is the bulk lane's), so its sends never wait for a stream
+        // behind bulk ones. Both share the provider tokens through PostgreSQL.
+        let tokenStore = PostgresAPNSProviderTokenStore(postgres: postgres, cipher: try SenderRuntime.cipher(environment), logger: logger)
+        func lane(messages: TopicDefinition, retries: TopicDefinition, connections: Int?) throws -> SenderAssembly.Lane<APNSTransport> {
+            var clientConfiguration = try clientConfiguration(environment: environment)
+            if let connections { clientConfiguration.connectionsPerPool = connections }
+            let client = APNSClient(
+                configuration: clientConfiguration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger, now: now, tokenStore: tokenStore)
+            return SenderAssembly.Lane(
+                transport: APNSTransport(client: client, credentials: assembly.credentials, suspensions: assembly.suspensions, now: now),
+                messages: messages, retries: retries, shutdownClient: { try await client.shutdown() })
+        }
+        let topics = configuration.topics
         return assembly.services(
-            transport: transport, messages: configuration.topics.apnsMessages, retries: configuration.topics.apnsRetries,
-            shutdownClient: { try await client.shutdown() }
+            bulk: try lane(messages: topics.apnsMessages, retries: topics.apnsRetries, connections: nil),
+            transactional: try lane(messages: topics.apnsTransactionalMessages, retries: topics.apnsTransactionalRetries, connections: 1)
         )
     }
 }

@@ -44,7 +44,7 @@ package struct BroadLogProjection: EnvelopeProjection {
 
     package init(name: String = "push-broad-log-projection", catalog: TopicCatalog) {
         self.name = name
-        self.topics = [catalog.apnsMessages.name, catalog.fcmMessages.name, catalog.messageResults.name]
+        self.topics = catalog.messageTopics.map(\.name) + [catalog.messageResults.name]
         var decoder = EventDecoder<Event>()
         decoder.register(APNSMessagePlanned.self) { event, _ in
             .planned(

@@ -52,6 +52,8 @@ extension DeliveryAdmin {
         package var audience: DeliveryRequest.Audience
         package var content: DeliveryRequest.Content
         package var throttlePerSecond: Int?
+        /// The lane its messages took (`push.deliveries.priority`).
+        package var priority: DeliveryPriority
         /// The template the content came from and the version used, if any.
         package var template: DeliveryRequest.TemplateReference?
         package var failures: [FailureCount]
@@ -100,7 +102,7 @@ extension DeliveryAdmin {
         let rows = try await postgres.query(
             """
             SELECT \(unescaped: Self.summaryColumns), d.apps::text, d.audience::text, d.content::text, d.throttle_per_second, d.template_name,
-                   d.template_version
+                   d.template_version, d.priority
             FROM push.deliveries d LEFT JOIN push.delivery_indicators i USING (delivery_id) LEFT JOIN push.delivery_controls ctl USING (delivery_id)
             WHERE d.delivery_id = \(deliveryId)
             """,
@@ -115,11 +117,13 @@ extension DeliveryAdmin {
             let throttle = try cells[25].decode(Int?.self)
             let templateName = try cells[26].decode(String?.self)
             let templateVersion = try cells[27].decode(Int?.self)
+            let priority = try cells[28].decode(String.self)
             let decoder = EventJSON.decoder
             found = DeliveryDetail(
                 delivery: summary, apps: try decoder.decode([DeliveryApp].self, from: Data(apps.utf8)),
                 audience: try decoder.decode(DeliveryRequest.Audience.self, from: Data(audience.utf8)),
                 content: try decoder.decode(DeliveryRequest.Content.self, from: Data(content.utf8)), throttlePerSecond: throttle,
+                priority: DeliveryPriority(rawValue: priority) ?? .bulk,
                 template: templateName.map { DeliveryRequest.TemplateReference(name: $0, version: templateVersion) }, failures: [])
         }
         guard var detail = found else { return nil }

@@ -47,16 +47,24 @@ extension DeliveryFanOut {
             delivery: delivery,
             factory: try MessageFactory(delivery: delivery, apps: apps),
             platforms: Dictionary(apps.map { ($0.appId, $0.platform) }, uniquingKeysWith: { first, _ in first }),
-            topics: Set(apps.map { $0.platform == .ios ? catalog.apnsMessages.name : catalog.fcmMessages.name }).sorted(),
+            topics: Set(apps.map { catalog.messages($0.platform, lane: delivery.lane).name }).sorted(),
             logger: logger
         )
+    }
+
+    /// A chunk's size: `PLANNER_CHUNK_SIZE`, at most one second of a throttled delivery's rate
+    /// (at least 100), so that a slow delivery's turn does not hold the others of its lane for
+    /// long (docs/planning.md, "Fair fan-out").
+    func chunkSize(of delivery: DeliveryAccepted) -> Int {
+        guard let perSecond = delivery.throttlePerSecond else { return settings.chunkSize }
+        return min(settings.chunkSize, max(perSecond, 100))
     }
 
     /// The next page of the audience after the cursor (keyset pagination); when a chunk is
     /// pending, exactly that chunk again, up to its recorded end.
     func readAudiencePage(of fanOut: FanOutContext, after state: PlanState, on connection: PostgresConnection) async throws -> [TargetedSubscription] {
         try await TargetingQuery.next(
-            delivery: fanOut.delivery, after: state.cursor, through: state.pending?.end, limit: settings.chunkSize,
+            delivery: fanOut.delivery, after: state.cursor, through: state.pending?.end, limit: chunkSize(of: fanOut.delivery),
             withParams: fanOut.factory.needsParams, on: connection, logger: fanOut.logger
         )
     }

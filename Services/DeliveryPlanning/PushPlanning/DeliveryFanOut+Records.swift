@@ -17,7 +17,8 @@ extension DeliveryFanOut {
     func messageRecords(of fanOut: FanOutContext, _ chunk: Chunk) throws -> [KafkaProducerRecord] {
         let catalog = self.catalog
         let correlationId = fanOut.delivery.requestId
-        return try chunk.messages.compactMap { try Self.record(for: $0, catalog: catalog, correlationId: correlationId) }
+        let lane = fanOut.delivery.lane
+        return try chunk.messages.compactMap { try Self.record(for: $0, catalog: catalog, lane: lane, correlationId: correlationId) }
     }
 
     /// This delivery's messages the broker stored on the message topics since a chunk's mark: a
@@ -55,23 +56,23 @@ extension DeliveryFanOut {
         return stored
     }
 
-    /// A message's record on its platform's topic, keyed by device, with the delivery and
-    /// message ids in headers; nil for a failure at planning.
-    static func record(for message: PlannedMessage, catalog: TopicCatalog, correlationId: String) throws -> KafkaProducerRecord? {
+    /// A message's record on its platform's topic of the delivery's lane, keyed by device, with
+    /// the delivery and message ids in headers; nil for a failure at planning.
+    static func record(for message: PlannedMessage, catalog: TopicCatalog, lane: DeliveryPriority, correlationId: String) throws -> KafkaProducerRecord? {
         var record: KafkaProducerRecord
         let deliveryId: String
         switch message {
         case .apns(let apns):
             deliveryId = apns.deliveryId
             record = try KafkaProducerRecord(
-                topic: catalog.apnsMessages.name,
+                topic: catalog.messages(.ios, lane: lane).name,
                 event: EventEnvelope(
                     key: SubscriptionRegistered.key(appId: apns.appId, registrationToken: apns.registrationToken), payload: apns, correlationId: correlationId
                 ))
         case .fcm(let fcm):
             deliveryId = fcm.deliveryId
             record = try KafkaProducerRecord(
-                topic: catalog.fcmMessages.name,
+                topic: catalog.messages(.android, lane: lane).name,
                 event: EventEnvelope(
                     key: SubscriptionRegistered.key(appId: fcm.appId, registrationToken: fcm.registrationToken), payload: fcm, correlationId: correlationId
                 ))

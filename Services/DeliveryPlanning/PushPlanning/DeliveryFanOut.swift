@@ -21,6 +21,10 @@ import ServiceLifecycle
 /// the chunk's broadLog ids (the payload's `_mId`) are a block reserved for it and recorded with
 /// the mark, so a resumed chunk hands out the same ones (`IntegerIds.swift`).
 ///
+/// Lanes: a planner runs one fan-out per lane (`DeliveryPriority`), each planning only the
+/// deliveries of its lane, so a transactional request is planned at once however big the bulk
+/// delivery being fanned out meanwhile (docs/planning.md, "Lanes").
+///
 /// Each delivery is planned by one instance at a time (a session advisory lock held while it
 /// runs); a dead instance's lock goes with its connection, and another instance resumes.
 ///
@@ -33,6 +37,8 @@ package final class DeliveryFanOut: Service {
     let reader: KafkaLogReader
     let catalog: TopicCatalog
     let settings: PlanningSettings
+    /// The deliveries this fan-out plans: those of this priority.
+    let lane: DeliveryPriority
     let logger: Logger
     let published = Counter(label: "push_planner_messages_total", dimensions: [("outcome", "published")])
     let failedAtPlanning = Counter(label: "push_planner_messages_total", dimensions: [("outcome", "failed")])
@@ -47,20 +53,24 @@ package final class DeliveryFanOut: Service {
 
     package init(
         postgres: PostgresClient, producer: KafkaProducer, reader: KafkaLogReader, catalog: TopicCatalog, settings: PlanningSettings,
-        deliveriesAccepted: Wakeup = Wakeup(), outboxWritten: Wakeup = Wakeup(), logger: Logger
+        lane: DeliveryPriority = .bulk, deliveriesAccepted: Wakeup = Wakeup(), outboxWritten: Wakeup = Wakeup(), logger: Logger
     ) {
         self.postgres = postgres
         self.producer = producer
         self.reader = reader
         self.catalog = catalog
         self.settings = settings
+        self.lane = lane
         self.deliveriesAccepted = deliveriesAccepted
         self.outboxWritten = outboxWritten
+        var logger = logger
+        logger[metadataKey: "lane"] = .string(lane.rawValue)
         self.logger = logger
     }
 
-    /// Plans what is due, then waits for the next work: a delivery the intake accepted (its
-    /// signal), the next `sendAt` of a scheduled delivery (a clock deadline), or at most
+    /// Plans what is due, in rounds of one chunk per due delivery (so that deliveries due together
+    /// progress side by side, `planRounds`), then waits for the next work: a delivery the intake
+    /// accepted (its signal), the next `sendAt` of a scheduled delivery (a clock deadline), or at most
     /// `idleWaitMilliseconds`, the backstop for what no signal of this process announces (a
     /// delivery another instance accepted while busy, a fan-out a dead instance left). After a
     /// failure it retries with a backoff instead.
@@ -71,11 +81,7 @@ package final class DeliveryFanOut: Service {
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             let wait: Duration
             do {
-                let due = try await dueDeliveries()
-                for deliveryId in due {
-                    if Task.isCancelled || Task.isShuttingDownGracefully { break }
-                    try await planIfFree(deliveryId)
-                }
+                try await planRounds()
                 failures = 0
                 wait = try await timeUntilNextSendAt().map { min($0, idleWait) } ?? idleWait
             } catch {
@@ -89,13 +95,41 @@ package final class DeliveryFanOut: Service {
         }
     }
 
-    /// Ids of the plans not finished whose `sendAt` has come, oldest first, 50 at a time; a paused
-    /// delivery waits for its `DeliveryResumed`.
+    /// What a turn of one delivery left: more chunks, nothing (finished, cancelled, paused), or
+    /// the delivery is another instance's.
+    enum TurnResult {
+        case more
+        case done
+        case busy
+    }
+
+    /// Plans every due delivery one chunk at a time, round after round, until none has chunks
+    /// left: two bulk deliveries of a service are fanned out side by side, not one after the
+    /// other (docs/planning.md, "Fair fan-out"). Each round reads what is due again, so a delivery
+    /// accepted meanwhile joins the next round. Each delivery's throttle (its limiter) is kept
+    /// from one turn to the next.
+    func planRounds() async throws {
+        var limiters: [String: FanOutRateLimiter] = [:]
+        while !Task.isCancelled, !Task.isShuttingDownGracefully {
+            let due = try await dueDeliveries()
+            limiters = limiters.filter { due.contains($0.key) }
+            var more = false
+            for deliveryId in due {
+                if Task.isCancelled || Task.isShuttingDownGracefully { return }
+                if try await planIfFree(deliveryId, chunks: 1, limiters: &limiters) == .more { more = true }
+            }
+            if !more { return }
+        }
+    }
+
+    /// Ids of this lane's plans not finished whose `sendAt` has come, oldest first, 50 at a time;
+    /// a paused delivery waits for its `DeliveryResumed`. A plan's lane is its accepted
+    /// delivery's `priority` (absent in plans accepted before lanes: bulk).
     func dueDeliveries() async throws -> [String] {
         let rows = try await postgres.query(
             """
             SELECT delivery_id FROM push.delivery_plans p
-            WHERE status <> 'planned' AND send_at <= now()
+            WHERE status <> 'planned' AND send_at <= now() AND coalesce(accepted->>'priority', 'bulk') = \(lane.rawValue)
               AND NOT EXISTS (SELECT 1 FROM push.delivery_controls c WHERE c.delivery_id = p.delivery_id AND c.state = 'paused')
             ORDER BY send_at, delivery_id LIMIT 50
             """,
@@ -110,7 +144,10 @@ package final class DeliveryFanOut: Service {
     /// one `dueDeliveries` compares with); nil when there is none.
     func timeUntilNextSendAt() async throws -> Duration? {
         let rows = try await postgres.query(
-            "SELECT EXTRACT(EPOCH FROM min(send_at) - now())::float8 FROM push.delivery_plans WHERE status <> 'planned' AND send_at > now()",
+            """
+            SELECT EXTRACT(EPOCH FROM min(send_at) - now())::float8 FROM push.delivery_plans
+            WHERE status <> 'planned' AND send_at > now() AND coalesce(accepted->>'priority', 'bulk') = \(lane.rawValue)
+            """,
             logger: logger
         )
         var seconds: Double?
@@ -126,37 +163,51 @@ package final class DeliveryFanOut: Service {
         return "active"
     }
 
-    /// Plans the delivery unless another instance holds it.
-    func planIfFree(_ deliveryId: String) async throws {
+    /// Plans up to `chunks` chunks of the delivery unless another instance holds it. The lock is
+    /// held for the turn only: between turns another instance may continue the delivery from its
+    /// cursor, which is all the state a turn needs.
+    func planIfFree(_ deliveryId: String, chunks: Int = .max, limiters: inout [String: FanOutRateLimiter]) async throws -> TurnResult {
         let logger = self.logger
-        try await postgres.withConnection { connection in
+        let initial = limiters[deliveryId]
+        let result = try await postgres.withConnection { connection -> (TurnResult, FanOutRateLimiter?) in
+            var limiter = initial
             let lock = try await connection.query("SELECT pg_try_advisory_lock(hashtext('push-plan:' || \(deliveryId)))", logger: logger)
             var locked = false
             for try await value in lock.decode(Bool.self) { locked = value }
-            guard locked else { return }
+            guard locked else { return (.busy, initial) }
+            let result: TurnResult
             do {
-                try await self.plan(deliveryId, on: connection)
+                result = try await self.plan(deliveryId, on: connection, chunks: chunks, limiter: &limiter)
             } catch {
                 _ = try? await connection.query("SELECT pg_advisory_unlock(hashtext('push-plan:' || \(deliveryId)))", logger: logger)
                 throw error
             }
             _ = try await connection.query("SELECT pg_advisory_unlock(hashtext('push-plan:' || \(deliveryId)))", logger: logger)
+            return (result, limiter)
         }
+        limiters[deliveryId] = result.1
+        return result.0
     }
 
     /// Fans the delivery out from where its plan row stands; the caller holds the delivery's
     /// advisory lock. Each turn of the loop is one chunk: read the audience page, build its
     /// messages and exclusions, mark the chunk (or, resuming after a crash, drop what the
     /// broker already stored), publish, then advance the cursor. An empty page ends the plan.
-    func plan(_ deliveryId: String, on connection: PostgresConnection) async throws {
-        guard var state = try await loadPlan(deliveryId, on: connection), state.status != "planned" else { return }
+    /// A turn plans at most `chunks` chunks and says whether the delivery has more; `limiter`
+    /// carries the delivery's throttle from one turn to the next.
+    func plan(_ deliveryId: String, on connection: PostgresConnection, chunks: Int, limiter: inout FanOutRateLimiter?) async throws -> TurnResult {
+        guard var state = try await loadPlan(deliveryId, on: connection), state.status != "planned" else { return .done }
         let fanOut = try await prepare(state.delivery, on: connection)
         if state.status == "accepted" {
             try await recordStarted(fanOut, on: connection)
         }
-        var limiter = fanOut.delivery.throttlePerSecond.map { FanOutRateLimiter(perSecond: $0) }
+        if limiter == nil { limiter = fanOut.delivery.throttlePerSecond.map { FanOutRateLimiter(perSecond: $0) } }
         var mark: TopicsMark?
+        var planned = 0
         while true {
+            // The turn is over; a chunk left marked is finished first (its mark promises the
+            // read-back exactly those messages), which the loop does before counting it.
+            if planned >= chunks, state.pending == nil { return .more }
             try Task.checkCancellation()
             // An operator's control, read between chunks (a chunk marked before it was asked
             // for is published whole: its mark promises the read-back exactly those messages).
@@ -165,17 +216,17 @@ package final class DeliveryFanOut: Service {
                 case "cancelled":
                     fanOut.logger.notice("Delivery cancelled; fan-out stopped", metadata: ["targeted": "\(state.targeted)"])
                     try await finish(state, on: connection, logger: fanOut.logger)
-                    return
+                    return .done
                 case "paused":
                     fanOut.logger.notice("Delivery paused; fan-out waits for its resume", metadata: ["targeted": "\(state.targeted)"])
-                    return
+                    return .done
                 default: break
                 }
             }
             let rows = try await readAudiencePage(of: fanOut, after: state, on: connection)
             if rows.isEmpty && state.pending == nil {
                 try await finish(state, on: connection, logger: fanOut.logger)
-                return
+                return .done
             }
             // Resuming a chunk a previous planner left marked: what the broker already stored
             // keeps its ids and is not published again.
@@ -197,6 +248,7 @@ package final class DeliveryFanOut: Service {
             published.increment(by: records.count)
             failedAtPlanning.increment(by: counts.failed)
             excludedCounter.increment(by: counts.excluded)
+            planned += 1
         }
     }
 }

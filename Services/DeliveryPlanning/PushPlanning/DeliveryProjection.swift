@@ -57,11 +57,12 @@ package struct DeliveryProjection: EnvelopeProjection {
                 try await connection.query(
                     """
                     INSERT INTO push.deliveries (delivery_id, request_id, service_id, service_name, status, apps, audience, content,
-                                                 throttle_per_second, valid_until, send_at, accepted_at, proof, template_name, template_version)
+                                                 throttle_per_second, valid_until, send_at, accepted_at, proof, template_name, template_version,
+                                                 priority)
                     VALUES (\(delivery.deliveryId), \(delivery.requestId), \(delivery.serviceId), \(delivery.serviceName), 'accepted',
                             \(try json(delivery.apps))::jsonb, \(try json(delivery.audience))::jsonb, \(try json(delivery.content))::jsonb,
                             \(delivery.throttlePerSecond), \(delivery.validUntil), \(delivery.sendAt), \(delivery.acceptedAt), \(delivery.proof != nil),
-                            \(delivery.template?.name), \(delivery.template?.version))
+                            \(delivery.template?.name), \(delivery.template?.version), \(delivery.lane.rawValue))
                     ON CONFLICT (delivery_id) DO NOTHING
                     """,
                     logger: logger

@@ -202,6 +202,15 @@ extension DeliveryRequestValidator {
         }
     }
 
+    /// The priority, when there is one: `transactional` or `bulk` (absent: bulk).
+    static func priority(of request: DeliveryRequest) throws(DeliveryRejection) -> DeliveryPriority {
+        guard let text = request.priority else { return .default }
+        guard let priority = DeliveryPriority(rawValue: text) else {
+            throw rejection(request, "priority must be transactional or bulk, got '\(text.prefix(64))'")
+        }
+        return priority
+    }
+
     /// A proof names 1 to 100 recipients (user keys and tokens together), none empty.
     static func checkProof(of request: DeliveryRequest) throws(DeliveryRejection) {
         guard let proof = request.proof else { return }

@@ -46,7 +46,7 @@ package enum DeliveryRequestValidator {
 
     /// Checks the request against the catalog and the clock: the service and its apps, the
     /// audience, the content (texts, templates, each platform's options), the apps' provider
-    /// settings, then the schedule and the throttle. `deliveryId` is the id the intake allocated
+    /// settings, then the schedule, the throttle and the priority. `deliveryId` is the id the intake allocated
     /// for the request (`DeliveryIds`).
     package static func validate(_ request: DeliveryRequest, service: PlanningService?, now: Date, deliveryId: String) throws(DeliveryRejection)
         -> DeliveryAccepted
@@ -61,6 +61,7 @@ package enum DeliveryRequestValidator {
         try checkProviderSettings(of: request, apps: apps)
         let schedule = try schedule(of: request, now: now)
         try checkThrottle(of: request)
+        let lane = try priority(of: request)
         try checkProof(of: request)
 
         return DeliveryAccepted(
@@ -75,7 +76,8 @@ package enum DeliveryRequestValidator {
             sendAt: schedule.sendAt,
             throttlePerSecond: request.throttle?.perSecond,
             acceptedAt: now,
-            proof: request.proof
+            proof: request.proof,
+            priority: lane
         )
     }
 
@@ -101,6 +103,7 @@ package enum DeliveryRequestValidator {
         if let apps { check { try checkProviderSettings(of: request, apps: apps) } }
         check { _ = try schedule(of: request, now: now) }
         check { try checkThrottle(of: request) }
+        check { _ = try priority(of: request) }
         check { try checkProof(of: request) }
         return problems
     }

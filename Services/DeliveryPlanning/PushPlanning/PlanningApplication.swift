@@ -34,7 +34,7 @@ package enum PlanningApplication {
         }
     }
 
-    /// The parts in start order: request intake, outbox publisher, fan-out, the projections of
+    /// The parts in start order: request intake, outbox publisher, the fan-outs of both lanes, the projections of
     /// deliveries and the broad log, the log partitions' maintenance, and the deliveries' admin API (`adminToken` nil: it
     /// answers 503).
     package static func build(
@@ -51,7 +51,9 @@ package enum PlanningApplication {
         }
         // The signals that replace polling: raised after a commit, awaited by the part that
         // reads what was committed (docs/planning.md, "Waiting for work").
-        let deliveriesAccepted = Wakeup()
+        // One fan-out per lane, each woken by every accepting commit (a signal wakes one waiter).
+        let bulkAccepted = Wakeup()
+        let transactionalAccepted = Wakeup()
         let outboxWritten = Wakeup()
         let idleWait = Duration.milliseconds(settings.idleWaitMilliseconds)
         let router = Router()
@@ -66,11 +68,18 @@ package enum PlanningApplication {
         let adminAPI = Application(
             router: router, configuration: .init(address: .hostname(settings.adminHost, port: settings.adminPort), serverName: nil), logger: logger)
         return [
-            runner(DeliveryRequestIntake(name: groups.intake, catalog: topics, wakeOnCommit: [deliveriesAccepted, outboxWritten])),
+            runner(DeliveryRequestIntake(name: groups.intake, catalog: topics, wakeOnCommit: [bulkAccepted, transactionalAccepted, outboxWritten])),
             PlannerOutboxPublisher(postgres: postgres, producer: producer, outboxWritten: outboxWritten, backstop: idleWait, logger: logger),
+            // The transactional lane's fan-out runs beside the bulk one: a transactional request
+            // is planned at once, whatever bulk delivery is being fanned out (docs/planning.md).
             DeliveryFanOut(
                 postgres: postgres, producer: producer, reader: KafkaLogReader(configuration: configuration.kafka, logger: logger),
-                catalog: topics, settings: settings, deliveriesAccepted: deliveriesAccepted, outboxWritten: outboxWritten, logger: logger
+                catalog: topics, settings: settings, lane: .transactional, deliveriesAccepted: transactionalAccepted, outboxWritten: outboxWritten,
+                logger: logger
+            ),
+            DeliveryFanOut(
+                postgres: postgres, producer: producer, reader: KafkaLogReader(configuration: configuration.kafka, logger: logger),
+                catalog: topics, settings: settings, lane: .bulk, deliveriesAccepted: bulkAccepted, outboxWritten: outboxWritten, logger: logger
             ),
             runner(DeliveryProjection(name: groups.deliveries, topic: topics.deliveryEvents.name)),
             runner(BroadLogProjection(name: groups.broadLog, catalog: topics)),

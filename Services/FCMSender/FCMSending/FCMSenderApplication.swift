@@ -5,6 +5,7 @@ import Logging
 import NIOPosix
 import PostgresNIO
 import PushCredentials
+import PushEvents
 import PushRuntime
 import PushStore
 import ServiceLifecycle
@@ -34,14 +35,20 @@ package enum FCMSenderApplication {
         let assembly = try SenderAssembly(
             configuration: configuration, settings: settings, environment: environment, postgres: postgres, producer: producer, logger: logger, now: now
         )
-        let client = FCMClient(
-            configuration: try clientConfiguration(environment: environment),
-            eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger, now: now
-        )
-        let transport = FCMTransport(client: client, credentials: assembly.credentials, suspensions: assembly.suspensions, now: now)
+        // A client per lane: the transactional lane has its own connection (FCM_CONNECTIONS
+        // are the bulk lane's), so its sends never wait for a stream behind bulk ones.
+        func lane(messages: TopicDefinition, retries: TopicDefinition, connections: Int?) throws -> SenderAssembly.Lane<FCMTransport> {
+            var clientConfiguration = try clientConfiguration(environment: environment)
+            if let connections { clientConfiguration.connections = connections }
+            let client = FCMClient(configuration: clientConfiguration, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, logger: logger, now: now)
+            return SenderAssembly.Lane(
+                transport: FCMTransport(client: client, credentials: assembly.credentials, suspensions: assembly.suspensions, now: now),
+                messages: messages, retries: retries, shutdownClient: { try await client.shutdown() })
+        }
+        let topics = configuration.topics
         return assembly.services(
-            transport: transport, messages: configuration.topics.fcmMessages, retries: configuration.topics.fcmRetries,
-            shutdownClient: { try await client.shutdown() }
+            bulk: try lane(messages: topics.fcmMessages, retries: topics.fcmRetries, connections: nil),
+            transactional: try lane(messages: topics.fcmTransactionalMessages, retries: topics.fcmTransactionalRetries, connections: 1)
         )
     }
 }

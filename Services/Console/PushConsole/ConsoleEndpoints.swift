@@ -96,7 +96,9 @@ package struct ConsoleEndpoints: Sendable {
         guard sessions.acceptsSignInFormToken(fields["form"]) else {
             return refuse("the sign-in form expired or did not come from this console; try again")
         }
-        guard let typed = fields["token"], !typed.isEmpty, token.accepts(authorization: "Bearer \(typed)") else {
+        // Pasted with a trailing newline or space, as a token file holds it: trimmed.
+        let typed = (fields["token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !typed.isEmpty, token.accepts(authorization: "Bearer \(typed)") else {
             logger.notice("Console sign-in refused: wrong admin token")
             // Slows guessing down (each attempt costs the guesser a second).
             try await Task.sleep(for: .seconds(1))

@@ -32,6 +32,7 @@ def main():
     parser.add_argument("--token-file", required=True)
     parser.add_argument("--delivery", required=True)
     parser.add_argument("--device-search", required=True)
+    parser.add_argument("--cancel-delivery", required=True)
     parser.add_argument("--screenshots", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--final-within", type=float, default=90)
@@ -168,6 +169,21 @@ def main():
             for s in page.locator("section.device").all()
         ]
         shot(page, "07-devices")
+
+        # Cancel the other delivery from its report: not without ticking the confirmation box.
+        goto("/deliveries/%s" % args.cancel_delivery)
+        cancel = page.get_by_role("button", name="Cancel the delivery")
+        cancel.click()
+        page.wait_for_timeout(300)
+        result["cancelRefusedUnconfirmed"] = page.url == args.url + "/deliveries/%s" % args.cancel_delivery
+        shot(page, "08-cancel-confirm")
+        page.get_by_label("Yes, cancel this delivery for good").check()
+        with page.expect_navigation():
+            cancel.click()
+        result["cancelMessage"] = page.locator("#control-message").inner_text()
+        result["cancelState"] = page.locator("[data-figure=state]").inner_text()
+        result["controlsAfterCancel"] = page.locator("section.controls").count()
+        shot(page, "09-cancelled")
 
         # Sign out: the report's address leads to the sign-in form again.
         page.get_by_role("button", name="Sign out").click()

@@ -30,14 +30,20 @@ package struct AdminToken: Sendable {
 
     /// nil when neither variable is set (the admin API then answers 503).
     package static func fromEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> AdminToken? {
+        try secret(fromEnvironment: environment).map { token throws(ConfigurationError) in try AdminToken(token) }
+    }
+
+    /// The token itself, for a client of the admin APIs (the console): from `PUSH_ADMIN_TOKEN_FILE`
+    /// (trimmed) or `PUSH_ADMIN_TOKEN`; nil when neither is set.
+    package static func secret(fromEnvironment environment: [String: String]) throws(ConfigurationError) -> String? {
         if let path = environment["PUSH_ADMIN_TOKEN_FILE"], !path.isEmpty {
             guard let contents = FileManager.default.contents(atPath: path) else {
                 throw ConfigurationError("PUSH_ADMIN_TOKEN_FILE names a file that cannot be read: \(path)")
             }
-            return try AdminToken(String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+            return String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         }
         guard let token = environment["PUSH_ADMIN_TOKEN"], !token.isEmpty else { return nil }
-        return try AdminToken(token)
+        return token
     }
 
     /// Whether an `Authorization` header value carries this token (`Bearer <token>`).

@@ -50,7 +50,11 @@ struct ConsoleBrowserTests {
         let python = Self.root.appendingPathComponent(".local/venv/bin/python").path
         try #require(FileManager.default.isExecutableFile(atPath: python), "no .local/venv: run scripts/test (scripts/stack install)")
         try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "no /usr/bin/chromium: scripts/stack install adds Debian's chromium")
-        try await DeliveryIndicatorTests.run { h in
+        // The planner serves the deliveries' admin API, which the console cancels through.
+        let adminPort = try EphemeralPort.next()
+        var settings = PlanningHarness.testSettings
+        settings.adminPort = adminPort
+        try await DeliveryIndicatorTests.run(settings: settings) { h in
             // A delivery to 6 iOS and 6 Android devices, one iOS device quarantined.
             let (service, apps) = try await h.defineService()
             let (ios, android) = (apps[0], apps[1])
@@ -90,8 +94,15 @@ struct ConsoleBrowserTests {
             try await DeliveryIndicatorTests.waitProjected(
                 h, group: DeliveryIndicatorTests.trackingGroup(h.suffix), topic: h.topics.tracking.name, count: hits.count)
 
-            // The console, as an operator starts it.
-            let token = "console-test-admin-token-\(h.suffix)"
+            // Another delivery, due in an hour: the one the browser cancels.
+            let laterRequest = "console-later-\(h.suffix)"
+            try await h.publishRequest(
+                requestJSON(requestId: laterRequest, service: service, sendAt: Date().addingTimeInterval(3600).iso), key: laterRequest)
+            try await h.eventually("the later delivery accepted") { try await h.deliveryStatus(requestId: laterRequest) == "accepted" }
+            let laterId = try await h.deliveryId(of: laterRequest)
+
+            // The console, as an operator starts it, with the planner's admin token.
+            let token = PlanningHarness.adminToken
             let port = try EphemeralPort.next()
             let opsPort = try EphemeralPort.next()
             var environment = TestStack.environment
@@ -100,6 +111,7 @@ struct ConsoleBrowserTests {
             environment["CONSOLE_PORT"] = String(port)
             environment["PUSH_OPS_PORT"] = String(opsPort)
             environment["CONSOLE_REFRESH_SECONDS"] = "1"
+            environment["CONSOLE_DELIVERIES_API_URL"] = "http://127.0.0.1:\(adminPort)"
             let console = try BuiltExecutable("console", environment: environment)
             defer { console.killIfRunning() }
             try await console.waitUntilReady(port: opsPort)
@@ -117,7 +129,7 @@ struct ConsoleBrowserTests {
             browser.executableURL = URL(fileURLWithPath: python)
             browser.arguments = [
                 Self.root.appendingPathComponent("scripts/console-browser.py").path, "--url", "http://127.0.0.1:\(port)", "--token-file", tokenFile.path,
-                "--delivery", deliveryId, "--device-search", quarantinedToken.uppercased(),
+                "--delivery", deliveryId, "--device-search", quarantinedToken.uppercased(), "--cancel-delivery", laterId,
                 "--screenshots", Self.root.appendingPathComponent(".local/console-screenshots").path, "--out", output.path,
             ]
             browser.standardOutput = handle
@@ -190,6 +202,14 @@ struct ConsoleBrowserTests {
             #expect(devices.count == 1)
             #expect(devices.first?["quarantined"] == "true")
             #expect(devices.first?["quarantine"]?.contains("reason Unregistered") == true, "\(devices)")
+
+            // The later delivery, cancelled from its report page through the admin API.
+            #expect(result["cancelRefusedUnconfirmed"] as? Bool == true, "the cancel needs its confirmation box ticked")
+            #expect(result["cancelMessage"] as? String == "Cancelled: nothing more of this delivery is sent.")
+            #expect(result["cancelState"] as? String == "cancelled")
+            #expect(result["controlsAfterCancel"] as? Int == 0, "no control is offered for a cancelled delivery")
+            #expect(try await h.text("SELECT state FROM push.delivery_controls WHERE delivery_id = \(laterId)") == "cancelled")
+            #expect(try await h.text("SELECT state FROM push.delivery_controls WHERE delivery_id = \(deliveryId)") == nil, "the other delivery untouched")
 
             await console.terminate()
             #expect(!console.log().contains(token), "the admin token never reaches the console's log")

@@ -9,11 +9,11 @@ enum ConsoleMain {
     static func main() async {
         await ServiceRuntime.main(service: "console", defaultOpsPort: 9106) { runtime in
             let environment = EnvironmentSettings()
-            guard let token = try AdminToken.fromEnvironment(environment.values) else {
+            guard let secret = try AdminToken.secret(fromEnvironment: environment.values) else {
                 throw ConfigurationError("the console needs PUSH_ADMIN_TOKEN or PUSH_ADMIN_TOKEN_FILE: people sign in with it")
             }
-            return ConsoleApplication.build(
-                token: token, settings: try ConsoleSettings(environment: environment), postgres: runtime.postgres, logger: runtime.logger)
+            return try ConsoleApplication.build(
+                adminToken: secret, settings: try ConsoleSettings(environment: environment), postgres: runtime.postgres, logger: runtime.logger)
         }
     }
 }

@@ -8,10 +8,15 @@ import ServiceLifecycle
 package enum ConsoleApplication {
     /// The console's HTTP server. Sessions are signed with a key derived from the admin token
     /// (`ConsoleSessions`): replicas given the same token share sessions without shared state.
-    package static func build(token: AdminToken, settings: ConsoleSettings, postgres: PostgresClient, logger: Logger) -> [any Service] {
+    /// - Parameter adminToken: the admin token itself: people sign in with it, and the console
+    ///   calls the admin APIs with it.
+    package static func build(adminToken: String, settings: ConsoleSettings, postgres: PostgresClient, logger: Logger) throws(ConfigurationError)
+        -> [any Service]
+    {
+        let token = try AdminToken(adminToken)
         let router = Router()
         ConsoleEndpoints(
-            token: token,
+            token: token, admin: ConsoleAdminClient(deliveriesURL: settings.deliveriesAPIURL, token: adminToken, logger: logger),
             sessions: ConsoleSessions(key: token.derivedKey(purpose: "push console sessions v1"), lifetime: .seconds(settings.sessionMinutes * 60)),
             reports: ConsoleReports(postgres: postgres, logger: logger), settings: settings, logger: logger
         ).addRoutes(to: router)

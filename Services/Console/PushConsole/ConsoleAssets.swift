@@ -18,6 +18,9 @@ package enum ConsoleAssets {
         input[type="password"], input[type="search"], input[type="text"] { font: inherit; padding: 4px 8px; border: 1px solid var(--muted); border-radius: 4px; min-width: 22em; }
         label { font-weight: 600; margin-right: 6px; }
         .problem { border-left: 6px solid #a40e26; padding: 8px 12px; background: #fdf1f2; }
+        .done { border-left: 6px solid #2f7d4f; padding: 8px 12px; background: #f0f8f3; }
+        form.inline { display: inline-block; margin: 0 16px 8px 0; }
+        section.controls { border: 1px solid var(--line); border-radius: 4px; padding: 0 12px 8px; margin-bottom: 16px; }
         .hint, .note, .meta { color: var(--muted); }
         table { border-collapse: collapse; margin: 8px 0 24px; min-width: 50%; }
         caption { text-align: left; font-weight: 600; padding: 4px 0; }

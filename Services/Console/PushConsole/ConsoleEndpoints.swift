@@ -9,13 +9,17 @@ import PushRuntime
 /// refreshing section answers 401, never data. Every form posts its session's CSRF token.
 package struct ConsoleEndpoints: Sendable {
     let token: AdminToken
+    let admin: ConsoleAdminClient
     let sessions: ConsoleSessions
     let reports: ConsoleReports
     let settings: ConsoleSettings
     let logger: Logger
 
-    package init(token: AdminToken, sessions: ConsoleSessions, reports: ConsoleReports, settings: ConsoleSettings, logger: Logger) {
+    package init(
+        token: AdminToken, admin: ConsoleAdminClient, sessions: ConsoleSessions, reports: ConsoleReports, settings: ConsoleSettings, logger: Logger
+    ) {
         self.token = token
+        self.admin = admin
         self.sessions = sessions
         self.reports = reports
         self.settings = settings
@@ -54,7 +58,33 @@ package struct ConsoleEndpoints: Sendable {
                 guard let report = try await report(id) else {
                     return ConsoleHTML.html(.notFound, ConsolePages.notFound("No delivery \(id.prefix(64)).", csrf: session.csrfToken))
                 }
-                return ConsoleHTML.html(.ok, ConsolePages.reportPage(report, csrf: session.csrfToken))
+                let done = request.uri.queryParameters.get("done").flatMap { ConsolePages.Control(rawValue: $0) }
+                return ConsoleHTML.html(.ok, ConsolePages.reportPage(report, csrf: session.csrfToken, message: done.map { .done($0) }))
+            }
+        }
+        // Cancel, pause, resume: through the deliveries' admin API, which answers once the
+        // control is applied (docs/admin-api.md); its refusal is shown on the report page.
+        router.post("/deliveries/:id/control") { request, context in
+            let id = try context.parameters.require("id")
+            return try await withForm(request) { session, fields in
+                guard let control = fields["action"].flatMap(ConsolePages.Control.init(rawValue:)) else {
+                    return ConsoleHTML.html(.badRequest, ConsolePages.notFound("Unknown action: cancel, pause or resume.", csrf: session.csrfToken))
+                }
+                var problem: String?
+                if control == .cancel && fields["confirm"] != "yes" {
+                    problem = "not cancelled: tick “Yes, cancel this delivery for good” first"
+                } else {
+                    let answer = await admin.control(control.rawValue, deliveryId: id)
+                    if answer.accepted {
+                        logger.info("Console: delivery control", metadata: ["delivery": "\(id.prefix(64))", "control": "\(control.rawValue)"])
+                        return ConsoleHTML.redirect(to: "/deliveries/\(ConsoleHTML.queryValue(id))?done=\(control.rawValue)")
+                    }
+                    problem = "the deliveries' admin API refused (\(answer.status)): \(answer.error ?? "no reason given")"
+                }
+                guard let report = try await report(id) else {
+                    return ConsoleHTML.html(.notFound, ConsolePages.notFound("No delivery \(id.prefix(64)).", csrf: session.csrfToken))
+                }
+                return ConsoleHTML.html(.conflict, ConsolePages.reportPage(report, csrf: session.csrfToken, message: .problem(problem ?? "")))
             }
         }
         router.get("/deliveries/:id/report") { request, context in

@@ -75,12 +75,60 @@ package enum ConsolePages {
         package var readAt: Date
     }
 
-    package static func reportPage(_ report: Report, csrf: String) -> String {
-        H.page(
-            title: "Delivery \(report.funnel.deliveryId)", csrf: csrf, current: "/deliveries",
+    /// What an operator can do to a running delivery.
+    package enum Control: String, Sendable, CaseIterable {
+        case pause, resume, cancel
+
+        var done: String {
+            switch self {
+            case .pause: "Paused: nothing more is sent until you resume."
+            case .resume: "Resumed: sending goes on."
+            case .cancel: "Cancelled: nothing more of this delivery is sent."
+            }
+        }
+    }
+
+    /// A line above the report after a control: what was done, or why not.
+    package enum Message: Sendable {
+        case done(Control)
+        case problem(String)
+    }
+
+    package static func reportPage(_ report: Report, csrf: String, message: Message? = nil) -> String {
+        let f = report.funnel
+        let action = "/deliveries/\(H.queryValue(f.deliveryId))/control"
+        func form(_ control: Control, _ label: String, extra: String = "") -> String {
+            """
+            <form method="post" action="\(action)" class="inline">
+            <input type="hidden" name="csrf" value="\(H.escape(csrf))"><input type="hidden" name="action" value="\(control.rawValue)">
+            \(extra)<button type="submit">\(label)</button>
+            </form>
+            """
+        }
+        var controls = ""
+        if f.control != "cancelled" && !f.isFinal {
+            controls = """
+                <section aria-labelledby="controls-heading" class="controls">
+                <h2 id="controls-heading">Controls</h2>
+                \(f.control == "paused" ? form(.resume, "Resume sending") : form(.pause, "Pause sending"))
+                \(form(.cancel, "Cancel the delivery",
+                    extra: "<input type=\"checkbox\" id=\"confirm-cancel\" name=\"confirm\" value=\"yes\" required> <label for=\"confirm-cancel\">Yes, cancel this delivery for good</label> "))
+                </section>
+                """
+        }
+        let line: String
+        switch message {
+        case .done(let control)?: line = "<p role=\"status\" class=\"done\" id=\"control-message\">\(control.done)</p>"
+        case .problem(let text)?: line = "<p role=\"alert\" class=\"problem\" id=\"control-message\"><strong>Not done:</strong> \(H.escape(text))</p>"
+        case nil: line = ""
+        }
+        return H.page(
+            title: "Delivery \(f.deliveryId)", csrf: csrf, current: "/deliveries",
             body: """
                 <p><a href="/deliveries">← All deliveries</a></p>
-                <h1>Delivery \(H.escape(report.funnel.deliveryId))</h1>
+                <h1>Delivery \(H.escape(f.deliveryId))</h1>
+                \(line)
+                \(controls)
                 \(reportSection(report))
                 """)
     }

@@ -87,6 +87,8 @@ package struct ConsoleReports: Sendable {
             let finished = status == "planned" && toDeliver.map { processed >= $0 } == true
             switch (control, finished) {
             case ("cancelled", true): return "cancelled"
+            // Not started yet: it never will (planned empty when its time comes).
+            case ("cancelled", false) where status == "accepted": return "cancelled"
             case ("cancelled", false): return "cancelling"
             case ("paused", _): return "paused"
             case (_, true): return "finished"

@@ -16,13 +16,21 @@ package struct ConsoleSettings: Sendable {
     /// `CONSOLE_REFRESH_SECONDS`: how often a running delivery's report page refreshes itself.
     /// Default 5.
     package var refreshSeconds: Int
+    /// `CONSOLE_DELIVERIES_API_URL`: the deliveries' admin API (delivery-planning's
+    /// `PLANNER_ADMIN_PORT`) the console cancels, pauses and resumes through. Default
+    /// `http://127.0.0.1:8082`.
+    package var deliveriesAPIURL: String
 
-    package init(host: String = "0.0.0.0", port: Int = 8083, sessionMinutes: Int = 480, secureCookie: Bool = false, refreshSeconds: Int = 5) {
+    package init(
+        host: String = "0.0.0.0", port: Int = 8083, sessionMinutes: Int = 480, secureCookie: Bool = false, refreshSeconds: Int = 5,
+        deliveriesAPIURL: String = "http://127.0.0.1:8082"
+    ) {
         self.host = host
         self.port = port
         self.sessionMinutes = sessionMinutes
         self.secureCookie = secureCookie
         self.refreshSeconds = refreshSeconds
+        self.deliveriesAPIURL = deliveriesAPIURL
     }
 
     package init(environment: EnvironmentSettings) throws(ConfigurationError) {
@@ -35,7 +43,11 @@ package struct ConsoleSettings: Sendable {
             port: try environment.int("CONSOLE_PORT", default: 8083, in: 0...65535),
             sessionMinutes: try environment.int("CONSOLE_SESSION_MINUTES", default: 480, in: 1...10_080),
             secureCookie: secure == "true",
-            refreshSeconds: try environment.int("CONSOLE_REFRESH_SECONDS", default: 5, in: 1...3600)
+            refreshSeconds: try environment.int("CONSOLE_REFRESH_SECONDS", default: 5, in: 1...3600),
+            deliveriesAPIURL: environment.string("CONSOLE_DELIVERIES_API_URL", default: "http://127.0.0.1:8082")
         )
+        guard deliveriesAPIURL.hasPrefix("http://") || deliveriesAPIURL.hasPrefix("https://") else {
+            throw ConfigurationError("CONSOLE_DELIVERIES_API_URL must be an http:// or https:// URL, got \"\(deliveriesAPIURL)\"")
+        }
     }
 }

@@ -33,6 +33,7 @@ def main():
     parser.add_argument("--delivery", required=True)
     parser.add_argument("--device-search", required=True)
     parser.add_argument("--cancel-delivery", required=True)
+    parser.add_argument("--service", required=True)
     parser.add_argument("--screenshots", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--final-within", type=float, default=90)
@@ -159,6 +160,13 @@ def main():
         allowed.remove(403)
         expect(status == 403, "a sign-out without the CSRF token answered %s, expected 403" % status)
 
+        # Catalog: the delivery's service with its two apps and their integration keys.
+        goto("/catalog")
+        section = page.locator("section[data-service='%s']" % args.service)
+        result["catalogKeys"] = sorted(r.get_attribute("data-integration-key") for r in section.locator("tr[data-integration-key]").all())
+        result["copyButtons"] = section.get_by_role("button", name="Copy").count()
+        shot(page, "07-catalog")
+
         # Devices: the quarantined subscription and its reason.
         goto("/devices")
         page.get_by_label("User key or registration token").fill(args.device_search)
@@ -168,7 +176,7 @@ def main():
             {"quarantined": s.get_attribute("data-quarantined"), "quarantine": s.locator("[data-figure=quarantine]").inner_text()}
             for s in page.locator("section.device").all()
         ]
-        shot(page, "07-devices")
+        shot(page, "08-devices")
 
         # Cancel the other delivery from its report: not without ticking the confirmation box.
         goto("/deliveries/%s" % args.cancel_delivery)
@@ -176,14 +184,14 @@ def main():
         cancel.click()
         page.wait_for_timeout(300)
         result["cancelRefusedUnconfirmed"] = page.url == args.url + "/deliveries/%s" % args.cancel_delivery
-        shot(page, "08-cancel-confirm")
+        shot(page, "09-cancel-confirm")
         page.get_by_label("Yes, cancel this delivery for good").check()
         with page.expect_navigation():
             cancel.click()
         result["cancelMessage"] = page.locator("#control-message").inner_text()
         result["cancelState"] = page.locator("[data-figure=state]").inner_text()
         result["controlsAfterCancel"] = page.locator("section.controls").count()
-        shot(page, "09-cancelled")
+        shot(page, "10-cancelled")
 
         # Sign out: the report's address leads to the sign-in form again.
         page.get_by_role("button", name="Sign out").click()

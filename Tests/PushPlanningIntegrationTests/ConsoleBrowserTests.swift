@@ -129,7 +129,7 @@ struct ConsoleBrowserTests {
             browser.executableURL = URL(fileURLWithPath: python)
             browser.arguments = [
                 Self.root.appendingPathComponent("scripts/console-browser.py").path, "--url", "http://127.0.0.1:\(port)", "--token-file", tokenFile.path,
-                "--delivery", deliveryId, "--device-search", quarantinedToken.uppercased(), "--cancel-delivery", laterId,
+                "--delivery", deliveryId, "--device-search", quarantinedToken.uppercased(), "--cancel-delivery", laterId, "--service", service,
                 "--screenshots", Self.root.appendingPathComponent(".local/console-screenshots").path, "--out", output.path,
             ]
             browser.standardOutput = handle
@@ -202,6 +202,10 @@ struct ConsoleBrowserTests {
             #expect(devices.count == 1)
             #expect(devices.first?["quarantined"] == "true")
             #expect(devices.first?["quarantine"]?.contains("reason Unregistered") == true, "\(devices)")
+
+            // The catalog: both apps of the service with their integration keys to copy.
+            #expect(result["catalogKeys"] as? [String] == [ios.integrationKey, android.integrationKey].sorted())
+            #expect(result["copyButtons"] as? Int == 2)
 
             // The later delivery, cancelled from its report page through the admin API.
             #expect(result["cancelRefusedUnconfirmed"] as? Bool == true, "the cancel needs its confirmation box ticked")

@@ -97,6 +97,11 @@ package struct ConsoleEndpoints: Sendable {
                 return ConsoleHTML.html(.ok, ConsolePages.reportSection(report))
             }
         }
+        router.get("/catalog") { request, _ in
+            try await page(request) { session in
+                ConsoleHTML.html(.ok, ConsolePages.catalog(try await reports.catalog(), csrf: session.csrfToken))
+            }
+        }
         router.get("/devices") { request, _ in
             try await page(request) { session in
                 let search = (request.uri.queryParameters.get("q") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)

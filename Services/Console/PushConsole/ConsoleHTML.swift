@@ -39,7 +39,7 @@ package enum ConsoleHTML {
             }
             navigation = """
                 <header class="top"><p class="brand">Push console</p>
-                <nav aria-label="Main"><ul>\(link("/deliveries", "Deliveries"))\(link("/devices", "Devices"))</ul></nav>
+                <nav aria-label="Main"><ul>\(link("/deliveries", "Deliveries"))\(link("/catalog", "Catalog"))\(link("/devices", "Devices"))</ul></nav>
                 <form method="post" action="/signout" class="signout"><input type="hidden" name="csrf" value="\(escape(csrf))"><button type="submit">Sign out</button></form>
                 </header>
                 """

@@ -228,6 +228,56 @@ package enum ConsolePages {
             """
     }
 
+    // MARK: catalog
+
+    package static func catalog(_ rows: [ConsoleReports.CatalogApp], csrf: String) -> String {
+        var sections = ""
+        var index = 0
+        for (service, entries) in Dictionary(grouping: rows, by: \.service).sorted(by: { $0.key < $1.key }) {
+            index += 1
+            var apps = ""
+            for app in entries.compactMap(\.app) {
+                let target = app.bundleId.map { "bundle \(H.escape($0))" } ?? app.fcmProjectId.map { "FCM project \(H.escape($0))" } ?? "—"
+                let credential =
+                    app.credentialKind.map { kind in
+                        "\(H.escape(kind)), <code>\(H.escape(app.credentialFingerprint ?? ""))</code>, set \(H.time(app.credentialUpdatedAt))"
+                            + (app.credentialExpiresAt.map { ", expires \(H.escape($0))" } ?? "")
+                    } ?? "none yet"
+                apps += """
+                    <tr data-integration-key="\(H.escape(app.integrationKey))">
+                    <th scope="row">\(H.escape(app.label))</th><td>\(H.escape(app.platform))</td><td>\(H.escape(app.environment))</td><td>\(target)</td>
+                    <td><code>\(H.escape(app.integrationKey))</code> <button type="button" data-copy="\(H.escape(app.integrationKey))" aria-label="Copy the integration key of \(H.escape(app.label)) (\(H.escape(app.platform)))">Copy</button></td>
+                    <td>\(credential)</td>
+                    <td><code>\(H.escape(app.variables))</code></td><td><code>\(H.escape(app.sounds))</code></td><td><code>\(H.escape(app.subscriptionParameters))</code></td>
+                    </tr>
+
+                    """
+            }
+            let label = entries.first?.serviceLabel ?? service
+            sections += """
+                <section aria-labelledby="service-\(index)" data-service="\(H.escape(service))">
+                <h2 id="service-\(index)">\(H.escape(label)) <span class="note">(\(H.escape(service)))</span></h2>
+                \(apps.isEmpty ? "<p>No app yet.</p>" : """
+                    <table class="apps"><caption>Apps of \(H.escape(service))</caption>
+                    <thead><tr><th scope="col">App</th><th scope="col">Platform</th><th scope="col">Environment</th><th scope="col">Bundle or project</th>
+                    <th scope="col">Integration key (the SDK's mobileAppUuid)</th><th scope="col">Credentials (kind, fingerprint)</th><th scope="col">Variables</th>
+                    <th scope="col">Sounds</th><th scope="col">Subscription parameters</th></tr></thead>
+                    <tbody>\(apps)</tbody></table>
+                    """)
+                </section>
+
+                """
+        }
+        return H.page(
+            title: "Catalog", csrf: csrf, current: "/catalog",
+            body: """
+                <h1>Services and apps</h1>
+                <p class="hint">Read only here: create and change them with <code>pushctl</code> or the admin API (docs/admin-api.md).
+                Credentials show by kind and fingerprint, never their content.</p>
+                \(sections.isEmpty ? "<p>No service yet.</p>" : sections)
+                """)
+    }
+
     // MARK: devices
 
     package static func devices(search: String, results: [ConsoleReports.Device]?, csrf: String) -> String {

@@ -239,6 +239,57 @@ package struct ConsoleReports: Sendable {
         return result
     }
 
+    // MARK: catalog
+
+    package struct CatalogApp: Sendable {
+        package var service, serviceLabel: String
+        package var app: App?
+
+        package struct App: Sendable {
+            package var label, platform, environment, integrationKey: String
+            package var bundleId, fcmProjectId: String?
+            package var variables, sounds, subscriptionParameters: String
+            package var credentialKind, credentialFingerprint: String?
+            package var credentialUpdatedAt: Date?
+            package var credentialExpiresAt: String?
+        }
+    }
+
+    /// Services and their apps (`push.services`, `push.apps`), with each app's active credential
+    /// as its kind, fingerprint, time and expiry (certificates): never the secret.
+    package func catalog() async throws -> [CatalogApp] {
+        let rows = try await postgres.query(
+            """
+            SELECT s.name, s.label, a.label, a.platform, a.environment, a.integration_key, a.bundle_id, a.fcm_project_id,
+                   a.variables::text, a.sounds::text, a.subscription_parameters::text,
+                   a.credential_kind, a.credential_fingerprint, a.credential_updated_at, c.metadata->>'expiresAt'
+            FROM push.services s
+            LEFT JOIN push.apps a ON a.service_id = s.service_id
+            LEFT JOIN push.app_credentials c ON c.credential_id = a.credential_id
+            ORDER BY s.name, a.label, a.platform, a.environment
+            LIMIT 2000
+            """,
+            logger: logger
+        )
+        var result: [CatalogApp] = []
+        for try await row in rows {
+            let r = row.makeRandomAccess()
+            var entry = CatalogApp(service: try r[0].decode(String.self), serviceLabel: try r[1].decode(String.self), app: nil)
+            if let label = try r[2].decode(String?.self) {
+                entry.app = CatalogApp.App(
+                    label: label, platform: try r[3].decode(String.self), environment: try r[4].decode(String.self),
+                    integrationKey: try r[5].decode(String.self), bundleId: try r[6].decode(String?.self), fcmProjectId: try r[7].decode(String?.self),
+                    variables: try r[8].decode(String?.self) ?? "[]", sounds: try r[9].decode(String?.self) ?? "[]",
+                    subscriptionParameters: try r[10].decode(String?.self) ?? "[]", credentialKind: try r[11].decode(String?.self),
+                    credentialFingerprint: try r[12].decode(String?.self), credentialUpdatedAt: try r[13].decode(Date?.self),
+                    credentialExpiresAt: try r[14].decode(String?.self)
+                )
+            }
+            result.append(entry)
+        }
+        return result
+    }
+
     // MARK: devices
 
     package struct Device: Sendable {

@@ -26,31 +26,7 @@ from playwright.sync_api import sync_playwright
 CHROMIUM = os.environ.get("CONSOLE_TEST_CHROMIUM", "/usr/bin/chromium")
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--token-file", required=True)
-    parser.add_argument("--delivery", required=True)
-    parser.add_argument("--device-search", required=True)
-    parser.add_argument("--cancel-delivery", required=True)
-    parser.add_argument("--service", required=True)
-    parser.add_argument("--screenshots", required=True)
-    parser.add_argument("--out", required=True)
-    parser.add_argument("--final-within", type=float, default=90)
-    args = parser.parse_args()
-    token = open(args.token_file).read().strip()
-    os.makedirs(args.screenshots, exist_ok=True)
-    problems = []
-    result = {"problems": problems}
-
-    def shot(page, name):
-        page.screenshot(path=os.path.join(args.screenshots, name + ".png"), full_page=True)
-
-    def expect(condition, what):
-        if not condition:
-            problems.append(what)
-            print("console-browser: " + what, file=sys.stderr)
-
+def run(args, token, problems, result, expect, shot):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         context = browser.new_context(viewport={"width": 1200, "height": 900})
@@ -68,7 +44,15 @@ def main():
             problems.append("console error: %s" % message.text)
 
         page.on("console", on_console)
-        page.on("requestfailed", lambda r: problems.append("request failed: %s %s" % (r.url, r.failure)))
+        def on_request_failed(request):
+            # Leaving a page aborts what it was still loading in the background (the tab's icon,
+            # the report's refresh): not a failure of the page.
+            aborted = "ERR_ABORTED" in str(request.failure)
+            if aborted and (request.url.endswith("/assets/icon.svg") or request.resource_type == "fetch"):
+                return
+            problems.append("request failed: %s %s" % (request.url, request.failure))
+
+        page.on("requestfailed", on_request_failed)
 
         def goto(path, status=200):
             response = page.goto(args.url + path, wait_until="load")
@@ -167,6 +151,28 @@ def main():
         result["copyButtons"] = section.get_by_role("button", name="Copy").count()
         shot(page, "07-catalog")
 
+        # Compose: a preview (nothing sent), then a proof to one user key.
+        goto("/deliveries")
+        with page.expect_navigation():
+            page.get_by_role("link", name="New delivery").click()
+        page.get_by_label("Service", exact=True).select_option(args.service)
+        page.get_by_label("Title", exact=True).fill("Lisbon is waiting")
+        page.get_by_label("Message", exact=True).fill("Hello {{userKey}}")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Preview").click()
+        result["previewTargeted"] = page.locator("[data-figure=preview-targeted]").inner_text()
+        result["previewExcluded"] = page.locator("[data-figure=preview-excluded]").inner_text()
+        result["previewSamples"] = sorted(
+            [s.get_attribute("data-platform"), int(s.locator("[data-figure=bytes]").inner_text())] for s in page.locator(".sample").all())
+        result["previewKeepsForm"] = page.get_by_label("Message", exact=True).input_value()
+        shot(page, "08-compose-preview")
+        page.get_by_label("Proof recipients: user keys (one per line, for \"Send a proof\")").fill("user2")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Send a proof").click()
+        result["proofURL"] = page.url
+        result["proofMessage"] = page.locator("#control-message").inner_text()
+        shot(page, "09-proof-report")
+
         # Devices: the quarantined subscription and its reason.
         goto("/devices")
         page.get_by_label("User key or registration token").fill(args.device_search)
@@ -176,7 +182,7 @@ def main():
             {"quarantined": s.get_attribute("data-quarantined"), "quarantine": s.locator("[data-figure=quarantine]").inner_text()}
             for s in page.locator("section.device").all()
         ]
-        shot(page, "08-devices")
+        shot(page, "10-devices")
 
         # Cancel the other delivery from its report: not without ticking the confirmation box.
         goto("/deliveries/%s" % args.cancel_delivery)
@@ -184,14 +190,14 @@ def main():
         cancel.click()
         page.wait_for_timeout(300)
         result["cancelRefusedUnconfirmed"] = page.url == args.url + "/deliveries/%s" % args.cancel_delivery
-        shot(page, "09-cancel-confirm")
+        shot(page, "11-cancel-confirm")
         page.get_by_label("Yes, cancel this delivery for good").check()
         with page.expect_navigation():
             cancel.click()
         result["cancelMessage"] = page.locator("#control-message").inner_text()
         result["cancelState"] = page.locator("[data-figure=state]").inner_text()
         result["controlsAfterCancel"] = page.locator("section.controls").count()
-        shot(page, "10-cancelled")
+        shot(page, "12-cancelled")
 
         # Sign out: the report's address leads to the sign-in form again.
         page.get_by_role("button", name="Sign out").click()
@@ -200,6 +206,38 @@ def main():
         expect(page.url.startswith(args.url + "/signin"), "after signing out the report was still shown")
         browser.close()
 
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--token-file", required=True)
+    parser.add_argument("--delivery", required=True)
+    parser.add_argument("--device-search", required=True)
+    parser.add_argument("--cancel-delivery", required=True)
+    parser.add_argument("--service", required=True)
+    parser.add_argument("--screenshots", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--final-within", type=float, default=90)
+    args = parser.parse_args()
+    token = open(args.token_file).read().strip()
+    os.makedirs(args.screenshots, exist_ok=True)
+    problems = []
+    result = {"problems": problems}
+
+    def shot(page, name):
+        page.screenshot(path=os.path.join(args.screenshots, name + ".png"), full_page=True)
+
+    def expect(condition, what):
+        if not condition:
+            problems.append(what)
+            print("console-browser: " + what, file=sys.stderr)
+
+    try:
+        run(args, token, problems, result, expect, shot)
+    except Exception as error:  # a step that could not run: a failure, named
+        problems.append("step failed: %r" % error)
+        print("console-browser: step failed: %r" % error, file=sys.stderr)
     with open(args.out, "w") as out:
         json.dump(result, out, indent=1)
     if problems:

@@ -152,7 +152,7 @@ struct ConsoleBrowserTests {
             try await h.eventually(within: .seconds(150), "the browser finished") { !browser.isRunning }
             try? handle.close()
             #expect(browser.terminationStatus == 0, "the browser run failed:\n\(browserLog())")
-            let data = try Data(contentsOf: output)
+            let data = try #require(try? Data(contentsOf: output), "the browser wrote no result:\n\(browserLog())")
             let result = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
             #expect((result["problems"] as? [String]) == [], "\(result["problems"] ?? "")")
             #expect(result["initialPending"] as? String == "3", "the running report showed 3 pending first")
@@ -206,6 +206,20 @@ struct ConsoleBrowserTests {
             // The catalog: both apps of the service with their integration keys to copy.
             #expect(result["catalogKeys"] as? [String] == [ios.integrationKey, android.integrationKey].sorted())
             #expect(result["copyButtons"] as? Int == 2)
+
+            // Compose: the preview's audience and payloads, then a proof through the admin API.
+            #expect(result["previewTargeted"] as? String == "11")
+            #expect(result["previewExcluded"] as? String == "1")
+            let samples = try #require(result["previewSamples"] as? [[Any]])
+            #expect(samples.map { $0[0] as? String } == ["android", "ios"], "one sample payload per app")
+            #expect(samples.allSatisfy { ($0[1] as? Int ?? 0) > 20 }, "each sample with its size: \(samples)")
+            #expect(result["previewKeepsForm"] as? String == "Hello {{userKey}}", "the form keeps what was typed")
+            let proofURL = try #require(result["proofURL"] as? String)
+            let proofId = try #require(proofURL.split(separator: "/").last?.split(separator: "?").first.map(String.init))
+            #expect(proofURL.hasSuffix("?submitted=proof"), "\(proofURL)")
+            #expect(result["proofMessage"] as? String == "Proof sent to its test recipients only. Its report follows it below.")
+            #expect(try await h.text("SELECT proof::text FROM push.deliveries WHERE delivery_id = \(proofId)") == "true")
+            #expect(try await h.text("SELECT content->>'body' FROM push.deliveries WHERE delivery_id = \(proofId)") == "Hello {{userKey}}")
 
             // The later delivery, cancelled from its report page through the admin API.
             #expect(result["cancelRefusedUnconfirmed"] as? Bool == true, "the cancel needs its confirmation box ticked")

@@ -30,18 +30,34 @@ package struct ConsoleAdminClient: Sendable {
         return await post("\(deliveriesURL)/admin/v1/deliveries/\(escaped)/\(action)")
     }
 
+    /// `POST /admin/v1/deliveries/preview?samples=1` or `POST /admin/v1/deliveries` with a
+    /// delivery request document: the answer and its JSON body.
+    package func submit(_ document: Data, previewOnly: Bool) async -> (Answer, [String: Any]) {
+        await post("\(deliveriesURL)/admin/v1/deliveries\(previewOnly ? "/preview?samples=1" : "")", body: document)
+    }
+
     func post(_ url: String) async -> Answer {
+        await post(url, body: nil).0
+    }
+
+    func post(_ url: String, body document: Data?) async -> (Answer, [String: Any]) {
         var request = HTTPClientRequest(url: url)
         request.method = .POST
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        if let document {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: document))
+        }
         do {
-            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(15), logger: logger)
-            let body = try await response.body.collect(upTo: 64 * 1024)
-            let error = (try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any])?["error"] as? String
-            return Answer(status: Int(response.status.code), error: error)
+            let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30), logger: logger)
+            let body = try await response.body.collect(upTo: 4 * 1024 * 1024)
+            let json = (try? JSONSerialization.jsonObject(with: Data(buffer: body)) as? [String: Any]) ?? [:]
+            var error = json["error"] as? String
+            if let problems = json["problems"] as? [String], problems.count > 1 { error = problems.joined(separator: "; ") }
+            return (Answer(status: Int(response.status.code), error: error), json)
         } catch {
             logger.warning("Console: the admin API did not answer", metadata: ["url": "\(url)", "error": "\(error)"])
-            return Answer(status: 502, error: "the deliveries' admin API (\(deliveriesURL)) did not answer: \(error)")
+            return (Answer(status: 502, error: "the deliveries' admin API (\(deliveriesURL)) did not answer: \(error)"), [:])
         }
     }
 }

@@ -44,6 +44,7 @@ package enum ConsoleAssets {
         svg .bar.opened { fill: #6a3fa0; }
         svg .bar.expired, svg .bar.pending { fill: #d5dbe1; }
         code.token { word-break: break-all; }
+        pre { white-space: pre-wrap; word-break: break-all; background: var(--soft); padding: 8px; border: 1px solid var(--line); }
         section.device { border-top: 1px solid var(--line); margin-top: 16px; }
         """
 

@@ -58,8 +58,37 @@ package struct ConsoleEndpoints: Sendable {
                 guard let report = try await report(id) else {
                     return ConsoleHTML.html(.notFound, ConsolePages.notFound("No delivery \(id.prefix(64)).", csrf: session.csrfToken))
                 }
-                let done = request.uri.queryParameters.get("done").flatMap { ConsolePages.Control(rawValue: $0) }
-                return ConsoleHTML.html(.ok, ConsolePages.reportPage(report, csrf: session.csrfToken, message: done.map { .done($0) }))
+                let query = request.uri.queryParameters
+                var message = query.get("done").flatMap { ConsolePages.Control(rawValue: $0) }.map { ConsolePages.Message.done($0) }
+                if let submitted = query.get("submitted") { message = .submitted(proof: submitted == "proof") }
+                return ConsoleHTML.html(.ok, ConsolePages.reportPage(report, csrf: session.csrfToken, message: message))
+            }
+        }
+        router.get("/deliveries/new") { request, _ in
+            try await page(request) { session in
+                ConsoleHTML.html(
+                    .ok, ConsolePages.compose(ConsoleComposer(), services: try await serviceNames(), preview: nil, problem: nil, csrf: session.csrfToken))
+            }
+        }
+        // Preview, proof, send: the request document goes to the deliveries' admin API, which
+        // validates it, previews it (nothing published) or accepts it.
+        router.post("/deliveries/new") { request, _ in
+            try await withForm(request) { session, fields in
+                let form = ConsoleComposer(fields: fields)
+                let step = fields["step"] ?? "preview"
+                let requestId = "console-\(UUID().uuidString.lowercased())"
+                let (answer, json) = await admin.submit(try form.document(requestId: requestId, proof: step == "proof"), previewOnly: step == "preview")
+                if answer.accepted, step != "preview", let deliveryId = json["deliveryId"] as? String {
+                    logger.info("Console: delivery submitted", metadata: ["delivery": "\(deliveryId)", "proof": "\(step == "proof")"])
+                    // The report needs the deliveries projection's row: wait for it a little.
+                    for _ in 0..<50 where try await reports.funnel(deliveryId: deliveryId) == nil { try await Task.sleep(for: .milliseconds(200)) }
+                    return ConsoleHTML.redirect(to: "/deliveries/\(ConsoleHTML.queryValue(deliveryId))?submitted=\(step == "proof" ? "proof" : "send")")
+                }
+                let problem = answer.accepted ? nil : "\(answer.error ?? "refused") (\(answer.status))"
+                return ConsoleHTML.html(
+                    answer.accepted ? .ok : .unprocessableContent,
+                    ConsolePages.compose(
+                        form, services: try await serviceNames(), preview: answer.accepted ? json : nil, problem: problem, csrf: session.csrfToken))
             }
         }
         // Cancel, pause, resume: through the deliveries' admin API, which answers once the
@@ -109,6 +138,10 @@ package struct ConsoleEndpoints: Sendable {
                 return ConsoleHTML.html(.ok, ConsolePages.devices(search: search, results: results, csrf: session.csrfToken))
             }
         }
+    }
+
+    func serviceNames() async throws -> [String] {
+        Array(Set(try await reports.catalog().map(\.service))).sorted()
     }
 
     func report(_ id: String) async throws -> ConsolePages.Report? {

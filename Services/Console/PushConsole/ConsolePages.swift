@@ -48,6 +48,7 @@ package enum ConsolePages {
             title: "Deliveries", csrf: csrf, current: "/deliveries",
             body: """
                 <h1>Deliveries</h1>
+                <p><a href="/deliveries/new">New delivery</a></p>
                 <form method="get" action="/deliveries" class="inline">
                 <input type="checkbox" id="proofs" name="proofs" value="1"\(includeProofs ? " checked" : "")>
                 <label for="proofs">Show proofs</label> <button type="submit">Apply</button>
@@ -91,6 +92,7 @@ package enum ConsolePages {
     /// A line above the report after a control: what was done, or why not.
     package enum Message: Sendable {
         case done(Control)
+        case submitted(proof: Bool)
         case problem(String)
     }
 
@@ -119,6 +121,9 @@ package enum ConsolePages {
         let line: String
         switch message {
         case .done(let control)?: line = "<p role=\"status\" class=\"done\" id=\"control-message\">\(control.done)</p>"
+        case .submitted(let proof)?:
+            line =
+                "<p role=\"status\" class=\"done\" id=\"control-message\">\(proof ? "Proof sent to its test recipients only." : "Sent: the delivery is accepted.") Its report follows it below.</p>"
         case .problem(let text)?: line = "<p role=\"alert\" class=\"problem\" id=\"control-message\"><strong>Not done:</strong> \(H.escape(text))</p>"
         case nil: line = ""
         }
@@ -226,6 +231,64 @@ package enum ConsolePages {
             <tbody>\(body(appRows, columns: 11, empty: "No message planned yet."))</tbody></table>
             </section>
             """
+    }
+
+    // MARK: compose
+
+    package static func compose(
+        _ form: ConsoleComposer, services: [String], preview: [String: Any]?, problem: String?, csrf: String
+    ) -> String {
+        let options = services.map { name in
+            "<option value=\"\(H.escape(name))\"\(name == form.service ? " selected" : "")>\(H.escape(name))</option>"
+        }.joined()
+        let alert = problem.map { "<p role=\"alert\" class=\"problem\" id=\"compose-problem\"><strong>Not accepted:</strong> \(H.escape($0))</p>" } ?? ""
+        var previewHTML = ""
+        if let preview {
+            let targeted = preview["targeted"] as? Int ?? 0
+            let excluded = preview["excluded"] as? Int ?? 0
+            let apps = (preview["apps"] as? [[String: Any]] ?? []).map { app in
+                "<tr><td>\(H.escape(app["platform"] as? String ?? ""))</td><td><code>\(H.escape(app["integrationKey"] as? String ?? ""))</code></td><td class=\"n\">\(app["targeted"] as? Int ?? 0)</td><td class=\"n\">\(app["excluded"] as? Int ?? 0)</td></tr>"
+            }.joined()
+            let samples = (preview["samples"] as? [[String: Any]] ?? []).map { sample in
+                """
+                <div class="sample" data-platform="\(H.escape(sample["platform"] as? String ?? ""))"><h3>\(H.escape(sample["platform"] as? String ?? "")) payload,                 <span data-figure="bytes">\(sample["bytes"] as? Int ?? 0)</span> bytes (as the provider counts them)</h3>
+                <pre>\(H.escape(sample["payload"] as? String ?? (sample["failureReason"] as? String ?? "")))</pre></div>
+                """
+            }.joined(separator: "\n")
+            previewHTML = """
+                <section id="preview" aria-labelledby="preview-heading">
+                <h2 id="preview-heading">Preview (nothing sent)</h2>
+                <p role="status">Would target <strong data-figure="preview-targeted">\(targeted)</strong> devices and exclude <strong data-figure="preview-excluded">\(excluded)</strong> (quarantined).</p>
+                <table><caption>Audience per app</caption><thead><tr><th scope="col">Platform</th><th scope="col">Integration key</th><th scope="col">Targeted</th><th scope="col">Excluded</th></tr></thead>
+                <tbody>\(apps)</tbody></table>
+                \(samples)
+                </section>
+                """
+        }
+        return H.page(
+            title: "New delivery", csrf: csrf, current: "/deliveries",
+            body: """
+                <p><a href="/deliveries">← All deliveries</a></p>
+                <h1>New delivery</h1>
+                \(alert)
+                <form method="post" action="/deliveries/new" class="compose">
+                <input type="hidden" name="csrf" value="\(H.escape(csrf))">
+                <p><label for="service">Service</label> <select id="service" name="service" required>\(options)</select></p>
+                <p><label for="title">Title</label><br><input id="title" name="title" type="text" value="\(H.escape(form.title))" maxlength="1000"></p>
+                <p><label for="body">Message</label><br><textarea id="body" name="body" rows="3" cols="60" required maxlength="4000">\(H.escape(form.body))</textarea></p>
+                <fieldset><legend>Audience</legend>
+                <input type="radio" id="audience-all" name="audience" value="all"\(form.audience == "all" ? " checked" : "")> <label for="audience-all">Every subscribed device of the service</label><br>
+                <input type="radio" id="audience-keys" name="audience" value="userKeys"\(form.audience == "userKeys" ? " checked" : "")> <label for="audience-keys">These user keys</label><br>
+                <label for="userKeys">User keys (one per line)</label><br><textarea id="userKeys" name="userKeys" rows="3" cols="40">\(H.escape(form.userKeys))</textarea>
+                </fieldset>
+                <p><label for="proofUserKeys">Proof recipients: user keys (one per line, for "Send a proof")</label><br>
+                <textarea id="proofUserKeys" name="proofUserKeys" rows="2" cols="40">\(H.escape(form.proofUserKeys))</textarea></p>
+                <p><button type="submit" name="step" value="preview">Preview</button>
+                <button type="submit" name="step" value="proof">Send a proof</button>
+                <button type="submit" name="step" value="send">Send</button></p>
+                </form>
+                \(previewHTML)
+                """)
     }
 
     // MARK: catalog

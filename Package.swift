@@ -213,7 +213,9 @@ let package = Package(
         // MARK: Services: tracking ingestion (the SDK's tracking URL and the tracking log)
         .target(
             name: "PushTracking",
-            dependencies: ["Kafka", "PushEvents", "PushStore", "PushRuntime", hummingbird, postgresNIO, nioCore, logging, metrics, serviceLifecycle],
+            dependencies: [
+                "Kafka", "PushEvents", "PushStore", "PushRuntime", "PushWire", hummingbird, postgresNIO, nioCore, logging, metrics, serviceLifecycle,
+            ],
             path: "Services/TrackingIngestion/PushTracking",
             swiftSettings: swiftSettings
         ),
@@ -315,7 +317,7 @@ let package = Package(
         .testTarget(name: "APNSUnitTests", dependencies: ["APNS"], swiftSettings: swiftSettings),
         .testTarget(name: "FCMUnitTests", dependencies: ["FCM", "PushWire", "PushTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "PushRegistrationUnitTests", dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushEvents", "PushTestSupport"],
+            name: "PushRegistrationUnitTests", dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushEvents", "PushTestSupport", crypto],
             swiftSettings: swiftSettings),
         .testTarget(name: "PushPlanningUnitTests", dependencies: ["PushPlanning", "PushEvents", "PushTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "PushSendingUnitTests", dependencies: ["PushSending", "PushCredentials", "PushRuntime"], swiftSettings: swiftSettings),

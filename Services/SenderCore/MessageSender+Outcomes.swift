@@ -15,6 +15,15 @@ extension MessageSender {
         var outcome: String
         var reason = ""
         var failureType = ""
+
+        /// A final status (`MessageSent`, `MessageFailed`, `MessageExpired`, `MessageCancelled`),
+        /// not a retry, a deferral, a hand-back or a skipped twin.
+        var isFinal: Bool {
+            switch outcome {
+            case "sent", "failed", "expired", "cancelled": true
+            default: false
+            }
+        }
     }
 
     /// The records that say what became of a message, and how it is counted.

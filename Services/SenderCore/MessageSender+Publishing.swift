@@ -54,6 +54,8 @@ extension MessageSender {
         guard let finished else { return nil }
         var outcomes: [Outcome] = []
         outcomes.reserveCapacity(finished.count)
+        var decisions: [(UUID, Bool)] = []
+        decisions.reserveCapacity(finished.count)
         for entry in finished {
             switch entry {
             case .outcome(let outcome):
@@ -62,11 +64,19 @@ extension MessageSender {
                 do {
                     let (records, tally) = try consequences(of: outcome, for: work)
                     outcomes.append(Outcome(record: work.record, events: records, tally: tally))
+                    decisions.append((work.message.messageId, tally.isFinal))
                 } catch {
                     // Encoding our own events cannot fail for valid messages; keep the record unfinished.
                     logger.error("Could not encode a result event", metadata: ["error": "\(error)"])
+                    decisions.append((work.message.messageId, false))
                     abandon(work.record)
                 }
+            }
+        }
+        // Decided before they are published (`MessageLedger`).
+        if !decisions.isEmpty {
+            state.withLock { state in
+                for (id, final) in decisions { state.ledger.decided(id, final: final) }
             }
         }
         return outcomes
@@ -169,6 +179,9 @@ extension MessageSender {
 
     func handBack(_ waiting: [Work]) async {
         guard !waiting.isEmpty else { return }
+        state.withLock { state in
+            for work in waiting { state.ledger.decided(work.message.messageId, final: false) }
+        }
         let records = waiting.map { work in
             KafkaProducerRecord(topic: topics.retries, key: work.record.key, value: work.record.value, headers: work.record.headers)
         }

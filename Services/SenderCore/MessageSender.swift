@@ -118,6 +118,8 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         private(set) var finishedBehind = 0
         var schedule = RetrySchedule<Work>()
         var scheduleClosed = false
+        /// The messages held here and those finished lately: twins are not sent (`MessageLedger`).
+        var ledger = MessageLedger()
         /// Records finished since the last commit the broker confirmed.
         var finishedSinceCommit = 0
         /// Revocations waiting for their partitions' held records to be finished (`handBack`).
@@ -244,6 +246,12 @@ package final class MessageSender<Transport: MessageTransport>: Service {
 
     // MARK: reading
 
+    /// The outcome of `work`'s record is decided (before its records are published, so the retry
+    /// record it may write is not taken for a twin).
+    func decided(_ work: Work, final: Bool) {
+        state.withLock { $0.ledger.decided(work.message.messageId, final: final) }
+    }
+
     /// Takes a permit to hold one more record; false if the sender is stopping meanwhile.
     private func waitForRoom() async throws -> Bool {
         if held.tryAcquire() { return true }
@@ -263,6 +271,13 @@ package final class MessageSender<Transport: MessageTransport>: Service {
             switch try Message.decodeRecord(record.value) {
             case .known(let message, let metadata):
                 work = Work(record: record, message: message, metadata: metadata)
+                // A second record of a message held or finished here (written twice around a
+                // crash): the first decides; this one is finished without a send or an event.
+                guard state.withLock({ $0.ledger.admit(message.messageId) }) else {
+                    logger.debug("Skipping a second record of a message held or finished here", metadata: ["message.id": "\(message.messageId)"])
+                    finish([Outcome(record: record, events: [], tally: Tally(outcome: "duplicate"))])
+                    return
+                }
             case .unknown(let metadata):
                 logger.debug("Skipping a record of another type", metadata: ["type": "\(metadata.type)", "version": "\(metadata.version)"])
                 finish(record)
@@ -275,8 +290,10 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         let now = now()
         if work.message.validUntil <= now {
             let records = try expired(work, at: now)
+            decided(work, final: true)
             group.addTask { await self.publishOutcome(of: work, records: [records], count: Tally(outcome: "expired")) }
         } else if let (records, tally) = try controlled(work, at: now) {
+            decided(work, final: tally.isFinal)
             group.addTask { await self.publishOutcome(of: work, records: records, count: tally) }
         } else if let notBefore = work.message.notBefore, notBefore > now {
             let earliest = state.withLock { state in
@@ -306,6 +323,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
             for work in due {
                 // Cancelled or paused while it waited: not sent.
                 if let (records, tally) = try controlled(work, at: now()) {
+                    decided(work, final: tally.isFinal)
                     queueOutcome(Outcome(record: work.record, events: records, tally: tally))
                     continue
                 }

@@ -39,7 +39,8 @@ final class SenderMetrics: Sendable {
     }
 
     /// `push_sender_messages_total{provider, outcome, reason}`: outcome is `sent`, `failed`
-    /// (with `failure_type` hard/soft), `retried`, `deferred`, `expired`, `handed_back`.
+    /// (with `failure_type` hard/soft), `retried`, `deferred`, `expired`, `cancelled`, `handed_back`,
+    /// `duplicate` (a twin record not sent, `MessageLedger`).
     func count(_ outcome: String, reason: String = "", failureType: String = "") {
         let key = OutcomeKey(outcome: outcome, reason: reason, failureType: failureType)
         // One counter per label set, looked up once: making one per message went through the

@@ -212,3 +212,15 @@ extension SubscriptionDisabled: EventJSONWritable {
         writer.string("registrationToken", registrationToken)
     }
 }
+
+extension TrackingHitRecorded: EventJSONWritable {
+    package func writeMembers(to writer: inout EventJSONWriter) {
+        writer.string("deliveryId", deliveryId)
+        writer.string("kind", kind)
+        writer.string("messageId", messageId)
+        writer.string("messageIdForm", messageIdForm)
+        writer.date("occurredAt", occurredAt)
+        writer.int("tagId", Int(tagId))
+        writer.uuid("trackingId", trackingId)
+    }
+}

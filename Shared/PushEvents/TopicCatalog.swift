@@ -17,7 +17,7 @@ package struct TopicDefinition: Sendable, Hashable {
 
 /// Every topic the services use, in one place.
 ///
-/// Names and partition counts have defaults (docs/topics.md) and can be changed per deployment
+/// Names and partition counts have defaults (docs/events.md, "Topic catalog") and can be changed per deployment
 /// with `PUSH_TOPIC_<ID>` (name) and `PUSH_TOPIC_<ID>_PARTITIONS`. Partition counts are sized up
 /// front: adding partitions later moves keys to other partitions and breaks per-key order.
 package struct TopicCatalog: Sendable, Hashable {

@@ -16,6 +16,9 @@ package struct RuntimeConfiguration: Sendable {
     package var postgres: PostgresSettings
     /// `PUSH_TOPIC_*`: topic names and partition counts.
     package var topics: TopicCatalog
+    /// `PUSH_LOG_RETENTION_DAYS`: days of `broad_log`, `exclusion_log` and `tracking_log` kept;
+    /// older month partitions are dropped whole (`LogPartitions`). 0 (default) keeps every row.
+    package var logRetentionDays: Int
     /// `LOG_LEVEL`: trace, debug, info (default), notice, warning, error, critical.
     package var logLevel: Logger.Level
     /// `PUSH_OPS_HOST` / `PUSH_OPS_PORT`: where `/metrics` and `/health/*` listen.
@@ -57,6 +60,12 @@ package struct RuntimeConfiguration: Sendable {
             resultsRetentionDays: try environment.int("PUSH_RESULTS_RETENTION_DAYS", default: 0, in: 0...36_500),
             trackingRetentionDays: try environment.int("PUSH_TRACKING_RETENTION_DAYS", default: 0, in: 0...36_500)
         )
+        logRetentionDays = try environment.int("PUSH_LOG_RETENTION_DAYS", default: 0, in: 0...36_500)
+        guard logRetentionDays == 0 || logRetentionDays >= LogPartitions.minimumRetentionDays else {
+            throw ConfigurationError(
+                "PUSH_LOG_RETENTION_DAYS must be 0 (keep every row) or at least \(LogPartitions.minimumRetentionDays) (a result can come that long after its message was planned); got \(logRetentionDays)"
+            )
+        }
         let level = environment.string("LOG_LEVEL", default: "info")
         guard let logLevel = Logger.Level(rawValue: level) else {
             throw ConfigurationError("LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical; got \"\(level)\"")

@@ -509,5 +509,61 @@ package enum Migrations {
                 """,
                 "ALTER TABLE push.deliveries ADD COLUMN template_name text, ADD COLUMN template_version integer",
             ]),
+        Migration(
+            version: 16, name: "unsubscribed devices",
+            statements: [
+                "ALTER TABLE push.subscriptions ADD COLUMN unsubscribed_at timestamptz",
+                """
+                COMMENT ON COLUMN push.subscriptions.unsubscribed_at IS
+                    'When an operator unsubscribed the device (SubscriptionUnsubscribed); NULL: subscribed. Excluded from deliveries (exclusion_log reason unsubscribed); a re-registration keeps it'
+                """,
+            ]),
+        Migration(
+            version: 17, name: "erasure: per-person data keys, erased devices, token digests",
+            statements: [
+                """
+                CREATE TABLE push.subject_keys (
+                    subject_id uuid        PRIMARY KEY,
+                    service_id uuid        NOT NULL,
+                    subject    text        NOT NULL,
+                    data_key   bytea       NOT NULL CHECK (octet_length(data_key) = 32),
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    UNIQUE (service_id, subject)
+                )
+                """,
+                """
+                COMMENT ON TABLE push.subject_keys IS
+                    'Data keys sealing the personal fields of SubscriptionRegistered v2, one per person (subject user:<userKey>) or anonymous device (device:<appId>:<tokenDigest>) of a service. Not a projection: a replay cannot rebuild it, back it up with the database. Erasure deletes the row, which makes the person''s events unreadable for good'
+                """,
+                """
+                CREATE TABLE push.erased_devices (
+                    app_id       uuid        NOT NULL,
+                    token_digest text        NOT NULL,
+                    erased_at    timestamptz NOT NULL,
+                    PRIMARY KEY (app_id, token_digest)
+                )
+                """,
+                """
+                COMMENT ON TABLE push.erased_devices IS
+                    'Devices erased (SHA-256 of the token): the subscription projection ignores their registrations up to erased_at, also unsealed version-1 ones, so a replay does not bring them back. Not a projection: back it up with the database'
+                """,
+                // IMMUTABLE by declaration: convert_to is only STABLE (it reads the encoding name),
+                // but a token's UTF-8 bytes never change, and a generated column needs it.
+                """
+                CREATE FUNCTION push.token_digest(token text) RETURNS text
+                    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+                    AS $$ SELECT encode(sha256(convert_to(token, 'UTF8')), 'hex') $$
+                """,
+                """
+                COMMENT ON FUNCTION push.token_digest(text) IS
+                    'Lowercase hex SHA-256 of a registration token''s UTF-8 bytes: how events name a device without its token'
+                """,
+                "ALTER TABLE push.subscriptions ADD COLUMN token_digest text GENERATED ALWAYS AS (push.token_digest(registration_token)) STORED",
+                "CREATE INDEX subscriptions_token_digest ON push.subscriptions (app_id, token_digest)",
+            ]),
+        Migration(
+            version: 18, name: "broad_log, exclusion_log and tracking_log partitioned by month",
+            statements: LogPartitionsMigration.statements
+        ),
     ]
 }

@@ -30,3 +30,37 @@ extension UUID {
         }
     }
 }
+
+extension UUID {
+    /// Reads the 36-character form (8-4-4-4-12 hex digits, either case), as `UUID(uuidString:)`
+    /// does, without Foundation's `sscanf`: the tracking service reads one per hit.
+    package init?(text: Substring) {
+        let utf8 = text.utf8
+        guard utf8.count == 36 else { return nil }
+        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        let parsed = withUnsafeMutableBytes(of: &uuid) { uuid -> Bool in
+            var position = utf8.startIndex
+            func nibble() -> UInt8? {
+                let byte = utf8[position]
+                position = utf8.index(after: position)
+                switch byte {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+                default: return nil
+                }
+            }
+            for index in 0..<16 {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    guard utf8[position] == UInt8(ascii: "-") else { return false }
+                    position = utf8.index(after: position)
+                }
+                guard let high = nibble(), let low = nibble() else { return false }
+                uuid[index] = high << 4 | low
+            }
+            return true
+        }
+        guard parsed else { return nil }
+        self.init(uuid: uuid)
+    }
+}

@@ -113,6 +113,11 @@ struct EventJSONTests {
             try Self.expectSameBytes(
                 values.envelope(
                     SubscriptionDisabled(appId: values.uuid(), registrationToken: values.text(), reason: values.text(), invalidSince: values.date())))
+            try Self.expectSameBytes(
+                values.envelope(
+                    TrackingHitRecorded(
+                        trackingId: values.uuid(), messageId: values.text(), messageIdForm: values.text(), deliveryId: values.text(),
+                        tagId: Int32(truncatingIfNeeded: values.int()), kind: values.text(), occurredAt: values.date())))
         }
     }
 
@@ -250,6 +255,27 @@ struct EventJSONTests {
 
 @Suite("Event ids")
 struct RandomUUIDTests {
+    @Test("UUID(text:) reads what UUID(uuidString:) reads in any case, and refuses anything but 8-4-4-4-12 hex digits")
+    func textParsing() {
+        let texts = (0..<2_000).flatMap { _ in
+            let text = UUID().uuidString
+            return [text, text.lowercased(), String(text.enumerated().map { $0.offset % 3 == 0 ? Character($0.element.lowercased()) : $0.element })]
+        }
+        for text in texts + ["00000000-0000-0000-0000-000000000000", "ffffffff-ffff-ffff-ffff-ffffffffffff"] {
+            #expect(UUID(text: Substring(text)) == UUID(uuidString: text), "\(text)")
+        }
+        // Foundation's sscanf also takes some of these (a leading space, a 37th digit); the
+        // tracking URL checked the length first, and the hand-written reader takes none.
+        let valid = "6B6499A8-9D43-4BC5-ACF0-B6AEB96846F6"
+        let refused = [
+            "", String(valid.dropLast()), valid + "0", valid.replacingOccurrences(of: "-", with: "+"), "6B6499A89-D43-4BC5-ACF0-B6AEB96846F6",
+            "6B6499A8-9D43-4BC5-ACF0-B6AEB96846FG", "6B6499A8-9D43-4BC5-ACF0-B6AEB96846F\u{e9}", " 6B6499A8-9D43-4BC5-ACF0-B6AEB96846F",
+        ]
+        for text in refused {
+            #expect(UUID(text: Substring(text)) == nil, "\(text)")
+        }
+    }
+
     @Test("lowercaseText is Foundation's uuidString lower-cased, for 10,000 ids and the extremes")
     func lowercaseText() {
         var ids = (0..<10_000).map { _ in UUID() }

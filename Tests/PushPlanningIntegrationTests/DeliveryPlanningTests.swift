@@ -232,6 +232,37 @@ struct DeliveryPlanningTests {
         }
     }
 
+    @Test("unsubscribed subscriptions are excluded like quarantined ones, logged with the reason unsubscribed (which wins over a quarantine)")
+    func unsubscribedExclusions() async throws {
+        try await PlanningHarness.run { h in
+            let (service, apps) = try await h.defineService(platforms: ["ios"])
+            try await h.addSubscriptions(apps[0], count: 30)
+            try await h.postgres.query(
+                "UPDATE push.subscriptions SET disabled = true, disabled_reason = 'Unregistered', disabled_at = now() WHERE app_id = \(apps[0].appId) AND user_key IN ('user1', 'user2', 'user3')",
+                logger: h.logger
+            )
+            try await h.postgres.query(
+                "UPDATE push.subscriptions SET unsubscribed_at = now() WHERE app_id = \(apps[0].appId) AND user_key IN ('user3', 'user4', 'user5')",
+                logger: h.logger
+            )
+            let requestId = "unsub-\(h.suffix)"
+            try await h.publishRequest(requestJSON(requestId: requestId, service: service))
+            let deliveryId = try await h.waitPlanned(requestId)
+            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId)") == 25)
+            try await h.eventually("exclusion log written") {
+                try await h.int("SELECT count(*)::int FROM push.exclusion_log WHERE delivery_id = \(deliveryId)") == 5
+            }
+            #expect(try await h.int("SELECT count(*)::int FROM push.exclusion_log WHERE delivery_id = \(deliveryId) AND reason = 'unsubscribed'") == 3)
+            #expect(
+                try await h.int("SELECT count(*)::int FROM push.exclusion_log WHERE delivery_id = \(deliveryId) AND reason = 'quarantined: Unregistered'") == 2)
+            #expect(try await h.int("SELECT excluded::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == 5)
+            let toUnsubscribed = try await h.int(
+                "SELECT count(*)::int FROM push.broad_log b JOIN push.subscriptions s USING (app_id, registration_token) WHERE b.delivery_id = \(deliveryId) AND s.unsubscribed_at IS NOT NULL"
+            )
+            #expect(toUnsubscribed == 0, "no message to an unsubscribed device")
+        }
+    }
+
     @Test("an invalid request: DeliveryRejected with the reason, the raw record on the DLQ, and the next request is still planned")
     func rejection() async throws {
         try await PlanningHarness.run { h in

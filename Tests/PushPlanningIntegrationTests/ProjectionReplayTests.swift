@@ -155,6 +155,12 @@ struct ProjectionReplayTests {
                     #expect(copy[table] == live[table], "\(table): rebuilt \(String(describing: copy[table])) live \(String(describing: live[table]))")
                 }
 
+                // The rebuilt database's next delivery id is past the replayed one.
+                let next = try await rebuilt.query("SELECT nextval('push.delivery_ids')::int", logger: h.logger)
+                var nextId = 0
+                for try await (value) in next.decode(Int.self) { nextId = value }
+                #expect(nextId > Int(deliveryId) ?? Int.max, "next delivery id \(nextId) after replaying delivery \(deliveryId)")
+
                 let statusText = try await BuiltExecutable.run("pushctl", arguments: ["projections", "status"], environment: environment).output
                 let broadLog = statusText.split(separator: "\n").first { $0.hasPrefix("broad-log ") }.map { $0.split(separator: " ") }
                 #expect(broadLog?.last == "0", "nothing behind:\n\(statusText)")

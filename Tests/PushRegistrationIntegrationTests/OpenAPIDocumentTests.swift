@@ -71,6 +71,8 @@ struct OpenAPIDocumentTests {
             .init(method: "DELETE", path: "/admin/v1/apps/{id}"),
             .init(method: "GET", path: "/admin/v1/apps/{id}/credentials"), .init(method: "PUT", path: "/admin/v1/apps/{id}/credentials"),
             .init(method: "GET", path: "/admin/v1/services/{name}/devices"), .init(method: "POST", path: "/admin/v1/apps/{id}/quarantine/lift"),
+            .init(method: "POST", path: "/admin/v1/services/{name}/unsubscribe"), .init(method: "POST", path: "/admin/v1/services/{name}/resubscribe"),
+            .init(method: "POST", path: "/admin/v1/services/{name}/erase"),
             .init(method: "GET", path: "/admin/v1/services/{name}/templates"), .init(method: "GET", path: "/admin/v1/services/{name}/templates/{template}"),
             .init(method: "PUT", path: "/admin/v1/services/{name}/templates/{template}"),
         ]
@@ -90,6 +92,7 @@ struct OpenAPIDocumentTests {
                 "GET /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}/credentials",
                 "GET /admin/v1/apps/{id}/credentials", "POST /nms/mobile/1/registerIOS.jssp",
                 "POST /nms/mobile/1/registerAndroid.jssp", "GET /admin/v1/services/{name}/devices", "POST /admin/v1/apps/{id}/quarantine/lift",
+                "POST /admin/v1/services/{name}/unsubscribe", "POST /admin/v1/services/{name}/resubscribe", "POST /admin/v1/services/{name}/erase",
                 "DELETE /admin/v1/apps/{id}", "DELETE /admin/v1/services/{name}",
             ]
             #expect(Set(order) == Set(operations.keys.map { "\($0.method) \($0.path)" }))
@@ -119,8 +122,12 @@ struct OpenAPIDocumentTests {
                 #expect(unauthorized == 401 && documented.contains(401), "\(entry) without a token")
                 let (status, data) = try await Self.call(harness, parts[0], path, json: body, token: RegistrationHarness.adminToken)
                 #expect(documented.contains(status), "\(entry) answered \(status), documented \(documented.sorted()): \(String(decoding: data, as: UTF8.self))")
-                if entry == "POST /admin/v1/apps/{id}/quarantine/lift" {
-                    // The example's token has no subscription of the app: the documented 404.
+                if [
+                    "POST /admin/v1/apps/{id}/quarantine/lift", "POST /admin/v1/services/{name}/unsubscribe", "POST /admin/v1/services/{name}/resubscribe",
+                    "POST /admin/v1/services/{name}/erase",
+                ]
+                .contains(entry) {
+                    // The example's token or user key has no subscription: the documented 404.
                     #expect(status == 404, "\(entry) for a token the app does not have: \(String(decoding: data, as: UTF8.self))")
                     continue
                 }

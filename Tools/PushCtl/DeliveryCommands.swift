@@ -133,12 +133,12 @@ extension Deliveries {
     }
 }
 
-/// `pushctl devices`: look a person's or a token's devices up, lift a quarantine (registration
-/// service's admin API).
+/// `pushctl devices`: look a person's or a token's devices up, lift a quarantine, unsubscribe
+/// and subscribe again (registration service's admin API).
 struct Devices: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Look devices up (subscriptions, quarantine, latest messages) and lift a quarantine through the admin API.",
-        subcommands: [Show.self, Lift.self]
+        abstract: "Look devices up (subscriptions, quarantine, latest messages), lift a quarantine, unsubscribe or resubscribe through the admin API.",
+        subcommands: [Show.self, Lift.self, Unsubscribe.self, Resubscribe.self]
     )
 
     struct Show: AsyncParsableCommand {
@@ -167,6 +167,39 @@ struct Devices: AsyncParsableCommand {
         func run() async throws {
             try AdminConnection.printJSON(try await connection.call("POST", "/apps/\(app)/quarantine/lift", body: ["registrationToken": token]))
         }
+    }
+
+    /// The person or device a subscription change names: exactly one of a user key and a token.
+    struct Target: ParsableArguments {
+        @Option(help: "Service internal name.") var service: String
+        @Option(help: "The person's user key: all their subscriptions in the service.") var userKey: String?
+        @Option(help: "A registration token: that device's subscriptions in the service.") var token: String?
+
+        func validate() throws {
+            guard (userKey == nil) != (token == nil) else { throw ValidationError("give exactly one of --user-key and --token") }
+        }
+
+        func call(_ connection: AdminConnection, _ action: String) async throws {
+            var body: [String: String] = [:]
+            if let userKey { body["userKey"] = userKey }
+            if let token { body["registrationToken"] = token }
+            try AdminConnection.printJSON(try await connection.call("POST", "/services/\(Deliveries.Request.escaped(service))/\(action)", body: body))
+        }
+    }
+
+    struct Unsubscribe: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Unsubscribe a user's or a device's subscriptions from a service: excluded from every delivery until resubscribed.")
+        @OptionGroup var connection: AdminConnection
+        @OptionGroup var target: Target
+        func run() async throws { try await target.call(connection, "unsubscribe") }
+    }
+
+    struct Resubscribe: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Subscribe again a user's or a device's unsubscribed subscriptions in a service.")
+        @OptionGroup var connection: AdminConnection
+        @OptionGroup var target: Target
+        func run() async throws { try await target.call(connection, "resubscribe") }
     }
 }
 
@@ -210,5 +243,21 @@ struct Templates: AsyncParsableCommand {
             let path = "/services/\(Deliveries.Request.escaped(service))/templates/\(Deliveries.Request.escaped(name))"
             try AdminConnection.printJSON(try await connection.call("PUT", path, rawBody: try Deliveries.document(file)))
         }
+    }
+}
+
+/// `pushctl users erase`: forget a person (or an anonymous device) for good (registration
+/// service's admin API; docs/operations.md, "Data protection").
+struct Users: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Erase a person's data (data-protection requests) through the admin API.", subcommands: [Erase.self])
+
+    struct Erase: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Erase a person (by user key) or an anonymous device (by token) from a service: subscriptions, data keys and log rows.",
+            discussion: "Prints the erasure id and the counts removed; the delivery indicators keep their counts. Final: there is no undo.")
+        @OptionGroup var connection: AdminConnection
+        @OptionGroup var target: Devices.Target
+        func run() async throws { try await target.call(connection, "erase") }
     }
 }

@@ -18,6 +18,11 @@ import PushStore
 /// expired, cancelled) in the same statement as the results: only a row that this batch creates in, or moves
 /// to, a final status counts, so a repeated or late result never counts twice and a planned
 /// message arriving after its result counts nothing.
+///
+/// `push.broad_log` is partitioned by `log_month` (the delivery's UTC month), one value per
+/// delivery kept in `push.broad_log_deliveries` (migration 18): the conflict target `(message_id, log_month)`
+/// then finds a message's row whichever of its events comes first, and retention drops whole
+/// deliveries.
 package struct BroadLogProjection: EnvelopeProjection {
     package enum Event: Sendable {
         case planned(MessageReference, Date)
@@ -87,15 +92,41 @@ package struct BroadLogProjection: EnvelopeProjection {
                 }
             }
         }
+        // The partition key of every delivery this batch names, fixed by the first batch that
+        // writes a row of it (the month its fan-out may start, `deliveries.send_at`, when the deliveries projection has it,
+        // else of the batch's earliest event of it) and read back by the inserts below: all of a
+        // delivery's rows share one `log_month`, whichever of its events comes first.
+        var firstSeen: [String: Date] = [:]
+        for (message, at) in planned { firstSeen[message.deliveryId] = min(firstSeen[message.deliveryId] ?? at, at) }
+        for id in resultOrder {
+            let (message, outcome) = results[id]!
+            firstSeen[message.deliveryId] = min(firstSeen[message.deliveryId] ?? outcome.at, outcome.at)
+        }
+        if !firstSeen.isEmpty {
+            let deliveries = firstSeen.keys.sorted()
+            try await connection.query(
+                """
+                INSERT INTO push.broad_log_deliveries (delivery_id, log_month)
+                SELECT x.d, date_trunc('month', coalesce(dl.send_at, x.at) AT TIME ZONE 'UTC')::date
+                FROM unnest(\(deliveries)::text[], \(deliveries.map { firstSeen[$0]! })::timestamptz[]) AS x(d, at)
+                LEFT JOIN push.deliveries dl ON dl.delivery_id = x.d
+                ORDER BY x.d
+                ON CONFLICT (delivery_id) DO NOTHING
+                """,
+                logger: logger
+            )
+        }
         if !planned.isEmpty {
             try await connection.query(
                 """
-                INSERT INTO push.broad_log (message_id, broad_log_id, delivery_id, app_id, registration_token, platform, status, attempts, created_at, updated_at)
-                SELECT m, nullif(b, 0), d, a, t, p, 'pending', 0, c, c
+                INSERT INTO push.broad_log (message_id, broad_log_id, delivery_id, app_id, registration_token, platform, status, attempts, created_at, updated_at,
+                                            log_month)
+                SELECT m, nullif(b, 0), d, a, t, p, 'pending', 0, c, c, k.log_month
                 FROM unnest(\(planned.map(\.0.messageId))::uuid[], \(planned.map { $0.0.broadLogId ?? 0 })::int[], \(planned.map(\.0.deliveryId))::text[],
                             \(planned.map(\.0.appId))::uuid[], \(planned.map(\.0.registrationToken))::text[], \(planned.map(\.0.platform.rawValue))::text[],
                             \(planned.map(\.1))::timestamptz[]) AS x(m, b, d, a, t, p, c)
-                ON CONFLICT (message_id) DO UPDATE SET created_at = least(push.broad_log.created_at, excluded.created_at),
+                JOIN push.broad_log_deliveries k ON k.delivery_id = x.d
+                ON CONFLICT (message_id, log_month) DO UPDATE SET created_at = least(push.broad_log.created_at, excluded.created_at),
                     broad_log_id = coalesce(push.broad_log.broad_log_id, excluded.broad_log_id)
                 """,
                 logger: logger
@@ -111,13 +142,15 @@ package struct BroadLogProjection: EnvelopeProjection {
                 """
                 WITH changed AS (
                 INSERT INTO push.broad_log AS b (message_id, broad_log_id, delivery_id, app_id, registration_token, platform, status, failure_type,
-                                                 failure_reason, provider_message_id, attempts, created_at, updated_at, sent_at)
-                SELECT m, nullif(bl, 0), d, a, t, p, s, nullif(ft, ''), nullif(fr, ''), nullif(pm, ''), n, at, at, CASE WHEN s = 'sent' THEN at END
+                                                 failure_reason, provider_message_id, attempts, created_at, updated_at, sent_at, log_month)
+                SELECT m, nullif(bl, 0), d, a, t, p, s, nullif(ft, ''), nullif(fr, ''), nullif(pm, ''), n, at, at, CASE WHEN s = 'sent' THEN at END,
+                       k.log_month
                 FROM unnest(\(rows.map(\.0.messageId))::uuid[], \(rows.map { $0.0.broadLogId ?? 0 })::int[], \(rows.map(\.0.deliveryId))::text[], \(rows.map(\.0.appId))::uuid[],
                             \(rows.map(\.0.registrationToken))::text[], \(rows.map(\.0.platform.rawValue))::text[], \(rows.map(\.1.status))::text[],
                             \(rows.map { $0.1.failureType ?? "" })::text[], \(rows.map { $0.1.reason ?? "" })::text[], \(rows.map { $0.1.providerMessageId ?? "" })::text[],
                             \(rows.map(\.1.attempts))::int[], \(rows.map(\.1.at))::timestamptz[]) AS x(m, bl, d, a, t, p, s, ft, fr, pm, n, at)
-                ON CONFLICT (message_id) DO UPDATE SET status = excluded.status, broad_log_id = coalesce(b.broad_log_id, excluded.broad_log_id),
+                JOIN push.broad_log_deliveries k ON k.delivery_id = x.d
+                ON CONFLICT (message_id, log_month) DO UPDATE SET status = excluded.status, broad_log_id = coalesce(b.broad_log_id, excluded.broad_log_id),
                     failure_type = excluded.failure_type,
                     failure_reason = excluded.failure_reason, provider_message_id = excluded.provider_message_id,
                     attempts = excluded.attempts, updated_at = excluded.updated_at, sent_at = excluded.sent_at

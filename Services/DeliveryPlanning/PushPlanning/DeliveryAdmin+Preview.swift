@@ -16,7 +16,7 @@ extension DeliveryAdmin {
         /// Devices the audience matches that would be left out, and logged in `exclusion_log`.
         package var excluded: Int
         package var apps: [AppAudience]
-        /// Exclusions by reason (`quarantined: <provider reason>`), largest first.
+        /// Exclusions by reason (`quarantined: <provider reason>`, `unsubscribed`), largest first.
         package var exclusions: [ExclusionCount]
         /// For an audience of userKeys (or a proof's userKeys): how many of them match no
         /// subscription of the targeted apps. Null for the other audiences.
@@ -73,7 +73,7 @@ extension DeliveryAdmin {
             for app in apps {
                 let ofApp = counts.filter { $0.appId == app.appId }
                 let excluded = ofApp.filter(\.disabled)
-                for row in excluded { exclusions["quarantined: \(row.reason ?? "disabled")", default: 0] += row.devices }
+                for row in excluded { exclusions[row.reason ?? "quarantined: disabled", default: 0] += row.devices }
                 audiences.append(
                     AppAudience(
                         appId: app.appId, integrationKey: app.integrationKey, platform: app.platform,
@@ -129,12 +129,15 @@ extension DeliveryAdmin {
         let filter = try AudienceFilter(delivery)
         let rows = try await connection.query(
             """
-            SELECT app_id, disabled, disabled_reason, count(*)
+            SELECT app_id, disabled OR unsubscribed_at IS NOT NULL,
+                   CASE WHEN unsubscribed_at IS NOT NULL THEN 'unsubscribed'
+                        WHEN disabled THEN 'quarantined: ' || coalesce(disabled_reason, 'disabled') END,
+                   count(*)
             FROM push.subscriptions
             WHERE app_id = ANY(\(filter.apps))
               AND CASE WHEN \(filter.isProof) THEN user_key = ANY(\(filter.proofUserKeys)) OR registration_token = ANY(\(filter.proofTokens))
                   ELSE (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys))) AND params @> \(filter.conditions)::jsonb END
-            GROUP BY app_id, disabled, disabled_reason
+            GROUP BY 1, 2, 3
             """,
             logger: logger)
         var result: [CountRow] = []
@@ -153,7 +156,7 @@ extension DeliveryAdmin {
             """
             SELECT registration_token, user_key, params::text
             FROM push.subscriptions
-            WHERE app_id = \(app) AND NOT disabled
+            WHERE app_id = \(app) AND NOT disabled AND unsubscribed_at IS NULL
               AND CASE WHEN \(filter.isProof) THEN user_key = ANY(\(filter.proofUserKeys)) OR registration_token = ANY(\(filter.proofTokens))
                   ELSE (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys))) AND params @> \(filter.conditions)::jsonb END
             ORDER BY registration_token

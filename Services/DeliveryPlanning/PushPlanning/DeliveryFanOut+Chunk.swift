@@ -102,7 +102,7 @@ extension DeliveryFanOut {
                 exclusions.append(
                     .init(
                         appId: row.appId, registrationToken: row.registrationToken, platform: platform,
-                        reason: "quarantined: \(row.disabledReason ?? "disabled")"))
+                        reason: row.exclusionReason ?? "quarantined: disabled"))
                 continue
             }
             let messageId = fanOut.factory.messageId(for: row)

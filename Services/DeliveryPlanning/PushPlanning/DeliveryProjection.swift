@@ -66,6 +66,18 @@ package struct DeliveryProjection: EnvelopeProjection {
                     """,
                     logger: logger
                 )
+                // A database rebuilt by replay starts push.delivery_ids at 1: move it past every
+                // replayed id, so a new delivery never takes the id of one still on the topics
+                // (whose controls, results and hits would then apply to it). A no-op live.
+                if let replayedId = Int32(delivery.deliveryId), replayedId > 0 {
+                    try await connection.query(
+                        """
+                        SELECT setval('push.delivery_ids', \(replayedId)) FROM push.delivery_ids
+                        WHERE (CASE WHEN is_called THEN last_value ELSE last_value - 1 END) < \(replayedId)
+                        """,
+                        logger: logger
+                    )
+                }
             case .control(let deliveryId, let state, let at, let eventId):
                 // Each change takes a new version (readers ask for what changed since theirs);
                 // a repeated event changes nothing, and nothing brings a cancelled delivery back.
@@ -103,8 +115,10 @@ package struct DeliveryProjection: EnvelopeProjection {
                 let reasons = recorded.exclusions.map(\.reason)
                 try await connection.query(
                     """
-                    INSERT INTO push.exclusion_log (delivery_id, app_id, registration_token, platform, reason, excluded_at)
-                    SELECT \(recorded.deliveryId), a, t, p, r, \(recorded.excludedAt)
+                    INSERT INTO push.exclusion_log (delivery_id, app_id, registration_token, platform, reason, excluded_at, log_month)
+                    SELECT \(recorded.deliveryId), a, t, p, r, \(recorded.excludedAt),
+                           date_trunc('month', coalesce((SELECT send_at FROM push.deliveries WHERE delivery_id = \(recorded.deliveryId)),
+                                                        \(recorded.excludedAt)) AT TIME ZONE 'UTC')::date
                     FROM unnest(\(apps)::uuid[], \(tokens)::text[], \(platforms)::text[], \(reasons)::text[]) AS x(a, t, p, r)
                     ON CONFLICT DO NOTHING
                     """,

@@ -7,16 +7,18 @@ package struct TargetedSubscription: Sendable, Hashable {
     package var registrationToken: String
     package var userKey: String
     package var params: [String: String]
+    /// Excluded from the delivery: quarantined or unsubscribed.
     package var disabled: Bool
-    package var disabledReason: String?
+    /// Why, as `exclusion_log.reason` says it (`quarantined: Unregistered`, `unsubscribed`).
+    package var exclusionReason: String?
 
-    package init(appId: UUID, registrationToken: String, userKey: String, params: [String: String], disabled: Bool = false, disabledReason: String? = nil) {
+    package init(appId: UUID, registrationToken: String, userKey: String, params: [String: String], disabled: Bool = false, exclusionReason: String? = nil) {
         self.appId = appId
         self.registrationToken = registrationToken
         self.userKey = userKey
         self.params = params
         self.disabled = disabled
-        self.disabledReason = disabledReason
+        self.exclusionReason = exclusionReason
     }
 }
 

@@ -35,7 +35,7 @@ package enum PlanningApplication {
     }
 
     /// The parts in start order: request intake, outbox publisher, fan-out, the projections of
-    /// deliveries and the broad log, and the deliveries' admin API (`adminToken` nil: it
+    /// deliveries and the broad log, the log partitions' maintenance, and the deliveries' admin API (`adminToken` nil: it
     /// answers 503).
     package static func build(
         configuration: RuntimeConfiguration, settings: PlanningSettings, postgres: PostgresClient,
@@ -74,6 +74,7 @@ package enum PlanningApplication {
             ),
             runner(DeliveryProjection(name: groups.deliveries, topic: topics.deliveryEvents.name)),
             runner(BroadLogProjection(name: groups.broadLog, catalog: topics)),
+            LogPartitionMaintenance(postgres: postgres, retentionDays: configuration.logRetentionDays, logger: logger),
             adminAPI,
         ]
     }

@@ -5,8 +5,9 @@ import PushEvents
 
 /// Reads a delivery's audience from `push.subscriptions` in (app_id, registration_token) order,
 /// one chunk at a time after a cursor (keyset pagination on the primary key: memory stays
-/// bounded by the chunk, whatever the audience size). Disabled subscriptions are returned too,
-/// flagged, so that they can be written to the exclusion log.
+/// bounded by the chunk, whatever the audience size). Disabled (quarantined) and unsubscribed
+/// subscriptions are returned too, flagged with their exclusion reason, so that they can be
+/// written to the exclusion log; unsubscribed wins over quarantined.
 enum TargetingQuery {
     static func next(
         delivery: DeliveryAccepted, after cursor: DeliveryFanOut.Cursor, through end: DeliveryFanOut.Cursor?,
@@ -20,7 +21,9 @@ enum TargetingQuery {
         let rowLimit = end == nil ? limit : Int(Int32.max)
         let rows = try await connection.query(
             """
-            SELECT app_id, registration_token, user_key, CASE WHEN \(withParams) THEN params::text ELSE '{}' END, disabled, disabled_reason
+            SELECT app_id, registration_token, user_key, CASE WHEN \(withParams) THEN params::text ELSE '{}' END,
+                   disabled OR unsubscribed_at IS NOT NULL,
+                   CASE WHEN unsubscribed_at IS NOT NULL THEN 'unsubscribed' ELSE 'quarantined: ' || coalesce(disabled_reason, 'disabled') END
             FROM push.subscriptions
             WHERE app_id = ANY(\(filter.apps))
               AND (app_id, registration_token) > (\(cursor.appId), \(cursor.token))
@@ -38,7 +41,8 @@ enum TargetingQuery {
         for try await (appId, token, userKey, params, disabled, reason) in rows.decode((UUID, String, String, String, Bool, String?).self) {
             let values = withParams ? ((try? decoder.decode([String: String].self, from: Data(params.utf8))) ?? [:]) : [:]
             result.append(
-                TargetedSubscription(appId: appId, registrationToken: token, userKey: userKey, params: values, disabled: disabled, disabledReason: reason))
+                TargetedSubscription(
+                    appId: appId, registrationToken: token, userKey: userKey, params: values, disabled: disabled, exclusionReason: disabled ? reason : nil))
         }
         return result
     }

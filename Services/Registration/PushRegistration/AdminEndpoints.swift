@@ -11,11 +11,13 @@ import PushRuntime
 package struct AdminEndpoints: Sendable {
     let admin: CatalogAdmin
     let devices: DeviceAdmin
+    let erasure: PersonErasure
     let token: AdminToken?
 
-    package init(admin: CatalogAdmin, devices: DeviceAdmin, token: AdminToken?) {
+    package init(admin: CatalogAdmin, devices: DeviceAdmin, erasure: PersonErasure, token: AdminToken?) {
         self.admin = admin
         self.devices = devices
+        self.erasure = erasure
         self.token = token
     }
 
@@ -124,6 +126,33 @@ package struct AdminEndpoints: Sendable {
                     try await devices.devices(
                         serviceName: try context.parameters.require("name"), userKey: query.get("userKey"), token: query.get("token"),
                         messages: messages ?? 10))
+            }
+        }
+        for (path, subscribe) in [("/services/:name/unsubscribe", false), ("/services/:name/resubscribe", true)] {
+            group.post(RouterPath(stringLiteral: path)) { request, context in
+                try await guarded(request) {
+                    struct Body: Decodable {
+                        var userKey: String?
+                        var registrationToken: String?
+                    }
+                    let body = try await Self.decode(Body.self, request, context)
+                    return try Self.json(
+                        .ok,
+                        try await devices.setSubscribed(
+                            subscribe, serviceName: try context.parameters.require("name"), userKey: body.userKey, token: body.registrationToken))
+                }
+            }
+        }
+        group.post("/services/:name/erase") { request, context in
+            try await guarded(request) {
+                struct Body: Decodable {
+                    var userKey: String?
+                    var registrationToken: String?
+                }
+                let body = try await Self.decode(Body.self, request, context)
+                return try Self.json(
+                    .ok,
+                    try await erasure.erase(serviceName: try context.parameters.require("name"), userKey: body.userKey, token: body.registrationToken))
             }
         }
         group.post("/apps/:id/quarantine/lift") { request, context in

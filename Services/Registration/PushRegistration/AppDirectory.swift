@@ -6,6 +6,8 @@ import PushEvents
 /// What the registration endpoints need to know about an app.
 package struct AppEntry: Sendable, Hashable {
     package var appId: UUID
+    /// The app's service: a person's data key is per service.
+    package var serviceId: UUID
     package var integrationKey: String
     package var platform: Platform
     /// Kept `additionalParams` names and their types; empty keeps every parameter as text.
@@ -35,14 +37,16 @@ package actor AppDirectory {
         let now = ContinuousClock.now
         if let cached = cache[integrationKey], cached.expires > now { return cached.entry }
         let rows = try await postgres.query(
-            "SELECT app_id, platform, subscription_parameters::text FROM push.apps WHERE integration_key = \(integrationKey)",
+            "SELECT app_id, service_id, platform, subscription_parameters::text FROM push.apps WHERE integration_key = \(integrationKey)",
             logger: logger
         )
         var entry: AppEntry?
-        for try await (appId, platform, parameters) in rows.decode((UUID, String, String).self) {
+        for try await (appId, serviceId, platform, parameters) in rows.decode((UUID, UUID, String, String).self) {
             let declared = (try? JSONDecoder().decode([[String: String]].self, from: Data(parameters.utf8))) ?? []
             let types = Dictionary(declared.compactMap { item in item["name"].map { ($0, item["type"] ?? "string") } }) { first, _ in first }
-            entry = Platform(rawValue: platform).map { AppEntry(appId: appId, integrationKey: integrationKey, platform: $0, parameterTypes: types) }
+            entry = Platform(rawValue: platform).map {
+                AppEntry(appId: appId, serviceId: serviceId, integrationKey: integrationKey, platform: $0, parameterTypes: types)
+            }
         }
         if cache.count > 10_000 { cache.removeAll(keepingCapacity: true) }
         cache[integrationKey] = (entry, now + (entry == nil ? negativeTTL : ttl))

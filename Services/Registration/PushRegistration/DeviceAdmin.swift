@@ -36,6 +36,8 @@ package struct DeviceAdmin: Sendable {
         package var osVersion: String?
         package var registeredAt: Date
         package var quarantine: Quarantine?
+        /// When an operator unsubscribed the device (excluded from deliveries); absent while subscribed.
+        package var unsubscribedAt: Date?
         /// The device's latest messages (`broad_log`), newest first, at most `messages`.
         package var lastMessages: [LoggedMessage]
     }
@@ -75,7 +77,7 @@ package struct DeviceAdmin: Sendable {
         let rows = try await postgres.query(
             """
             SELECT s.app_id, a.integration_key, s.platform, s.registration_token, s.user_key, s.params::text, s.device_name, s.device_model,
-                   s.os_name, s.os_version, s.registered_at, s.disabled, s.disabled_reason, s.disabled_at, s.invalid_since
+                   s.os_name, s.os_version, s.registered_at, s.disabled, s.disabled_reason, s.disabled_at, s.invalid_since, s.unsubscribed_at
             FROM push.subscriptions s JOIN push.apps a USING (app_id)
             WHERE a.service_id = \(serviceId)
               AND (\(userKey)::text IS NULL OR s.user_key = \(userKey)) AND (\(token)::text IS NULL OR s.registration_token = \(token))
@@ -99,6 +101,7 @@ package struct DeviceAdmin: Sendable {
                             reason: try cells[12].decode(String?.self), disabledAt: try cells[13].decode(Date?.self),
                             invalidSince: try cells[14].decode(Date?.self))
                         : nil,
+                    unsubscribedAt: try cells[15].decode(Date?.self),
                     lastMessages: []))
         }
         guard messages > 0 else { return devices }
@@ -161,5 +164,92 @@ package struct DeviceAdmin: Sendable {
             try await Task.sleep(for: .milliseconds(25))
         }
         return Lifted(appId: appId, registrationToken: token, applied: false)
+    }
+
+    /// The answer to an unsubscribe or a resubscribe (200).
+    package struct SubscriptionChange: Codable, Sendable, Equatable {
+        package struct Subscription: Codable, Sendable, Equatable {
+            package var appId: UUID
+            package var registrationToken: String
+        }
+        /// The subscriptions whose state changed (one event each); those already in the asked
+        /// state are left alone and not listed.
+        package var changed: [Subscription]
+        /// True once `push.subscriptions` shows every change; false if the projection did not
+        /// apply them within 5 s (it will).
+        package var applied: Bool
+    }
+
+    /// Unsubscribes (`subscribe` false) or subscribes again the service's subscriptions of
+    /// `userKey` or of `token` (exactly one): one `SubscriptionUnsubscribed` or
+    /// `SubscriptionResubscribed` per subscription whose state changes, keyed by the device, so a
+    /// replay agrees. Waits (up to 5 s) until the projection shows them. 404 for an unknown
+    /// service or when the service has no such subscription.
+    package func setSubscribed(_ subscribe: Bool, serviceName: String, userKey: String?, token: String?) async throws -> SubscriptionChange {
+        guard (userKey == nil) != (token == nil) else { throw AdminError.badRequest("give exactly one of userKey and registrationToken") }
+        if let userKey, userKey.isEmpty { throw AdminError.badRequest("userKey must not be empty") }
+        if let token, token.isEmpty { throw AdminError.badRequest("registrationToken must not be empty") }
+        let services = try await postgres.query("SELECT service_id FROM push.services WHERE name = \(serviceName)", logger: logger)
+        var serviceId: UUID?
+        for try await id in services.decode(UUID.self) { serviceId = id }
+        guard let serviceId else { throw AdminError.notFound("no service named \(serviceName)") }
+        let rows = try await postgres.query(
+            """
+            SELECT s.app_id, s.registration_token, s.unsubscribed_at IS NOT NULL
+            FROM push.subscriptions s JOIN push.apps a USING (app_id)
+            WHERE a.service_id = \(serviceId)
+              AND (\(userKey)::text IS NULL OR s.user_key = \(userKey)) AND (\(token)::text IS NULL OR s.registration_token = \(token))
+            ORDER BY s.app_id, s.registration_token
+            """,
+            logger: logger)
+        var found = 0
+        var changed: [SubscriptionChange.Subscription] = []
+        for try await (appId, registrationToken, unsubscribed) in rows.decode((UUID, String, Bool).self) {
+            found += 1
+            if unsubscribed == subscribe { changed.append(.init(appId: appId, registrationToken: registrationToken)) }
+        }
+        guard found > 0 else {
+            throw AdminError.notFound(
+                userKey != nil
+                    ? "no subscription of this userKey in service \(serviceName)" : "no subscription with this registrationToken in service \(serviceName)")
+        }
+        var records: [KafkaProducerRecord] = []
+        for subscription in changed {
+            // Named by the token's digest, never the token (docs/architecture.md, "Erasure").
+            let digest = PersonalDataKeys.tokenDigest(subscription.registrationToken)
+            let key = SealedSubscriptionRegistered.key(appId: subscription.appId, tokenDigest: digest)
+            records.append(
+                subscribe
+                    ? try KafkaProducerRecord(
+                        topic: topic, event: EventEnvelope(key: key, payload: SubscriptionResubscribed(appId: subscription.appId, tokenDigest: digest)))
+                    : try KafkaProducerRecord(
+                        topic: topic, event: EventEnvelope(key: key, payload: SubscriptionUnsubscribed(appId: subscription.appId, tokenDigest: digest))))
+        }
+        for result in await producer.send(records) {
+            do {
+                _ = try result.get()
+            } catch {
+                throw AdminError(status: 503, reason: "the broker did not store the change (\(error)); ask again")
+            }
+        }
+        logger.notice(
+            subscribe ? "Devices subscribed again by an operator" : "Devices unsubscribed by an operator",
+            metadata: ["service": "\(serviceName)", "count": "\(changed.count)"])
+        guard !changed.isEmpty else { return SubscriptionChange(changed: [], applied: true) }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            let state = try await postgres.query(
+                """
+                SELECT count(*)::int FROM push.subscriptions
+                WHERE (app_id, registration_token) IN (SELECT * FROM unnest(\(changed.map(\.appId))::uuid[], \(changed.map(\.registrationToken))::text[]))
+                  AND (unsubscribed_at IS NULL) = \(subscribe)
+                """,
+                logger: logger)
+            for try await done in state.decode(Int.self) where done == changed.count {
+                return SubscriptionChange(changed: changed, applied: true)
+            }
+            try await Task.sleep(for: .milliseconds(25))
+        }
+        return SubscriptionChange(changed: changed, applied: false)
     }
 }

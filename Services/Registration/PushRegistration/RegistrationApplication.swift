@@ -44,15 +44,20 @@ package enum RegistrationApplication {
 
         let directory = AppDirectory(postgres: postgres, logger: logger)
         let router = Router(context: RegistrationRequestContext.self)
-        RegistrationEndpoints(producer: producer, topic: configuration.topics.subscriptions.name, directory: directory, settings: settings, logger: logger)
-            .addRoutes(to: router)
+        RegistrationEndpoints(
+            producer: producer, topic: configuration.topics.subscriptions.name, directory: directory,
+            keys: PersonalDataKeys(postgres: postgres, logger: logger),
+            settings: settings, logger: logger
+        )
+        .addRoutes(to: router)
         let credentials = credentialCipher.map { CredentialStore(postgres: postgres, cipher: $0, logger: logger) }
         let admin = CatalogAdmin(
             producer: producer, topic: configuration.topics.catalog.name, postgres: postgres, directory: directory,
             credentials: credentials, logger: logger
         )
         let devices = DeviceAdmin(producer: producer, topic: configuration.topics.subscriptions.name, postgres: postgres, logger: logger)
-        AdminEndpoints(admin: admin, devices: devices, token: adminToken).addRoutes(to: router)
+        let erasure = PersonErasure(producer: producer, topic: configuration.topics.subscriptions.name, postgres: postgres, logger: logger)
+        AdminEndpoints(admin: admin, devices: devices, erasure: erasure, token: adminToken).addRoutes(to: router)
         if adminToken == nil {
             logger.warning("PUSH_ADMIN_TOKEN is not set: the admin API answers 503")
         }

@@ -27,12 +27,14 @@ package struct RegistrationEndpoints: Sendable {
     let producer: KafkaProducer
     let topic: String
     let directory: AppDirectory
+    let keys: PersonalDataKeys
     let settings: RegistrationSettings
     let keyLimiter: RateLimiter
     let addressLimiter: RateLimiter
     let logger: Logger
 
-    package init(producer: KafkaProducer, topic: String, directory: AppDirectory, settings: RegistrationSettings, logger: Logger) {
+    package init(producer: KafkaProducer, topic: String, directory: AppDirectory, keys: PersonalDataKeys, settings: RegistrationSettings, logger: Logger) {
+        self.keys = keys
         self.producer = producer
         self.topic = topic
         self.directory = directory
@@ -119,8 +121,19 @@ package struct RegistrationEndpoints: Sendable {
             osName: registration.osName, osVersion: registration.osVersion, osLanguage: registration.osLanguage,
             params: params, registeredAt: Date()
         )
-        let key = SubscriptionRegistered.key(appId: app.appId, registrationToken: registration.registrationToken)
-        let envelope = EventEnvelope(key: key, payload: event)
+        // Version 2: the personal fields sealed under the person's (or the device's) data key,
+        // keyed by the token's digest, so that an erasure leaves nothing readable.
+        let sealed: SealedSubscriptionRegistered
+        do {
+            let subject = PersonalDataKeys.subject(
+                userKey: event.userKey, appId: app.appId, tokenDigest: PersonalDataKeys.tokenDigest(event.registrationToken))
+            let (subjectId, dataKey) = try await keys.key(serviceId: app.serviceId, subject: subject)
+            sealed = try PersonalDataKeys.seal(event, subjectId: subjectId, key: dataKey)
+        } catch {
+            logger.warning("No data key for a registration", metadata: ["app.id": "\(app.appId)", "error": "\(String(reflecting: type(of: error)))"])
+            throw Refusal(error: RegistrationError(status: 503, reason: "the registration could not be stored in time; retry later"))
+        }
+        let envelope = EventEnvelope(key: SealedSubscriptionRegistered.key(appId: app.appId, tokenDigest: sealed.tokenDigest), payload: sealed)
         do {
             try await producer.send(KafkaProducerRecord(topic: topic, event: envelope))
         } catch {

@@ -8,13 +8,21 @@ import PushStore
 /// Keeps `push.subscriptions` from `push.subscriptions`: one row per app + token; and reads
 /// `push.catalog` for the apps deleted.
 ///
-/// - `SubscriptionRegistered` upserts the row and clears a quarantine, unless its app was deleted.
+/// - `SubscriptionRegistered` upserts the row and clears a quarantine, unless its app was deleted,
+///   the device was erased after it (`push.erased_devices`), or a later registration of the
+///   device is already there (version-1 and version-2 events of one device sit in different
+///   partitions, keyed by token and by digest, so a replay may read them out of order). Version 2
+///   is opened with its subject's data key (`push.subject_keys`, read once per batch); without
+///   the key (the person was erased) it is skipped.
 /// - `SubscriptionDisabled` sets `disabled` unless the device registered again after the
 ///   provider's verdict (`invalidSince` older than `registered_at`); `disabled_at` is when the
 ///   channel disabled it (the event's `occurredAt`, so a replay gives the same row), the
 ///   provider's own time is `invalid_since`.
 /// - `SubscriptionReenabled` (an operator lifted the quarantine) clears `disabled` and its
 ///   reason and times.
+/// - `SubscriptionUnsubscribed` sets `unsubscribed_at` (the event's `occurredAt`);
+///   `SubscriptionResubscribed` clears it. A registration leaves it as it is: an unsubscribed
+///   device that the SDK registers again stays unsubscribed.
 /// - `SubscriptionPurged` deletes a disabled row.
 /// - `AppDeleted` (on `push.catalog`) deletes the app's rows and records the app in
 ///   `push.subscription_deleted_apps`, this projection's own record, written in its transaction:
@@ -25,9 +33,12 @@ import PushStore
 package struct SubscriptionProjection: EnvelopeProjection {
     package enum Event: Sendable {
         case registered(SubscriptionRegistered)
+        case sealed(SealedSubscriptionRegistered)
         case disabled(SubscriptionDisabled, Date)
         case purged(SubscriptionPurged)
         case reenabled(SubscriptionReenabled)
+        case unsubscribed(SubscriptionUnsubscribed, Date)
+        case resubscribed(SubscriptionResubscribed)
         case appDeleted(AppDeleted, Date)
     }
 
@@ -43,9 +54,12 @@ package struct SubscriptionProjection: EnvelopeProjection {
         self.catalogTopic = catalogTopic
         var decoder = EventDecoder<Event>()
         decoder.register(SubscriptionRegistered.self) { event, _ in .registered(event) }
+        decoder.register(SealedSubscriptionRegistered.self) { event, _ in .sealed(event) }
         decoder.register(SubscriptionDisabled.self) { event, metadata in .disabled(event, metadata.occurredAt) }
         decoder.register(SubscriptionPurged.self) { event, _ in .purged(event) }
         decoder.register(SubscriptionReenabled.self) { event, _ in .reenabled(event) }
+        decoder.register(SubscriptionUnsubscribed.self) { event, metadata in .unsubscribed(event, metadata.occurredAt) }
+        decoder.register(SubscriptionResubscribed.self) { event, _ in .resubscribed(event) }
         decoder.register(AppDeleted.self) { event, metadata in .appDeleted(event, metadata.occurredAt) }
         self.decoder = decoder
     }
@@ -72,6 +86,8 @@ package struct SubscriptionProjection: EnvelopeProjection {
         // they replace the whole row); other events keep their place in the order.
         var pending: [String: SubscriptionRegistered] = [:]
         var order: [String] = []
+        let subjects = Set(events.compactMap { if case .sealed(let sealed) = $0.event { sealed.subjectId } else { nil } })
+        let keys = try await PersonalDataKeys.keys(subjects, on: connection, logger: logger)
         func flush() async throws {
             guard !order.isEmpty else { return }
             try await Self.upsert(order.map { pending[$0]! }, on: connection, logger: logger)
@@ -80,6 +96,13 @@ package struct SubscriptionProjection: EnvelopeProjection {
         }
         for projected in events {
             switch projected.event {
+            case .sealed(let sealed):
+                guard let key = keys[sealed.subjectId], let registration = PersonalDataKeys.open(sealed, key: key) else {
+                    logger.debug("Registration of an erased subject skipped", metadata: ["app.id": "\(sealed.appId)"])
+                    continue
+                }
+                let recordKey = SubscriptionRegistered.key(appId: registration.appId, registrationToken: registration.registrationToken)
+                if pending.updateValue(registration, forKey: recordKey) == nil { order.append(recordKey) }
             case .registered(let registration):
                 let key = SubscriptionRegistered.key(appId: registration.appId, registrationToken: registration.registrationToken)
                 if pending.updateValue(registration, forKey: key) == nil { order.append(key) }
@@ -102,6 +125,24 @@ package struct SubscriptionProjection: EnvelopeProjection {
                     UPDATE push.subscriptions
                     SET disabled = false, disabled_reason = NULL, disabled_at = NULL, invalid_since = NULL, updated_at = now()
                     WHERE app_id = \(reenabled.appId) AND registration_token = \(reenabled.registrationToken) AND disabled
+                    """,
+                    logger: logger
+                )
+            case .unsubscribed(let unsubscribed, let at):
+                try await flush()
+                try await connection.query(
+                    """
+                    UPDATE push.subscriptions SET unsubscribed_at = \(at), updated_at = now()
+                    WHERE app_id = \(unsubscribed.appId) AND token_digest = \(unsubscribed.tokenDigest) AND unsubscribed_at IS NULL
+                    """,
+                    logger: logger
+                )
+            case .resubscribed(let resubscribed):
+                try await flush()
+                try await connection.query(
+                    """
+                    UPDATE push.subscriptions SET unsubscribed_at = NULL, updated_at = now()
+                    WHERE app_id = \(resubscribed.appId) AND token_digest = \(resubscribed.tokenDigest) AND unsubscribed_at IS NOT NULL
                     """,
                     logger: logger
                 )
@@ -143,6 +184,9 @@ package struct SubscriptionProjection: EnvelopeProjection {
                 \(params)::text[], \(registrations.map(\.registeredAt))::timestamptz[]
             ) AS x(a, t, pl, u, i, dn, dm, db, dma, osn, osv, osl, p, r)
             WHERE NOT EXISTS (SELECT 1 FROM push.subscription_deleted_apps d WHERE d.app_id = x.a)
+              AND NOT EXISTS (
+                  SELECT 1 FROM push.erased_devices e
+                  WHERE e.app_id = x.a AND e.token_digest = push.token_digest(x.t) AND x.r <= e.erased_at)
             ON CONFLICT (app_id, registration_token) DO UPDATE SET
                 platform = excluded.platform, user_key = excluded.user_key, device_imei = excluded.device_imei,
                 device_name = excluded.device_name, device_model = excluded.device_model, device_brand = excluded.device_brand,
@@ -150,6 +194,7 @@ package struct SubscriptionProjection: EnvelopeProjection {
                 os_language = excluded.os_language, params = excluded.params,
                 disabled = false, disabled_reason = NULL, disabled_at = NULL, invalid_since = NULL,
                 registered_at = excluded.registered_at, updated_at = now()
+            WHERE s.registered_at <= excluded.registered_at
             """,
             logger: logger
         )

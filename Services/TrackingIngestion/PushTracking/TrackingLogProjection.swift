@@ -8,7 +8,8 @@ import PushStore
 /// Keeps `push.tracking_log` from `push.tracking`: one row per tracking hit.
 ///
 /// Exactly once comes from the `ProjectionRunner` (rows and offsets commit together); the
-/// `tracking_id` primary key with `ON CONFLICT DO NOTHING` is a second guard, so a record that
+/// `(tracking_id, occurred_at)` primary key (the table is partitioned by `occurred_at`, migration
+/// 18; both come from the event) with `ON CONFLICT DO NOTHING` is a second guard, so a record that
 /// is read again (a rebuild into a table that was not emptied) cannot add a row either. Two hits
 /// of the same device are two events with two tracking ids, and stay two rows.
 ///
@@ -63,7 +64,7 @@ package struct TrackingLogProjection: EnvelopeProjection {
                     \(hits.map { $0.broadLogId ?? 0 })::int[], \(hits.map(\.deliveryId))::text[], \(hits.map(\.tagId))::int[], \(hits.map(\.kind))::text[],
                     \(hits.map(\.occurredAt))::timestamptz[], \(events.map(\.partition))::int[], \(events.map(\.offset))::bigint[]
                 ) AS x(t, m, f, b, d, g, k, o, p, n)
-                ON CONFLICT (tracking_id) DO NOTHING
+                ON CONFLICT (tracking_id, occurred_at) DO NOTHING
                 RETURNING delivery_id, message_id, kind, occurred_at
             ), firsts AS (
                 INSERT INTO push.tracking_firsts (delivery_id, message_id, kind, first_at)

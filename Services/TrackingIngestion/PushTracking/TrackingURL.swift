@@ -1,4 +1,5 @@
 import Foundation
+import PushWire
 
 /// The `id` of a tracking hit, `GET /r/?id=<letter><messageId>,<deliveryId>,<tagId>`, exactly as
 /// the Campaign SDKs send it (docs/tracking.md):
@@ -20,7 +21,7 @@ package struct TrackingURL: Sendable, Hashable {
         /// The id as stored and used as the Kafka key: a lowercase UUID, or the decimal id.
         package var normalized: String {
             switch self {
-            case .uuid(let uuid): uuid.uuidString.lowercased()
+            case .uuid(let uuid): uuid.lowercaseText
             case .decimal(let id): String(id)
             }
         }
@@ -66,6 +67,10 @@ package struct TrackingURL: Sendable, Hashable {
             throw TrackingURLError(.missingID, "the id parameter is missing: expected ?id=<letter><messageId>,<deliveryId>,<tagId>")
         }
         // The SDKs send the commas as they are; a proxy or client library may encode them.
+        guard raw.utf8.contains(UInt8(ascii: "%")) else {
+            try self.init(id: String(raw))
+            return
+        }
         guard let decoded = String(raw).removingPercentEncoding else {
             throw TrackingURLError(.malformedID, "the id parameter is not valid percent-encoded UTF-8")
         }
@@ -100,7 +105,7 @@ package struct TrackingURL: Sendable, Hashable {
             throw TrackingURLError(.messageID, "the messageId is empty: expected a UUID or a hex broadLog id after the letter")
         }
         if text.contains("-") {
-            guard text.utf8.count == 36, let uuid = UUID(uuidString: String(text)) else {
+            guard let uuid = UUID(text: text) else {
                 throw TrackingURLError(.messageID, "the messageId \(quoted(text)) is not a UUID")
             }
             return .uuid(uuid)
@@ -127,7 +132,14 @@ package struct TrackingURL: Sendable, Hashable {
         guard text.utf8.count <= maximumDeliveryIDLength else {
             throw TrackingURLError(.deliveryID, "the deliveryId is longer than \(maximumDeliveryIDLength) bytes")
         }
-        guard !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        // ASCII (every id the channel issues): a control is below 0x20 or 0x7F; otherwise ask
+        // Unicode (C1 controls, U+0080 to U+009F, are controls too).
+        let isASCII = text.utf8.allSatisfy { $0 < 0x80 }
+        let hasControl =
+            isASCII
+            ? text.utf8.contains { $0 < 0x20 || $0 == 0x7F }
+            : text.unicodeScalars.contains { $0.properties.generalCategory == .control }
+        guard !hasControl else {
             throw TrackingURLError(.deliveryID, "the deliveryId contains control characters")
         }
         return String(text)

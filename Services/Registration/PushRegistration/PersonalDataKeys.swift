@@ -1,0 +1,100 @@
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import PushEvents
+
+/// The per-person data keys of crypto-shredding (docs/architecture.md, "Erasure"): the
+/// registration endpoints seal a registration's personal fields under the key of its person
+/// (`user:<userKey>` in the app's service) or, without a user key, of its device
+/// (`device:<appId>:<tokenDigest>`); the subscription projection opens them; an erasure deletes
+/// the key, after which no copy of the topic can be read back. Keys live in `push.subject_keys`
+/// (migration 17), never in a cache: a registration right after an erasure must get a new key,
+/// whichever registration instance serves it.
+package struct PersonalDataKeys: Sendable {
+    let postgres: PostgresClient
+    let logger: Logger
+
+    package init(postgres: PostgresClient, logger: Logger) {
+        self.postgres = postgres
+        self.logger = logger
+    }
+
+    /// Lowercase hex SHA-256 of the token's UTF-8 bytes; equal to `push.subscriptions.token_digest`.
+    package static func tokenDigest(_ token: String) -> String {
+        SHA256.hash(data: Data(token.utf8)).map { byte in
+            let hex = String(byte, radix: 16)
+            return byte < 16 ? "0" + hex : hex
+        }.joined()
+    }
+
+    /// The subject a registration's fields are sealed for.
+    package static func subject(userKey: String, appId: UUID, tokenDigest: String) -> String {
+        userKey.isEmpty ? "device:\(appId.uuidString.lowercased()):\(tokenDigest)" : "user:\(userKey)"
+    }
+
+    /// The subject's key in the service, created on first use (one statement; a concurrent
+    /// creation by another instance is read back).
+    package func key(serviceId: UUID, subject: String) async throws -> (id: UUID, key: SymmetricKey) {
+        for _ in 0..<3 {
+            let fresh = SymmetricKey(size: .bits256).withUnsafeBytes { [UInt8]($0) }
+            let rows = try await postgres.query(
+                """
+                WITH created AS (
+                    INSERT INTO push.subject_keys (subject_id, service_id, subject, data_key)
+                    VALUES (\(UUID()), \(serviceId), \(subject), \(ByteBuffer(bytes: fresh)))
+                    ON CONFLICT (service_id, subject) DO NOTHING
+                    RETURNING subject_id, data_key)
+                SELECT subject_id, data_key FROM created
+                UNION ALL
+                SELECT subject_id, data_key FROM push.subject_keys WHERE service_id = \(serviceId) AND subject = \(subject)
+                LIMIT 1
+                """,
+                logger: logger)
+            for try await (id, bytes) in rows.decode((UUID, ByteBuffer).self) { return (id, SymmetricKey(data: Array(bytes.readableBytesView))) }
+        }
+        throw PersonalDataError("no data key could be created or read for the subject")
+    }
+
+    /// The keys of `ids` that still exist (an erased subject's is gone), in one query.
+    package static func keys(_ ids: Set<UUID>, on connection: PostgresConnection, logger: Logger) async throws -> [UUID: SymmetricKey] {
+        guard !ids.isEmpty else { return [:] }
+        let rows = try await connection.query(
+            "SELECT subject_id, data_key FROM push.subject_keys WHERE subject_id = ANY(\(Array(ids)))", logger: logger)
+        var keys: [UUID: SymmetricKey] = [:]
+        for try await (id, bytes) in rows.decode((UUID, ByteBuffer).self) { keys[id] = SymmetricKey(data: Array(bytes.readableBytesView)) }
+        return keys
+    }
+
+    /// A version-2 registration: the personal fields sealed under `key`, bound to the app and
+    /// the token's digest (a sealed box moved to another device's event does not open).
+    package static func seal(_ registration: SubscriptionRegistered, subjectId: UUID, key: SymmetricKey) throws -> SealedSubscriptionRegistered {
+        let digest = tokenDigest(registration.registrationToken)
+        let fields = try JSONEncoder().encode(SubscriptionPersonalFields(registration))
+        guard let combined = try AES.GCM.seal(fields, using: key, authenticating: Data(context(registration.appId, digest).utf8)).combined else {
+            throw PersonalDataError("AES-GCM produced no combined box")
+        }
+        return SealedSubscriptionRegistered(
+            appId: registration.appId, integrationKey: registration.integrationKey, platform: registration.platform, subjectId: subjectId,
+            tokenDigest: digest, sealed: combined.base64EncodedString(), registeredAt: registration.registeredAt)
+    }
+
+    /// The registration, or nil when `key` does not open it (not its key, or altered).
+    package static func open(_ sealed: SealedSubscriptionRegistered, key: SymmetricKey) -> SubscriptionRegistered? {
+        guard let combined = Data(base64Encoded: sealed.sealed), let box = try? AES.GCM.SealedBox(combined: combined),
+            let plain = try? AES.GCM.open(box, using: key, authenticating: Data(context(sealed.appId, sealed.tokenDigest).utf8)),
+            let fields = try? JSONDecoder().decode(SubscriptionPersonalFields.self, from: plain),
+            tokenDigest(fields.registrationToken) == sealed.tokenDigest
+        else { return nil }
+        return SubscriptionRegistered(sealed, opened: fields)
+    }
+
+    static func context(_ appId: UUID, _ digest: String) -> String { "\(appId.uuidString.lowercased()):\(digest)" }
+}
+
+/// A data key could not be had; the description never holds key material or personal data.
+package struct PersonalDataError: Error, CustomStringConvertible {
+    package var description: String
+    init(_ description: String) { self.description = description }
+}

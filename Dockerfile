@@ -14,7 +14,7 @@ COPY bench bench
 COPY Tests Tests
 # `swift build --product` takes one product (given twice, the last wins): one build per product,
 # sharing the modules already compiled.
-ARG PRODUCTS="registration delivery-planning apns-sender fcm-sender tracking-ingestion pushctl apns-simulator fcm-simulator"
+ARG PRODUCTS="registration delivery-planning apns-sender fcm-sender tracking-ingestion console pushctl apns-simulator fcm-simulator"
 RUN mkdir /out \
  && for product in $PRODUCTS; do swift build -c release --static-swift-stdlib --product "$product" || exit 1; done \
  && bin="$(swift build -c release --show-bin-path)" \

@@ -53,6 +53,7 @@ let package = Package(
         .executable(name: "apns-sender", targets: ["APNSSender"]),
         .executable(name: "fcm-sender", targets: ["FCMSender"]),
         .executable(name: "tracking-ingestion", targets: ["TrackingIngestion"]),
+        .executable(name: "console", targets: ["Console"]),
         .executable(name: "pushctl", targets: ["PushCtl"]),
         .executable(name: "kafka-bench", targets: ["KafkaBench"]),
         .executable(name: "minimal-route", targets: ["MinimalRoute"]),
@@ -190,7 +191,7 @@ let package = Package(
                 metrics, serviceLifecycle,
             ],
             path: "Services",
-            exclude: ["Registration", "DeliveryPlanning", "TrackingIngestion", "APNSSender/Main", "FCMSender/Main"],
+            exclude: ["Registration", "DeliveryPlanning", "TrackingIngestion", "Console", "APNSSender/Main", "FCMSender/Main"],
             sources: ["SenderCore", "APNSSender/APNSSending", "FCMSender/FCMSending"],
             swiftSettings: swiftSettings
         ),
@@ -222,6 +223,21 @@ let package = Package(
             name: "TrackingIngestion",
             dependencies: ["PushRuntime", "PushTracking"],
             path: "Services/TrackingIngestion/Main",
+            swiftSettings: swiftSettings,
+            linkerSettings: jemalloc
+        ),
+
+        // MARK: Services: the console (web pages behind the admin token: reports read PostgreSQL, writes go through the admin APIs)
+        .target(
+            name: "PushConsole",
+            dependencies: ["PushRuntime", "PushWire", asyncHTTPClient, hummingbird, postgresNIO, crypto, nioCore, logging, serviceLifecycle],
+            path: "Services/Console/PushConsole",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "Console",
+            dependencies: ["PushRuntime", "PushConsole"],
+            path: "Services/Console/Main",
             swiftSettings: swiftSettings,
             linkerSettings: jemalloc
         ),
@@ -305,6 +321,7 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "PushPlanningUnitTests", dependencies: ["PushPlanning", "PushEvents", "PushTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "PushSendingUnitTests", dependencies: ["PushSending", "PushCredentials", "PushRuntime"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushConsoleUnitTests", dependencies: ["PushConsole", "PushRuntime", crypto], swiftSettings: swiftSettings),
         .testTarget(name: "PushTrackingUnitTests", dependencies: ["PushTracking", "PushEvents"], swiftSettings: swiftSettings),
         .testTarget(name: "KafkaIntegrationTests", dependencies: ["Kafka", "PushTestSupport", logging, metricsTestKit], swiftSettings: swiftSettings),
         .testTarget(

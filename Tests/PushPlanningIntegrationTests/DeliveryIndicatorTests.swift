@@ -17,10 +17,12 @@ import Testing
 @Suite("Delivery indicators against the real broker and PostgreSQL", .serialized)
 struct DeliveryIndicatorTests {
     /// The planning harness plus a `tracking_log` projection on the run's tracking topic.
-    static func run<T: Sendable>(_ body: @escaping @Sendable (PlanningHarness) async throws -> T) async throws -> T {
+    static func run<T: Sendable>(
+        settings: PlanningSettings = PlanningHarness.testSettings, _ body: @escaping @Sendable (PlanningHarness) async throws -> T
+    ) async throws -> T {
         let suffix = PlanningHarness.makeSuffix()
         return try await PlanningHarness.run(
-            suffix: suffix,
+            suffix: suffix, settings: settings,
             more: { configuration, postgres, producer, logger in
                 let name = trackingGroup(suffix)
                 return [

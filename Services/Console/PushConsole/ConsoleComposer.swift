@@ -1,0 +1,40 @@
+import Foundation
+
+/// The compose form of a delivery: what a person fills in, turned into a delivery request
+/// document (contract v1, docs/delivery-requests.md) for the deliveries' admin API, which
+/// validates it (its refusal lists every problem), previews it or accepts it.
+package struct ConsoleComposer: Sendable, Equatable {
+    package var service = ""
+    package var title = ""
+    package var body = ""
+    /// `all` or `userKeys`.
+    package var audience = "all"
+    package var userKeys = ""
+    package var proofUserKeys = ""
+
+    package init() {}
+
+    package init(fields: [String: String]) {
+        service = fields["service"] ?? ""
+        title = fields["title"] ?? ""
+        body = fields["body"] ?? ""
+        audience = fields["audience"] == "userKeys" ? "userKeys" : "all"
+        userKeys = fields["userKeys"] ?? ""
+        proofUserKeys = fields["proofUserKeys"] ?? ""
+    }
+
+    static func lines(_ text: String) -> [String] {
+        text.split(whereSeparator: { $0.isNewline || $0 == "," }).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// The request document; `proof` sends it to `proofUserKeys` only.
+    package func document(requestId: String, proof: Bool) throws -> Data {
+        var request: [String: Any] = [
+            "type": "DeliveryRequested", "version": 1, "requestId": requestId, "service": service,
+            "audience": audience == "userKeys" ? ["userKeys": Self.lines(userKeys)] : ["all": true],
+            "content": ["title": title, "body": body],
+        ]
+        if proof { request["proof"] = ["userKeys": Self.lines(proofUserKeys)] }
+        return try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
+    }
+}

@@ -1,0 +1,276 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import PushRuntime
+
+/// The console's routes. Every page but the sign-in form needs a session: without one (no
+/// cookie, a forged or expired one) a page redirects to the sign-in form and the report's
+/// refreshing section answers 401, never data. Every form posts its session's CSRF token.
+package struct ConsoleEndpoints: Sendable {
+    let token: AdminToken
+    let admin: ConsoleAdminClient
+    let sessions: ConsoleSessions
+    let reports: ConsoleReports
+    let settings: ConsoleSettings
+    let logger: Logger
+
+    package init(
+        token: AdminToken, admin: ConsoleAdminClient, sessions: ConsoleSessions, reports: ConsoleReports, settings: ConsoleSettings, logger: Logger
+    ) {
+        self.token = token
+        self.admin = admin
+        self.sessions = sessions
+        self.reports = reports
+        self.settings = settings
+        self.logger = logger
+    }
+
+    package func addRoutes<Context: RequestContext>(to router: Router<Context>) {
+        router.get("/assets/console.css") { _, _ in Self.asset(ConsoleAssets.css, type: "text/css; charset=utf-8") }
+        router.get("/assets/console.js") { _, _ in Self.asset(ConsoleAssets.javascript, type: "text/javascript; charset=utf-8") }
+        router.get("/assets/icon.svg") { _, _ in Self.asset(ConsoleAssets.icon, type: "image/svg+xml") }
+        router.get("/favicon.ico") { _, _ in ConsoleHTML.redirect(to: "/assets/icon.svg") }
+        router.get("/") { request, _ in
+            guard sessions.session(cookie: Self.cookie(request, ConsoleSessions.cookieName)) != nil else { return Self.toSignIn(next: "/deliveries") }
+            return ConsoleHTML.redirect(to: "/deliveries")
+        }
+        router.get("/signin") { request, _ in
+            ConsoleHTML.html(
+                .ok, ConsolePages.signIn(formToken: sessions.signInFormToken(), next: Self.safeNext(request.uri.queryParameters.get("next")), problem: nil))
+        }
+        router.post("/signin") { request, _ in try await signIn(request) }
+        router.post("/signout") { request, _ in
+            try await withForm(request) { _, _ in
+                ConsoleHTML.redirect(to: "/signin", headers: [.setCookie: clearedCookie(request)])
+            }
+        }
+        router.get("/deliveries") { request, _ in
+            try await page(request) { session in
+                let proofs = request.uri.queryParameters.get("proofs") == "1"
+                let rows = try await reports.deliveries(includeProofs: proofs)
+                return ConsoleHTML.html(.ok, ConsolePages.deliveries(rows, includeProofs: proofs, csrf: session.csrfToken))
+            }
+        }
+        router.get("/deliveries/:id") { request, context in
+            let id = try context.parameters.require("id")
+            return try await page(request) { session in
+                guard let report = try await report(id) else {
+                    return ConsoleHTML.html(.notFound, ConsolePages.notFound("No delivery \(id.prefix(64)).", csrf: session.csrfToken))
+                }
+                let query = request.uri.queryParameters
+                var message = query.get("done").flatMap { ConsolePages.Control(rawValue: $0) }.map { ConsolePages.Message.done($0) }
+                if let submitted = query.get("submitted") { message = .submitted(proof: submitted == "proof") }
+                return ConsoleHTML.html(.ok, ConsolePages.reportPage(report, csrf: session.csrfToken, message: message))
+            }
+        }
+        router.get("/deliveries/new") { request, _ in
+            try await page(request) { session in
+                ConsoleHTML.html(
+                    .ok, ConsolePages.compose(ConsoleComposer(), services: try await serviceNames(), preview: nil, problem: nil, csrf: session.csrfToken))
+            }
+        }
+        // Preview, proof, send: the request document goes to the deliveries' admin API, which
+        // validates it, previews it (nothing published) or accepts it.
+        router.post("/deliveries/new") { request, _ in
+            try await withForm(request) { session, fields in
+                let form = ConsoleComposer(fields: fields)
+                let step = fields["step"] ?? "preview"
+                let requestId = "console-\(UUID().uuidString.lowercased())"
+                let (answer, json) = await admin.submit(try form.document(requestId: requestId, proof: step == "proof"), previewOnly: step == "preview")
+                if answer.accepted, step != "preview", let deliveryId = json["deliveryId"] as? String {
+                    logger.info("Console: delivery submitted", metadata: ["delivery": "\(deliveryId)", "proof": "\(step == "proof")"])
+                    // The report needs the deliveries projection's row: wait for it a little.
+                    for _ in 0..<50 where try await reports.funnel(deliveryId: deliveryId) == nil { try await Task.sleep(for: .milliseconds(200)) }
+                    return ConsoleHTML.redirect(to: "/deliveries/\(ConsoleHTML.queryValue(deliveryId))?submitted=\(step == "proof" ? "proof" : "send")")
+                }
+                let problem = answer.accepted ? nil : "\(answer.error ?? "refused") (\(answer.status))"
+                return ConsoleHTML.html(
+                    answer.accepted ? .ok : .unprocessableContent,
+                    ConsolePages.compose(
+                        form, services: try await serviceNames(), preview: answer.accepted ? json : nil, problem: problem, csrf: session.csrfToken))
+            }
+        }
+        // Cancel, pause, resume: through the deliveries' admin API, which answers once the
+        // control is applied (docs/admin-api.md); its refusal is shown on the report page.
+        router.post("/deliveries/:id/control") { request, context in
+            let id = try context.parameters.require("id")
+            return try await withForm(request) { session, fields in
+                guard let control = fields["action"].flatMap(ConsolePages.Control.init(rawValue:)) else {
+                    return ConsoleHTML.html(.badRequest, ConsolePages.notFound("Unknown action: cancel, pause or resume.", csrf: session.csrfToken))
+                }
+                var problem: String?
+                if control == .cancel && fields["confirm"] != "yes" {
+                    problem = "not cancelled: tick “Yes, cancel this delivery for good” first"
+                } else {
+                    let answer = await admin.control(control.rawValue, deliveryId: id)
+                    if answer.accepted {
+                        logger.info("Console: delivery control", metadata: ["delivery": "\(id.prefix(64))", "control": "\(control.rawValue)"])
+                        return ConsoleHTML.redirect(to: "/deliveries/\(ConsoleHTML.queryValue(id))?done=\(control.rawValue)")
+                    }
+                    problem = "the deliveries' admin API refused (\(answer.status)): \(answer.error ?? "no reason given")"
+                }
+                guard let report = try await report(id) else {
+                    return ConsoleHTML.html(.notFound, ConsolePages.notFound("No delivery \(id.prefix(64)).", csrf: session.csrfToken))
+                }
+                return ConsoleHTML.html(.conflict, ConsolePages.reportPage(report, csrf: session.csrfToken, message: .problem(problem ?? "")))
+            }
+        }
+        router.get("/deliveries/:id/report") { request, context in
+            let id = try context.parameters.require("id")
+            guard sessions.session(cookie: Self.cookie(request, ConsoleSessions.cookieName)) != nil else {
+                return ConsoleHTML.html(.unauthorized, "<p>Signed out: reload the page to sign in.</p>")
+            }
+            return try await guarded {
+                guard let report = try await report(id) else { return ConsoleHTML.html(.notFound, "<p>No such delivery.</p>") }
+                return ConsoleHTML.html(.ok, ConsolePages.reportSection(report))
+            }
+        }
+        router.get("/catalog") { request, _ in
+            try await page(request) { session in
+                ConsoleHTML.html(.ok, ConsolePages.catalog(try await reports.catalog(), csrf: session.csrfToken))
+            }
+        }
+        router.get("/devices") { request, _ in
+            try await page(request) { session in
+                let search = (request.uri.queryParameters.get("q") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+                let results = search.isEmpty ? nil : try await reports.devices(search: String(search.prefix(4096)))
+                return ConsoleHTML.html(.ok, ConsolePages.devices(search: search, results: results, csrf: session.csrfToken))
+            }
+        }
+    }
+
+    func serviceNames() async throws -> [String] {
+        Array(Set(try await reports.catalog().map(\.service))).sorted()
+    }
+
+    func report(_ id: String) async throws -> ConsolePages.Report? {
+        guard let funnel = try await reports.funnel(deliveryId: id) else { return nil }
+        return ConsolePages.Report(
+            funnel: funnel, failures: try await reports.failures(deliveryId: id), sendsPerMinute: try await reports.sendsPerMinute(deliveryId: id),
+            trackingPerHour: try await reports.trackingPerHour(deliveryId: id), perApp: try await reports.perApp(deliveryId: id),
+            refreshSeconds: settings.refreshSeconds, readAt: Date()
+        )
+    }
+
+    // MARK: sessions
+
+    func signIn(_ request: Request) async throws -> Response {
+        let fields = try await Self.form(request)
+        let next = Self.safeNext(fields["next"])
+        func refuse(_ problem: String) -> Response {
+            ConsoleHTML.html(.unauthorized, ConsolePages.signIn(formToken: sessions.signInFormToken(), next: next, problem: problem))
+        }
+        guard sessions.acceptsSignInFormToken(fields["form"]) else {
+            return refuse("the sign-in form expired or did not come from this console; try again")
+        }
+        // Pasted with a trailing newline or space, as a token file holds it: trimmed.
+        let typed = (fields["token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !typed.isEmpty, token.accepts(authorization: "Bearer \(typed)") else {
+            logger.notice("Console sign-in refused: wrong admin token")
+            // Slows guessing down (each attempt costs the guesser a second).
+            try await Task.sleep(for: .seconds(1))
+            return refuse("wrong admin token")
+        }
+        logger.info("Console sign-in")
+        return ConsoleHTML.redirect(to: next, headers: [.setCookie: sessionCookie(sessions.issue(), request: request)])
+    }
+
+    /// A page for a signed-in session; anyone else is sent to the sign-in form (which comes
+    /// back here once signed in).
+    func page(_ request: Request, _ body: (ConsoleSessions.Session) async throws -> Response) async throws -> Response {
+        let cookie = Self.cookie(request, ConsoleSessions.cookieName)
+        guard let session = sessions.session(cookie: cookie) else {
+            let next = request.uri.path + (request.uri.query.map { "?\($0)" } ?? "")
+            return Self.toSignIn(next: next, headers: cookie == nil ? [:] : [.setCookie: clearedCookie(request)])
+        }
+        return try await guarded { try await body(session) }
+    }
+
+    /// A form post: a session and its CSRF token, or 403.
+    func withForm(_ request: Request, _ body: (ConsoleSessions.Session, [String: String]) async throws -> Response) async throws -> Response {
+        guard let session = sessions.session(cookie: Self.cookie(request, ConsoleSessions.cookieName)) else { return Self.toSignIn(next: "/deliveries") }
+        let fields = try await Self.form(request)
+        guard let csrf = fields["csrf"], ConsoleSessions.constantTimeEqual(csrf, session.csrfToken) else {
+            logger.notice("Console form refused: missing or wrong CSRF token", metadata: ["path": "\(request.uri.path)"])
+            return ConsoleHTML.html(
+                .forbidden,
+                ConsolePages.notFound(
+                    "This form did not come from your session of the console (missing or wrong CSRF token). Reload the page and try again.",
+                    csrf: session.csrfToken))
+        }
+        return try await guarded { try await body(session, fields) }
+    }
+
+    /// Runs `body`; a failure is logged and shown as a page saying so (no details: they may
+    /// name the database).
+    func guarded(_ body: () async throws -> Response) async throws -> Response {
+        do {
+            return try await body()
+        } catch {
+            logger.error("Console page failed", metadata: ["error": "\(String(reflecting: error))"])
+            return ConsoleHTML.html(
+                .internalServerError, "<!doctype html><title>Error</title><h1>The console could not read this page</h1><p>See the console's log.</p>")
+        }
+    }
+
+    func sessionCookie(_ value: String, request: Request) -> String {
+        "\(ConsoleSessions.cookieName)=\(value); Path=/; Max-Age=\(settings.sessionMinutes * 60); HttpOnly; SameSite=Strict\(secure(request) ? "; Secure" : "")"
+    }
+
+    func clearedCookie(_ request: Request) -> String {
+        "\(ConsoleSessions.cookieName)=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict\(secure(request) ? "; Secure" : "")"
+    }
+
+    /// Served over TLS: set so, or the TLS-terminating proxy says so.
+    func secure(_ request: Request) -> Bool {
+        settings.secureCookie || request.headers[HTTPFields.Element.Name("X-Forwarded-Proto")!]?.lowercased() == "https"
+    }
+
+    static func toSignIn(next: String, headers: HTTPFields = [:]) -> Response {
+        ConsoleHTML.redirect(to: "/signin?next=\(ConsoleHTML.queryValue(safeNext(next)))", headers: headers)
+    }
+
+    /// Where to go after signing in: a path of this console only (no other site).
+    static func safeNext(_ next: String?) -> String {
+        guard let next, next.hasPrefix("/"), !next.hasPrefix("//"), !next.contains("\\"), !next.hasPrefix("/signin"), next.utf8.count < 2048 else {
+            return "/deliveries"
+        }
+        return next
+    }
+
+    static func cookie(_ request: Request, _ name: String) -> String? {
+        for header in request.headers[values: .cookie] {
+            for pair in header.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name {
+                    return parts[1].trimmingCharacters(in: .whitespaces)
+                }
+            }
+        }
+        return nil
+    }
+
+    /// An `application/x-www-form-urlencoded` body (at most 64 KiB).
+    static func form(_ request: Request) async throws -> [String: String] {
+        let body = try await request.body.collect(upTo: 64 * 1024)
+        return decodeForm(String(buffer: body))
+    }
+
+    package static func decodeForm(_ text: String) -> [String: String] {
+        var fields: [String: String] = [:]
+        func decode(_ part: Substring) -> String { part.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            fields[decode(parts[0])] = parts.count > 1 ? decode(parts[1]) : ""
+        }
+        return fields
+    }
+
+    static func asset(_ text: String, type: String) -> Response {
+        var headers = ConsoleHTML.securityHeaders
+        headers[.contentType] = type
+        headers[.cacheControl] = "max-age=300"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+}

@@ -1,0 +1,393 @@
+import Foundation
+
+/// The console's pages as HTML (ConsoleHTML escapes every value). Figures carry
+/// `data-figure="<name>"` and tables their column names, so the browser test reads exactly what
+/// a person reads.
+package enum ConsolePages {
+    typealias H = ConsoleHTML
+
+    // MARK: sign-in
+
+    package static func signIn(formToken: String, next: String, problem: String?) -> String {
+        let alert = problem.map { "<p class=\"problem\" role=\"alert\" id=\"signin-problem\"><strong>Not signed in:</strong> \(H.escape($0))</p>" } ?? ""
+        let described = problem == nil ? "" : " aria-describedby=\"signin-problem\""
+        return H.page(
+            title: "Sign in", csrf: nil,
+            body: """
+                <h1>Sign in to the push console</h1>
+                \(alert)
+                <form method="post" action="/signin" class="signin">
+                <input type="hidden" name="form" value="\(H.escape(formToken))">
+                <input type="hidden" name="next" value="\(H.escape(next))">
+                <p><label for="token">Admin token</label>
+                <input id="token" name="token" type="password" autocomplete="current-password" required autofocus\(described)></p>
+                <p class="hint">The token the operators set as <code>PUSH_ADMIN_TOKEN</code>.</p>
+                <p><button type="submit">Sign in</button></p>
+                </form>
+                """)
+    }
+
+    // MARK: deliveries
+
+    package static func deliveries(_ rows: [ConsoleReports.DeliveryRow], includeProofs: Bool, csrf: String) -> String {
+        var table = ""
+        for row in rows {
+            let link = "/deliveries/\(H.queryValue(row.deliveryId))"
+            table += """
+                <tr data-delivery="\(H.escape(row.deliveryId))">
+                <th scope="row"><a href="\(link)">\(H.escape(row.deliveryId))</a>\(row.proof ? " <span class=\"tag\">proof</span>" : "")</th>
+                <td>\(H.escape(row.serviceName))</td><td>\(H.escape(row.requestId))</td><td>\(H.escape(row.state))</td>
+                <td>\(H.time(row.acceptedAt))</td><td class="n">\(row.toDeliver.map(String.init) ?? "—")</td><td class="n">\(row.sent)</td>
+                <td class="n">\(row.failed)</td><td class="n">\(row.opens)</td><td class="n">\(H.percent(row.openRate))</td>
+                </tr>
+
+                """
+        }
+        let empty = rows.isEmpty ? "<p>No delivery yet.</p>" : ""
+        return H.page(
+            title: "Deliveries", csrf: csrf, current: "/deliveries",
+            body: """
+                <h1>Deliveries</h1>
+                <p><a href="/deliveries/new">New delivery</a></p>
+                <form method="get" action="/deliveries" class="inline">
+                <input type="checkbox" id="proofs" name="proofs" value="1"\(includeProofs ? " checked" : "")>
+                <label for="proofs">Show proofs</label> <button type="submit">Apply</button>
+                </form>
+                \(empty)
+                <table id="deliveries">
+                <caption>The latest \(rows.count) deliveries, newest first\(includeProofs ? ", proofs included" : ", proofs left out")</caption>
+                <thead><tr><th scope="col">Delivery</th><th scope="col">Service</th><th scope="col">Request</th><th scope="col">State</th>
+                <th scope="col">Accepted</th><th scope="col">Targeted</th><th scope="col">Sent</th><th scope="col">Failed</th><th scope="col">Opened</th><th scope="col">Open rate</th></tr></thead>
+                <tbody>
+                \(table)</tbody>
+                </table>
+                """)
+    }
+
+    // MARK: the report of one delivery
+
+    package struct Report: Sendable {
+        package var funnel: ConsoleReports.Funnel
+        package var failures: [ConsoleReports.Failure]
+        package var sendsPerMinute: [ConsoleReports.Bucket]
+        package var trackingPerHour: [ConsoleReports.Bucket]
+        package var perApp: [ConsoleReports.AppFigures]
+        package var refreshSeconds: Int
+        package var readAt: Date
+    }
+
+    /// What an operator can do to a running delivery.
+    package enum Control: String, Sendable, CaseIterable {
+        case pause, resume, cancel
+
+        var done: String {
+            switch self {
+            case .pause: "Paused: nothing more is sent until you resume."
+            case .resume: "Resumed: sending goes on."
+            case .cancel: "Cancelled: nothing more of this delivery is sent."
+            }
+        }
+    }
+
+    /// A line above the report after a control: what was done, or why not.
+    package enum Message: Sendable {
+        case done(Control)
+        case submitted(proof: Bool)
+        case problem(String)
+    }
+
+    package static func reportPage(_ report: Report, csrf: String, message: Message? = nil) -> String {
+        let f = report.funnel
+        let action = "/deliveries/\(H.queryValue(f.deliveryId))/control"
+        func form(_ control: Control, _ label: String, extra: String = "") -> String {
+            """
+            <form method="post" action="\(action)" class="inline">
+            <input type="hidden" name="csrf" value="\(H.escape(csrf))"><input type="hidden" name="action" value="\(control.rawValue)">
+            \(extra)<button type="submit">\(label)</button>
+            </form>
+            """
+        }
+        var controls = ""
+        if f.control != "cancelled" && !f.isFinal {
+            controls = """
+                <section aria-labelledby="controls-heading" class="controls">
+                <h2 id="controls-heading">Controls</h2>
+                \(f.control == "paused" ? form(.resume, "Resume sending") : form(.pause, "Pause sending"))
+                \(form(.cancel, "Cancel the delivery",
+                    extra: "<input type=\"checkbox\" id=\"confirm-cancel\" name=\"confirm\" value=\"yes\" required> <label for=\"confirm-cancel\">Yes, cancel this delivery for good</label> "))
+                </section>
+                """
+        }
+        let line: String
+        switch message {
+        case .done(let control)?: line = "<p role=\"status\" class=\"done\" id=\"control-message\">\(control.done)</p>"
+        case .submitted(let proof)?:
+            line =
+                "<p role=\"status\" class=\"done\" id=\"control-message\">\(proof ? "Proof sent to its test recipients only." : "Sent: the delivery is accepted.") Its report follows it below.</p>"
+        case .problem(let text)?: line = "<p role=\"alert\" class=\"problem\" id=\"control-message\"><strong>Not done:</strong> \(H.escape(text))</p>"
+        case nil: line = ""
+        }
+        return H.page(
+            title: "Delivery \(f.deliveryId)", csrf: csrf, current: "/deliveries",
+            body: """
+                <p><a href="/deliveries">← All deliveries</a></p>
+                <h1>Delivery \(H.escape(f.deliveryId))</h1>
+                \(line)
+                \(controls)
+                \(reportSection(report))
+                """)
+    }
+
+    /// The part that refreshes itself (`GET /deliveries/{id}/report` serves it alone).
+    package static func reportSection(_ report: Report) -> String {
+        let f = report.funnel
+        let id = H.queryValue(f.deliveryId)
+        func figure(_ name: String, _ label: String, _ value: Int?, _ note: String = "") -> String {
+            "<div><dt>\(label)</dt><dd><span data-figure=\"\(name)\">\(value.map(String.init) ?? "—")</span>\(note.isEmpty ? "" : " <span class=\"note\">\(note)</span>")</dd></div>"
+        }
+        let sentShare = f.toDeliver.flatMap { $0 > 0 ? " (\(H.percent(Double(f.sent) / Double($0))) of targeted)" : nil } ?? ""
+        let figures = [
+            figure("targeted", "Targeted", f.toDeliver),
+            figure("excluded", "Excluded", f.excluded, "quarantined devices left out"),
+            figure("sent", "Sent", f.sent, sentShare),
+            figure("failed", "Failed", f.failed),
+            figure("failed_hard", "Failed, hard", f.failedHard),
+            figure("failed_soft", "Failed, soft", f.failedSoft),
+            figure("failed_ignored", "Failed, ignored", f.failedIgnored),
+            figure("received", "Received", f.impressions, H.percent(f.impressionRate) + " of sent"),
+            figure("opened", "Opened", f.opens, H.percent(f.openRate) + " of sent"),
+            figure("expired", "Expired", f.expired),
+            figure("cancelled", "Cancelled", f.cancelled),
+            figure("pending", "Pending", f.pending),
+        ].joined(separator: "\n")
+        let bars: [ConsoleCharts.Bar] = [
+            .init(label: "Targeted", value: f.toDeliver ?? 0, kind: "targeted"), .init(label: "Excluded", value: f.excluded ?? 0, kind: "excluded"),
+            .init(label: "Sent", value: f.sent, kind: "sent"), .init(label: "Failed, hard", value: f.failedHard, kind: "failed"),
+            .init(label: "Failed, soft", value: f.failedSoft, kind: "failed"), .init(label: "Failed, ignored", value: f.failedIgnored, kind: "failed"),
+            .init(label: "Received", value: f.impressions, kind: "received"), .init(label: "Opened", value: f.opens, kind: "opened"),
+            .init(label: "Expired", value: f.expired, kind: "expired"), .init(label: "Cancelled", value: f.cancelled, kind: "expired"),
+            .init(label: "Pending", value: f.pending ?? 0, kind: "pending"),
+        ]
+        let minuteLabel: (Date) -> String = { String(H.time($0).dropFirst(11).prefix(5)) }
+        let hourLabel: (Date) -> String = { String(H.time($0).dropFirst(5).prefix(11)) }
+        let sends = ConsoleCharts.series(
+            id: "sends-chart", title: "Messages sent per minute (UTC)", seriesNames: ["Sent"],
+            buckets: report.sendsPerMinute.map { (minuteLabel($0.start), $0.counts) })
+        let tracking = ConsoleCharts.series(
+            id: "tracking-chart", title: "Receptions and opens per hour (UTC, first hit of each message)", seriesNames: ["Received", "Opened"],
+            buckets: report.trackingPerHour.map { (hourLabel($0.start), $0.counts) })
+        let sendRows = report.sendsPerMinute.map { "<tr><th scope=\"row\">\(H.time($0.start))</th><td class=\"n\">\($0.counts[0])</td></tr>" }
+        let trackingRows = report.trackingPerHour.map {
+            "<tr><th scope=\"row\">\(H.time($0.start))</th><td class=\"n\">\($0.counts[0])</td><td class=\"n\">\($0.counts[1])</td></tr>"
+        }
+        let failureRows = report.failures.map {
+            "<tr><td>\(H.escape($0.type))</td><td>\(H.escape($0.reason))</td><td>\(H.escape($0.platform))</td><td class=\"n\">\($0.messages)</td></tr>"
+        }
+        let appRows = report.perApp.map {
+            """
+            <tr><th scope="row">\(H.escape($0.app))</th><td>\(H.escape($0.platform))</td><td>\(H.escape($0.environment))</td><td class="n">\($0.messages)</td>\
+            <td class="n">\($0.sent)</td><td class="n">\($0.failed)</td><td class="n">\($0.expired)</td><td class="n">\($0.cancelled)</td>\
+            <td class="n">\($0.pending)</td><td class="n">\($0.received)</td><td class="n">\($0.opened)</td></tr>
+            """
+        }
+        func body(_ rows: [String], columns: Int, empty: String) -> String {
+            rows.isEmpty ? "<tr><td colspan=\"\(columns)\">\(empty)</td></tr>" : rows.joined(separator: "\n")
+        }
+        let control = f.control.map { " · operator: \(H.escape($0))" } ?? ""
+        let refresh =
+            f.isFinal
+            ? "Final figures: every message has its outcome."
+            : "Still running: this report refreshes itself every \(report.refreshSeconds) s."
+        return """
+            <section id="report" aria-labelledby="report-heading" data-final="\(f.isFinal)" data-refresh="\(report.refreshSeconds)" data-source="/deliveries/\(id)/report">
+            <h2 id="report-heading">Report</h2>
+            <p class="meta">Service <strong>\(H.escape(f.serviceName))</strong> · request <code>\(H.escape(f.requestId))</code>\(f.proof ? " · proof" : "")
+             · accepted \(H.time(f.acceptedAt)) · planned \(H.time(f.plannedAt))\(control)</p>
+            <p class="state">State: <strong data-figure="state">\(H.escape(f.state))</strong>. <span aria-live="polite">\(refresh) Read at \(H.time(report.readAt)).</span></p>
+            <h3>Funnel</h3>
+            <dl class="figures" id="funnel">
+            \(figures)
+            </dl>
+            \(ConsoleCharts.funnel(id: "funnel-chart", title: "Funnel of delivery \(f.deliveryId)", bars: bars))
+            <h3>Sends over time</h3>
+            \(sends)
+            <details><summary>Sends per minute as a table</summary>
+            <table id="sends"><caption>Messages sent per minute</caption><thead><tr><th scope="col">Minute</th><th scope="col">Sent</th></tr></thead>
+            <tbody>\(body(sendRows, columns: 2, empty: "Nothing sent yet."))</tbody></table></details>
+            <h3>Receptions and opens over time</h3>
+            \(tracking)
+            <details><summary>Receptions and opens per hour as a table</summary>
+            <table id="tracking"><caption>First reception and first open of each message, per hour</caption>
+            <thead><tr><th scope="col">Hour</th><th scope="col">Received</th><th scope="col">Opened</th></tr></thead>
+            <tbody>\(body(trackingRows, columns: 3, empty: "No tracking hit yet."))</tbody></table></details>
+            <h3>Failures by reason and platform</h3>
+            <table id="failures"><caption>Failed messages by failure type, reason and platform</caption>
+            <thead><tr><th scope="col">Type</th><th scope="col">Reason</th><th scope="col">Platform</th><th scope="col">Messages</th></tr></thead>
+            <tbody>\(body(failureRows, columns: 4, empty: "No failure."))</tbody></table>
+            <h3>Per app</h3>
+            <table id="apps"><caption>Messages of this delivery per app</caption>
+            <thead><tr><th scope="col">App</th><th scope="col">Platform</th><th scope="col">Environment</th><th scope="col">Messages</th><th scope="col">Sent</th>
+            <th scope="col">Failed</th><th scope="col">Expired</th><th scope="col">Cancelled</th><th scope="col">Pending</th><th scope="col">Received</th><th scope="col">Opened</th></tr></thead>
+            <tbody>\(body(appRows, columns: 11, empty: "No message planned yet."))</tbody></table>
+            </section>
+            """
+    }
+
+    // MARK: compose
+
+    package static func compose(
+        _ form: ConsoleComposer, services: [String], preview: [String: Any]?, problem: String?, csrf: String
+    ) -> String {
+        let options = services.map { name in
+            "<option value=\"\(H.escape(name))\"\(name == form.service ? " selected" : "")>\(H.escape(name))</option>"
+        }.joined()
+        let alert = problem.map { "<p role=\"alert\" class=\"problem\" id=\"compose-problem\"><strong>Not accepted:</strong> \(H.escape($0))</p>" } ?? ""
+        var previewHTML = ""
+        if let preview {
+            let targeted = preview["targeted"] as? Int ?? 0
+            let excluded = preview["excluded"] as? Int ?? 0
+            let apps = (preview["apps"] as? [[String: Any]] ?? []).map { app in
+                "<tr><td>\(H.escape(app["platform"] as? String ?? ""))</td><td><code>\(H.escape(app["integrationKey"] as? String ?? ""))</code></td><td class=\"n\">\(app["targeted"] as? Int ?? 0)</td><td class=\"n\">\(app["excluded"] as? Int ?? 0)</td></tr>"
+            }.joined()
+            let samples = (preview["samples"] as? [[String: Any]] ?? []).map { sample in
+                """
+                <div class="sample" data-platform="\(H.escape(sample["platform"] as? String ?? ""))"><h3>\(H.escape(sample["platform"] as? String ?? "")) payload,                 <span data-figure="bytes">\(sample["bytes"] as? Int ?? 0)</span> bytes (as the provider counts them)</h3>
+                <pre>\(H.escape(sample["payload"] as? String ?? (sample["failureReason"] as? String ?? "")))</pre></div>
+                """
+            }.joined(separator: "\n")
+            previewHTML = """
+                <section id="preview" aria-labelledby="preview-heading">
+                <h2 id="preview-heading">Preview (nothing sent)</h2>
+                <p role="status">Would target <strong data-figure="preview-targeted">\(targeted)</strong> devices and exclude <strong data-figure="preview-excluded">\(excluded)</strong> (quarantined).</p>
+                <table><caption>Audience per app</caption><thead><tr><th scope="col">Platform</th><th scope="col">Integration key</th><th scope="col">Targeted</th><th scope="col">Excluded</th></tr></thead>
+                <tbody>\(apps)</tbody></table>
+                \(samples)
+                </section>
+                """
+        }
+        return H.page(
+            title: "New delivery", csrf: csrf, current: "/deliveries",
+            body: """
+                <p><a href="/deliveries">← All deliveries</a></p>
+                <h1>New delivery</h1>
+                \(alert)
+                <form method="post" action="/deliveries/new" class="compose">
+                <input type="hidden" name="csrf" value="\(H.escape(csrf))">
+                <p><label for="service">Service</label> <select id="service" name="service" required>\(options)</select></p>
+                <p><label for="title">Title</label><br><input id="title" name="title" type="text" value="\(H.escape(form.title))" maxlength="1000"></p>
+                <p><label for="body">Message</label><br><textarea id="body" name="body" rows="3" cols="60" required maxlength="4000">\(H.escape(form.body))</textarea></p>
+                <fieldset><legend>Audience</legend>
+                <input type="radio" id="audience-all" name="audience" value="all"\(form.audience == "all" ? " checked" : "")> <label for="audience-all">Every subscribed device of the service</label><br>
+                <input type="radio" id="audience-keys" name="audience" value="userKeys"\(form.audience == "userKeys" ? " checked" : "")> <label for="audience-keys">These user keys</label><br>
+                <label for="userKeys">User keys (one per line)</label><br><textarea id="userKeys" name="userKeys" rows="3" cols="40">\(H.escape(form.userKeys))</textarea>
+                </fieldset>
+                <p><label for="proofUserKeys">Proof recipients: user keys (one per line, for "Send a proof")</label><br>
+                <textarea id="proofUserKeys" name="proofUserKeys" rows="2" cols="40">\(H.escape(form.proofUserKeys))</textarea></p>
+                <p><button type="submit" name="step" value="preview">Preview</button>
+                <button type="submit" name="step" value="proof">Send a proof</button>
+                <button type="submit" name="step" value="send">Send</button></p>
+                </form>
+                \(previewHTML)
+                """)
+    }
+
+    // MARK: catalog
+
+    package static func catalog(_ rows: [ConsoleReports.CatalogApp], csrf: String) -> String {
+        var sections = ""
+        var index = 0
+        for (service, entries) in Dictionary(grouping: rows, by: \.service).sorted(by: { $0.key < $1.key }) {
+            index += 1
+            var apps = ""
+            for app in entries.compactMap(\.app) {
+                let target = app.bundleId.map { "bundle \(H.escape($0))" } ?? app.fcmProjectId.map { "FCM project \(H.escape($0))" } ?? "—"
+                let credential =
+                    app.credentialKind.map { kind in
+                        "\(H.escape(kind)), <code>\(H.escape(app.credentialFingerprint ?? ""))</code>, set \(H.time(app.credentialUpdatedAt))"
+                            + (app.credentialExpiresAt.map { ", expires \(H.escape($0))" } ?? "")
+                    } ?? "none yet"
+                apps += """
+                    <tr data-integration-key="\(H.escape(app.integrationKey))">
+                    <th scope="row">\(H.escape(app.label))</th><td>\(H.escape(app.platform))</td><td>\(H.escape(app.environment))</td><td>\(target)</td>
+                    <td><code>\(H.escape(app.integrationKey))</code> <button type="button" data-copy="\(H.escape(app.integrationKey))" aria-label="Copy the integration key of \(H.escape(app.label)) (\(H.escape(app.platform)))">Copy</button></td>
+                    <td>\(credential)</td>
+                    <td><code>\(H.escape(app.variables))</code></td><td><code>\(H.escape(app.sounds))</code></td><td><code>\(H.escape(app.subscriptionParameters))</code></td>
+                    </tr>
+
+                    """
+            }
+            let label = entries.first?.serviceLabel ?? service
+            sections += """
+                <section aria-labelledby="service-\(index)" data-service="\(H.escape(service))">
+                <h2 id="service-\(index)">\(H.escape(label)) <span class="note">(\(H.escape(service)))</span></h2>
+                \(apps.isEmpty ? "<p>No app yet.</p>" : """
+                    <table class="apps"><caption>Apps of \(H.escape(service))</caption>
+                    <thead><tr><th scope="col">App</th><th scope="col">Platform</th><th scope="col">Environment</th><th scope="col">Bundle or project</th>
+                    <th scope="col">Integration key (the SDK's mobileAppUuid)</th><th scope="col">Credentials (kind, fingerprint)</th><th scope="col">Variables</th>
+                    <th scope="col">Sounds</th><th scope="col">Subscription parameters</th></tr></thead>
+                    <tbody>\(apps)</tbody></table>
+                    """)
+                </section>
+
+                """
+        }
+        return H.page(
+            title: "Catalog", csrf: csrf, current: "/catalog",
+            body: """
+                <h1>Services and apps</h1>
+                <p class="hint">Read only here: create and change them with <code>pushctl</code> or the admin API (docs/admin-api.md).
+                Credentials show by kind and fingerprint, never their content.</p>
+                \(sections.isEmpty ? "<p>No service yet.</p>" : sections)
+                """)
+    }
+
+    // MARK: devices
+
+    package static func devices(search: String, results: [ConsoleReports.Device]?, csrf: String) -> String {
+        var found = ""
+        if let results {
+            if results.isEmpty {
+                found = "<p role=\"status\">No subscription has the user key or registration token “\(H.escape(search))”.</p>"
+            } else {
+                found = "<p role=\"status\">\(results.count) subscription\(results.count == 1 ? "" : "s") found.</p>\n"
+                for (index, device) in results.enumerated() {
+                    let quarantine =
+                        device.disabled
+                        ? "<strong>Quarantined</strong> since \(H.time(device.disabledAt)), reason <span data-figure=\"reason\">\(H.escape(device.disabledReason ?? "unknown"))</span>"
+                            + (device.invalidSince.map { "; the provider says invalid since \(H.time($0))" } ?? "")
+                        : "Active (not quarantined)"
+                    found += """
+                        <section class="device" aria-labelledby="device-\(index)" data-quarantined="\(device.disabled)">
+                        <h2 id="device-\(index)">\(H.escape(device.app)) (\(H.escape(device.platform)), \(H.escape(device.environment))) · service \(H.escape(device.service))</h2>
+                        <dl class="pairs">
+                        <div><dt>Quarantine</dt><dd data-figure="quarantine">\(quarantine)</dd></div>
+                        <div><dt>User key</dt><dd>\(device.userKey.isEmpty ? "none" : H.escape(device.userKey))</dd></div>
+                        <div><dt>Registration token</dt><dd><code class="token">\(H.escape(device.token))</code></dd></div>
+                        <div><dt>Device</dt><dd>\(H.escape([device.deviceName, device.deviceModel].filter { !$0.isEmpty }.joined(separator: ", ")))</dd></div>
+                        <div><dt>System</dt><dd>\(H.escape([device.osName, device.osVersion].filter { !$0.isEmpty }.joined(separator: " ")))</dd></div>
+                        <div><dt>Subscription parameters</dt><dd><code>\(H.escape(device.params))</code></dd></div>
+                        <div><dt>Registered</dt><dd>\(H.time(device.registeredAt))</dd></div>
+                        </dl>
+                        </section>
+
+                        """
+                }
+            }
+        }
+        return H.page(
+            title: "Devices", csrf: csrf, current: "/devices",
+            body: """
+                <h1>Devices</h1>
+                <form method="get" action="/devices" role="search">
+                <p><label for="q">User key or registration token</label>
+                <input id="q" name="q" type="search" value="\(H.escape(search))" required maxlength="4096">
+                <button type="submit">Search</button></p>
+                </form>
+                \(found)
+                """)
+    }
+
+    package static func notFound(_ what: String, csrf: String) -> String {
+        H.page(title: "Not found", csrf: csrf, body: "<h1>Not found</h1><p>\(H.escape(what))</p><p><a href=\"/deliveries\">All deliveries</a></p>")
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import PushConsole
+import Testing
+
+@Suite("The console's compose form and delivery states")
+struct ConsoleComposerTests {
+    func object(_ data: Data) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    @Test("the form becomes a contract v1 request: every device, or the user keys typed one per line or comma-separated")
+    func document() throws {
+        var form = ConsoleComposer(fields: ["service": "trips", "title": "Hi", "body": "Hello {{userKey}}", "audience": "all"])
+        var request = try object(try form.document(requestId: "console-1", proof: false))
+        #expect(request["type"] as? String == "DeliveryRequested")
+        #expect(request["version"] as? Int == 1)
+        #expect(request["requestId"] as? String == "console-1")
+        #expect(request["service"] as? String == "trips")
+        #expect((request["audience"] as? [String: Any])?["all"] as? Bool == true)
+        #expect((request["content"] as? [String: String]) == ["title": "Hi", "body": "Hello {{userKey}}"])
+        #expect(request["proof"] == nil)
+
+        form = ConsoleComposer(fields: [
+            "service": "trips", "body": "x", "audience": "userKeys", "userKeys": "alice\r\n bob ,carol\n\n", "proofUserKeys": "qa1",
+        ])
+        request = try object(try form.document(requestId: "console-2", proof: true))
+        #expect((request["audience"] as? [String: Any])?["userKeys"] as? [String] == ["alice", "bob", "carol"])
+        #expect((request["proof"] as? [String: Any])?["userKeys"] as? [String] == ["qa1"])
+    }
+
+    @Test("an unknown audience is every device, never an injected field")
+    func audience() throws {
+        let form = ConsoleComposer(fields: ["service": "s", "body": "b", "audience": "where\"}"])
+        let request = try object(try form.document(requestId: "r", proof: false))
+        #expect((request["audience"] as? [String: Any])?.keys.sorted() == ["all"])
+    }
+}

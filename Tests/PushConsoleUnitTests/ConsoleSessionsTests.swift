@@ -1,0 +1,71 @@
+import Crypto
+import Foundation
+import PushConsole
+import PushRuntime
+import Testing
+
+@Suite("Console sessions, CSRF tokens and HTML escaping")
+struct ConsoleSessionsTests {
+    static let token = try! AdminToken("a-console-admin-token-for-tests")
+    static let sessions = ConsoleSessions(key: token.derivedKey(purpose: "push console sessions v1"), lifetime: .seconds(3600))
+
+    @Test("a session cookie is accepted until it expires, then never")
+    func expiry() throws {
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let cookie = Self.sessions.issue(now: start)
+        let session = try #require(Self.sessions.session(cookie: cookie, now: start.addingTimeInterval(3599)))
+        #expect(session.expiresAt == 1_800_003_600)
+        #expect(Self.sessions.session(cookie: cookie, now: start.addingTimeInterval(3600)) == nil, "expired")
+    }
+
+    @Test("a forged, altered or foreign cookie is refused")
+    func forgery() throws {
+        let now = Date()
+        let cookie = Self.sessions.issue(now: now)
+        let parts = cookie.split(separator: ".").map(String.init)
+        #expect(parts.count == 4)
+        // A later expiry with the old signature.
+        #expect(Self.sessions.session(cookie: "v1.9999999999.\(parts[2]).\(parts[3])") == nil)
+        #expect(Self.sessions.session(cookie: "v1.\(parts[1]).\(parts[2]).forged") == nil)
+        #expect(Self.sessions.session(cookie: "") == nil)
+        #expect(Self.sessions.session(cookie: nil) == nil)
+        // Signed under another admin token: another key.
+        let other = ConsoleSessions(
+            key: try AdminToken("another-admin-token-entirely").derivedKey(purpose: "push console sessions v1"), lifetime: .seconds(3600))
+        #expect(other.session(cookie: cookie) == nil)
+        // The same token in another process derives the same key (replicas share sessions).
+        let replica = ConsoleSessions(
+            key: try AdminToken("a-console-admin-token-for-tests").derivedKey(purpose: "push console sessions v1"), lifetime: .seconds(3600))
+        #expect(replica.session(cookie: cookie) != nil)
+    }
+
+    @Test("each session has its own CSRF token; the sign-in form's token expires")
+    func csrf() throws {
+        let a = try #require(Self.sessions.session(cookie: Self.sessions.issue()))
+        let b = try #require(Self.sessions.session(cookie: Self.sessions.issue()))
+        #expect(a.csrfToken != b.csrfToken)
+        #expect(!a.csrfToken.isEmpty)
+        let now = Date()
+        let form = Self.sessions.signInFormToken(now: now)
+        #expect(Self.sessions.acceptsSignInFormToken(form, now: now))
+        #expect(!Self.sessions.acceptsSignInFormToken(form, now: now.addingTimeInterval(3601)))
+        #expect(!Self.sessions.acceptsSignInFormToken("9999999999.forged", now: now))
+        #expect(!Self.sessions.acceptsSignInFormToken(nil, now: now))
+    }
+
+    @Test("keys derived for different purposes differ")
+    func derivedKeys() {
+        let a = Self.token.derivedKey(purpose: "push console sessions v1").withUnsafeBytes { Data($0) }
+        let b = Self.token.derivedKey(purpose: "something else").withUnsafeBytes { Data($0) }
+        #expect(a != b)
+        #expect(a.count == 32)
+    }
+
+    @Test("values are escaped in HTML; form bodies decode")
+    func escaping() {
+        #expect(ConsoleHTML.escape(#"<script>"x" & 'y'</script>"#) == "&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/script&gt;")
+        #expect(ConsoleEndpoints.decodeForm("token=a+b%2Fc&next=%2Fdeliveries%2F3&empty") == ["token": "a b/c", "next": "/deliveries/3", "empty": ""])
+        #expect(ConsolePages.signIn(formToken: "t", next: "/x\"><script>", problem: "<b>").contains("&lt;b&gt;"))
+        #expect(!ConsolePages.signIn(formToken: "t", next: "/x\"><script>", problem: nil).contains("<script>"))
+    }
+}

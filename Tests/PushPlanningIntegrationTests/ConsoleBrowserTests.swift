@@ -1,0 +1,237 @@
+import Foundation
+import Kafka
+import PostgresNIO
+import PushEvents
+import PushTestSupport
+import Testing
+
+/// The console (the real `console` executable) in a real browser: headless Chromium from Debian
+/// (`/usr/bin/chromium`) driven by Playwright for Python (`scripts/console-browser.py`, from the
+/// project's `.local/venv`). The delivery is planned by the real planner with its projections and
+/// gets its results and hits as the senders and the tracking endpoint publish them (the
+/// indicators' harness); the browser watches its report refresh itself to the final figures, and
+/// every figure it read must equal what docs/analysts.md's queries give. Screenshots of each page
+/// are kept under `.local/console-screenshots/` (CI keeps them as artefacts).
+@Suite("The console in a browser", .serialized)
+struct ConsoleBrowserTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// A ```sql block of docs/analysts.md: the one containing `marker`, for `deliveryId`.
+    static func documentedQuery(containing marker: String, deliveryId: String) throws -> PostgresQuery {
+        let text = try String(contentsOf: root.appendingPathComponent("docs/analysts.md"), encoding: .utf8)
+        let blocks = text.components(separatedBy: "```sql\n").dropFirst().map { $0.components(separatedBy: "```").first ?? "" }
+        let block = try #require(blocks.first { $0.contains(marker) }, "docs/analysts.md has a query with \(marker)")
+        let sql = block.replacingOccurrences(of: ":'delivery_id'", with: "'\(deliveryId)'")
+            .trimmingCharacters(in: .whitespacesAndNewlines).trimmingCharacters(in: CharacterSet(charactersIn: ";"))
+        return PostgresQuery(unsafeSQL: sql)
+    }
+
+    /// The rows of a documented query, each column as the page writes it (integers in decimal,
+    /// text as is, null as an em dash); `columns` picks and orders them.
+    static func rows(_ h: PlanningHarness, _ query: PostgresQuery, columns: [String]) async throws -> [[String]] {
+        var result: [[String]] = []
+        for try await row in try await h.postgres.query(query, logger: h.logger) {
+            let r = row.makeRandomAccess()
+            result.append(
+                try columns.map { name in
+                    let cell = r[name]
+                    do {
+                        return try cell.decode(Int?.self).map(String.init) ?? "—"
+                    } catch {
+                        return try cell.decode(String?.self) ?? "—"
+                    }
+                })
+        }
+        return result
+    }
+
+    @Test("sign-in, the deliveries list, a report refreshing itself to final figures equal to the analysts' queries, a quarantined device")
+    func reportInBrowser() async throws {
+        let python = Self.root.appendingPathComponent(".local/venv/bin/python").path
+        try #require(FileManager.default.isExecutableFile(atPath: python), "no .local/venv: run scripts/test (scripts/stack install)")
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "no /usr/bin/chromium: scripts/stack install adds Debian's chromium")
+        // The planner serves the deliveries' admin API, which the console cancels through.
+        let adminPort = try EphemeralPort.next()
+        var settings = PlanningHarness.testSettings
+        settings.adminPort = adminPort
+        try await DeliveryIndicatorTests.run(settings: settings) { h in
+            // A delivery to 6 iOS and 6 Android devices, one iOS device quarantined.
+            let (service, apps) = try await h.defineService()
+            let (ios, android) = (apps[0], apps[1])
+            try await h.addSubscriptions(ios, count: 6)
+            try await h.addSubscriptions(android, count: 6)
+            let quarantinedToken = try await h.token(ios, 1)
+            try await h.postgres.query(
+                "UPDATE push.subscriptions SET disabled = true, disabled_reason = 'Unregistered', disabled_at = now() WHERE app_id = \(ios.appId) AND user_key = 'user1'",
+                logger: h.logger)
+            let requestId = "console-\(h.suffix)"
+            try await h.publishRequest(requestJSON(requestId: requestId, service: service), key: requestId)
+            let deliveryId = try await h.waitPlanned(requestId)
+            try await h.eventually("to_deliver set") { try await DeliveryIndicatorTests.indicators(h, deliveryId)?.toDeliver == 11 }
+            let m = try await h.plannedMessages(deliveryId)
+            #expect(m.count == 11)
+
+            // 0-3 sent, 4 hard, 5 soft, 6 ignored, 7 expired; 8-10 pending until the browser watches.
+            let now = Date()
+            var results = try (0..<4).map { i in
+                try DeliveryIndicatorTests.result(h, MessageSent(message: m[i], providerMessageId: "p\(i)", attempts: 1, sentAt: now), key: m[i].messageId)
+            }
+            for (i, type, reason) in [(4, "hard", "Unregistered"), (5, "soft", "payload-too-large"), (6, "ignored", "connection-lost")] {
+                results.append(
+                    try DeliveryIndicatorTests.result(
+                        h, MessageFailed(message: m[i], failureType: type, reason: reason, attempts: 2, failedAt: now), key: m[i].messageId))
+            }
+            results.append(try DeliveryIndicatorTests.result(h, MessageExpired(message: m[7], attempts: 3, expiredAt: now), key: m[7].messageId))
+            try await DeliveryIndicatorTests.publish(h, results)
+            let broadLogGroup = "test.broad-log.\(h.suffix)"
+            try await DeliveryIndicatorTests.waitProjected(h, group: broadLogGroup, topic: h.topics.messageResults.name, count: results.count)
+            let hits = [
+                DeliveryIndicatorTests.trackingHit(m[0], delivery: deliveryId, tag: 1), DeliveryIndicatorTests.trackingHit(m[1], delivery: deliveryId, tag: 1),
+                DeliveryIndicatorTests.trackingHit(m[0], delivery: deliveryId, tag: 2, at: now.addingTimeInterval(60)),
+                DeliveryIndicatorTests.trackingHit(m[2], delivery: deliveryId, tag: 2, at: now.addingTimeInterval(3700)),
+            ]
+            try await DeliveryIndicatorTests.publish(h, try hits.map { try DeliveryIndicatorTests.hit(h, $0) })
+            try await DeliveryIndicatorTests.waitProjected(
+                h, group: DeliveryIndicatorTests.trackingGroup(h.suffix), topic: h.topics.tracking.name, count: hits.count)
+
+            // Another delivery, due in an hour: the one the browser cancels.
+            let laterRequest = "console-later-\(h.suffix)"
+            try await h.publishRequest(
+                requestJSON(requestId: laterRequest, service: service, sendAt: Date().addingTimeInterval(3600).iso), key: laterRequest)
+            try await h.eventually("the later delivery accepted") { try await h.deliveryStatus(requestId: laterRequest) == "accepted" }
+            let laterId = try await h.deliveryId(of: laterRequest)
+
+            // The console, as an operator starts it, with the planner's admin token.
+            let token = PlanningHarness.adminToken
+            let port = try EphemeralPort.next()
+            let opsPort = try EphemeralPort.next()
+            var environment = TestStack.environment
+            environment["PUSH_ADMIN_TOKEN"] = token
+            environment["CONSOLE_HOST"] = "127.0.0.1"
+            environment["CONSOLE_PORT"] = String(port)
+            environment["PUSH_OPS_PORT"] = String(opsPort)
+            environment["CONSOLE_REFRESH_SECONDS"] = "1"
+            environment["CONSOLE_DELIVERIES_API_URL"] = "http://127.0.0.1:\(adminPort)"
+            let console = try BuiltExecutable("console", environment: environment)
+            defer { console.killIfRunning() }
+            try await console.waitUntilReady(port: opsPort)
+
+            // The browser, told where; it says "report-open" once it watches the running report.
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("console-browser-\(h.suffix)", isDirectory: true)
+            try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+            let tokenFile = work.appendingPathComponent("token")
+            try Data(token.utf8).write(to: tokenFile)
+            let output = work.appendingPathComponent("result.json")
+            let log = work.appendingPathComponent("browser.log")
+            FileManager.default.createFile(atPath: log.path, contents: nil)
+            let handle = try FileHandle(forWritingTo: log)
+            let browser = Process()
+            browser.executableURL = URL(fileURLWithPath: python)
+            browser.arguments = [
+                Self.root.appendingPathComponent("scripts/console-browser.py").path, "--url", "http://127.0.0.1:\(port)", "--token-file", tokenFile.path,
+                "--delivery", deliveryId, "--device-search", quarantinedToken.uppercased(), "--cancel-delivery", laterId, "--service", service,
+                "--screenshots", Self.root.appendingPathComponent(".local/console-screenshots").path, "--out", output.path,
+            ]
+            browser.standardOutput = handle
+            browser.standardError = handle
+            try browser.run()
+            defer { if browser.isRunning { browser.terminate() } }
+            func browserLog() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
+            try await h.eventually(within: .seconds(120), "the browser watches the running report\n\(browserLog())") {
+                if !browser.isRunning { return true }
+                return browserLog().contains("report-open")
+            }
+            try #require(browser.isRunning, "the browser ended before it watched the report:\n\(browserLog())")
+
+            // The rest of the delivery ends while the page is open.
+            let late = try (8..<11).map { i in
+                try DeliveryIndicatorTests.result(
+                    h, MessageSent(message: m[i], providerMessageId: "p\(i)", attempts: 1, sentAt: now.addingTimeInterval(120)), key: m[i].messageId)
+            }
+            try await DeliveryIndicatorTests.publish(h, late)
+            try await h.eventually(within: .seconds(150), "the browser finished") { !browser.isRunning }
+            try? handle.close()
+            #expect(browser.terminationStatus == 0, "the browser run failed:\n\(browserLog())")
+            let data = try #require(try? Data(contentsOf: output), "the browser wrote no result:\n\(browserLog())")
+            let result = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            #expect((result["problems"] as? [String]) == [], "\(result["problems"] ?? "")")
+            #expect(result["initialPending"] as? String == "3", "the running report showed 3 pending first")
+            #expect(result["reloaded"] as? Bool == false, "the report refreshed itself in place, without a reload of the page")
+            #expect(result["charts"] as? Int == 3, "funnel, sends and receptions/opens charts")
+            let figures = try #require(result["figures"] as? [String: String])
+            #expect(figures["state"] == "finished")
+
+            // The funnel against docs/analysts.md's indicator query.
+            let funnel = try await Self.rows(
+                h, try Self.documentedQuery(containing: "FROM push.delivery_indicators i JOIN push.deliveries d", deliveryId: deliveryId),
+                columns: [
+                    "to_deliver", "excluded", "sent", "failed", "failed_hard", "failed_soft", "failed_ignored", "impressions", "opens", "expired", "cancelled",
+                    "processed",
+                ])
+            let row = try #require(funnel.first)
+            let expected: [String: String] = [
+                "targeted": row[0], "excluded": row[1], "sent": row[2], "failed": row[3], "failed_hard": row[4], "failed_soft": row[5],
+                "failed_ignored": row[6], "received": row[7], "opened": row[8], "expired": row[9], "cancelled": row[10],
+                "pending": String(Int(row[0])! - Int(row[11])!),
+            ]
+            for (name, value) in expected { #expect(figures[name] == value, "\(name): page \(figures[name] ?? "none"), SQL \(value)") }
+            #expect(expected["sent"] == "7" && expected["pending"] == "0" && expected["opened"] == "2", "the delivery's known outcome: \(expected)")
+
+            // Failures, sends per minute, receptions and opens per hour, per app.
+            let failures = try await Self.rows(
+                h, try Self.documentedQuery(containing: "SELECT failure_type, failure_reason, platform, count(*)", deliveryId: deliveryId),
+                columns: ["failure_type", "failure_reason", "platform", "messages"])
+            #expect(result["failures"] as? [[String]] == failures, "failures: page \(result["failures"] ?? ""), SQL \(failures)")
+            #expect(failures.count == 3)
+            let sends = try await Self.rows(
+                h, try Self.documentedQuery(containing: "date_trunc('minute', sent_at)", deliveryId: deliveryId), columns: ["sent"])
+            #expect((result["sends"] as? [[String]])?.map { Array($0.dropFirst()) } == sends, "sends per minute: page \(result["sends"] ?? ""), SQL \(sends)")
+            #expect(sends.compactMap { Int($0[0]) }.reduce(0, +) == 7)
+            let tracking = try await Self.rows(
+                h, try Self.documentedQuery(containing: "date_trunc('hour', first_at)", deliveryId: deliveryId), columns: ["received", "opened"])
+            #expect(
+                (result["tracking"] as? [[String]])?.map { Array($0.dropFirst()) } == tracking, "per hour: page \(result["tracking"] ?? ""), SQL \(tracking)")
+            let perApp = try await Self.rows(
+                h, try Self.documentedQuery(containing: "count(*) FILTER (WHERE b.status = 'pending')", deliveryId: deliveryId),
+                columns: ["app", "platform", "environment", "messages", "sent", "failed", "expired", "cancelled", "pending", "received", "opened"])
+            #expect(result["apps"] as? [[String]] == perApp, "per app: page \(result["apps"] ?? ""), SQL \(perApp)")
+            #expect(perApp.count == 2)
+
+            // The quarantined device, found by its token typed in capitals.
+            let devices = try #require(result["devices"] as? [[String: String]])
+            #expect(devices.count == 1)
+            #expect(devices.first?["quarantined"] == "true")
+            #expect(devices.first?["quarantine"]?.contains("reason Unregistered") == true, "\(devices)")
+
+            // The catalog: both apps of the service with their integration keys to copy.
+            #expect(result["catalogKeys"] as? [String] == [ios.integrationKey, android.integrationKey].sorted())
+            #expect(result["copyButtons"] as? Int == 2)
+
+            // Compose: the preview's audience and payloads, then a proof through the admin API.
+            #expect(result["previewTargeted"] as? String == "11")
+            #expect(result["previewExcluded"] as? String == "1")
+            let samples = try #require(result["previewSamples"] as? [[Any]])
+            #expect(samples.map { $0[0] as? String } == ["android", "ios"], "one sample payload per app")
+            #expect(samples.allSatisfy { ($0[1] as? Int ?? 0) > 20 }, "each sample with its size: \(samples)")
+            #expect(result["previewKeepsForm"] as? String == "Hello {{userKey}}", "the form keeps what was typed")
+            let proofURL = try #require(result["proofURL"] as? String)
+            let proofId = try #require(proofURL.split(separator: "/").last?.split(separator: "?").first.map(String.init))
+            #expect(proofURL.hasSuffix("?submitted=proof"), "\(proofURL)")
+            #expect(result["proofMessage"] as? String == "Proof sent to its test recipients only. Its report follows it below.")
+            #expect(try await h.text("SELECT proof::text FROM push.deliveries WHERE delivery_id = \(proofId)") == "true")
+            #expect(try await h.text("SELECT content->>'body' FROM push.deliveries WHERE delivery_id = \(proofId)") == "Hello {{userKey}}")
+
+            // The later delivery, cancelled from its report page through the admin API.
+            #expect(result["cancelRefusedUnconfirmed"] as? Bool == true, "the cancel needs its confirmation box ticked")
+            #expect(result["cancelMessage"] as? String == "Cancelled: nothing more of this delivery is sent.")
+            #expect(result["cancelState"] as? String == "cancelled")
+            #expect(result["controlsAfterCancel"] as? Int == 0, "no control is offered for a cancelled delivery")
+            #expect(try await h.text("SELECT state FROM push.delivery_controls WHERE delivery_id = \(laterId)") == "cancelled")
+            #expect(try await h.text("SELECT state FROM push.delivery_controls WHERE delivery_id = \(deliveryId)") == nil, "the other delivery untouched")
+
+            await console.terminate()
+            #expect(!console.log().contains(token), "the admin token never reaches the console's log")
+            try? FileManager.default.removeItem(at: work)
+        }
+    }
+}

@@ -89,9 +89,9 @@ struct DeliveryControlTests {
             let opsPort = try EphemeralPort.next()
             let sender = try h.startExecutable(opsPort: opsPort)
             defer { sender.killIfRunning() }
-            try await sender.waitUntilReady(port: opsPort, within: .seconds(30))
+            try await sender.waitUntilReady(port: opsPort, within: .seconds(90))
             // Set aside on the retry topic at least once each, nothing sent.
-            try await h.eventually(within: .seconds(30), "every paused message set aside") {
+            try await h.eventually(within: .seconds(90), "every paused message set aside") {
                 Set(
                     try await h.records(h.retryTopic.name).compactMap { try? JSONSerialization.jsonObject(with: Data($0.value)) as? [String: Any] }
                         .compactMap { ($0["data"] as? [String: Any])?["messageId"] as? String }
@@ -103,7 +103,7 @@ struct DeliveryControlTests {
             await sender.kill()
 
             try await Self.setControl(h, paused, "active")
-            let results = try await h.withSender { try await h.waitForResults(messages.count, within: .seconds(60)) }
+            let results = try await h.withSender { try await h.waitForResults(messages.count, within: .seconds(120)) }
             #expect(results.allSatisfy { $0.type == "MessageSent" })
             #expect(h.arrivals(messages) == Array(repeating: 1, count: messages.count), "each message reached FCM exactly once")
         }

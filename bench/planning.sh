@@ -228,20 +228,9 @@ done
 [[ "$(sql "SELECT count(*) FROM push.delivery_rejections WHERE request_id = '$WARMUP'")" -ge 1 ]] \
     || { tail -n 40 "$WORK/planner.log" >&2; die "the warm-up request was not rejected within 60 s"; }
 
-# CPU seconds (user + system): one process, or every process with a given name.
-HZ=$(getconf CLK_TCK)
-cpu_of_pid() { awk -v hz="$HZ" '{ sub(/^.*\) /, ""); printf "%.2f", ($12 + $13) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0; }
-cpu_of_name() {
-    local total=0 f line
-    for f in /proc/[0-9]*/stat; do
-        { read -r line <"$f"; } 2>/dev/null || continue
-        [[ "$line" == *"($1)"* ]] || continue
-        total=$(awk -v t="$total" -v hz="$HZ" '{ sub(/^.*\) /, ""); printf "%.2f", t + ($12 + $13) / hz }' <<<"$line")
-    done
-    echo "$total"
-}
-machine_busy() { awk '/^cpu / { printf "%.2f", ($2 + $3 + $4 + $7 + $8) / '"$HZ"' }' /proc/stat; }
-TANSU_PID="$(cat "$PUSH_STACK_ROOT/tansu.pid" 2>/dev/null || pgrep -o -x tansu || echo 0)"
+# CPU seconds (user + system): cpu_of_pid, cpu_of_name, machine_busy, HZ and TANSU_PID.
+# shellcheck source=bench/lib/cpu.sh
+source bench/lib/cpu.sh
 snapshot() { echo "$(cpu_of_pid "$PLANNER_PID") $(cpu_of_pid "$TANSU_PID") $(cpu_of_name postgres) $(machine_busy)"; }
 
 REQUEST_ID="bench-planning-$RUN_ID"

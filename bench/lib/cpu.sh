@@ -1,4 +1,4 @@
-# CPU accounting for the HTTP benchmarks (sourced): CPU seconds (user + system) of the service
+# CPU accounting for the benchmarks (sourced; bench/planning.sh uses its readers): CPU seconds (user + system) of the service
 # under test, the broker, every PostgreSQL process and wrk, over one wrk run, so a reader sees
 # which process bounds the rate even on a machine that other work shares.
 #

@@ -1,4 +1,5 @@
 import Foundation
+import PushWire
 
 /// An event whose payload reads itself from JSON without `JSONDecoder`: the planned messages,
 /// read once per notification by the senders.
@@ -136,21 +137,11 @@ package struct EventJSONReader {
     /// A UUID in its 36-character form, either case (what `UUID(uuidString:)` reads).
     package mutating func uuid() throws(Unsupported) -> UUID {
         try expect(UInt8(ascii: "\""))
-        guard bytes.count - index >= 37, bytes[index + 36] == UInt8(ascii: "\"") else { throw Unsupported() }
-        var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-        var position = index
-        try withUnsafeMutableBytes(of: &uuid) { (uuid: UnsafeMutableRawBufferPointer) throws(Unsupported) in
-            for byte in 0..<16 {
-                if byte == 4 || byte == 6 || byte == 8 || byte == 10 {
-                    guard bytes[position] == UInt8(ascii: "-") else { throw Unsupported() }
-                    position += 1
-                }
-                uuid[byte] = try Self.hexValue(bytes[position]) << 4 | Self.hexValue(bytes[position + 1])
-                position += 2
-            }
+        guard bytes.count - index >= 37, bytes[index + 36] == UInt8(ascii: "\""), let uuid = UUID(utf8: bytes[index..<(index + 36)]) else {
+            throw Unsupported()
         }
         index += 37
-        return UUID(uuid: uuid)
+        return uuid
     }
 
     /// `yyyy-MM-ddTHH:mm:ssZ` or `yyyy-MM-ddTHH:mm:ss.SSSZ`, as the events write dates.

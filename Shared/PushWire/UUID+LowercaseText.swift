@@ -32,17 +32,18 @@ extension UUID {
 }
 
 extension UUID {
-    /// Reads the 36-character form (8-4-4-4-12 hex digits, either case), as `UUID(uuidString:)`
-    /// does, without Foundation's `sscanf`: the tracking service reads one per hit.
-    package init?(text: Substring) {
-        let utf8 = text.utf8
-        guard utf8.count == 36 else { return nil }
+    /// Reads the 36-character form (8-4-4-4-12 hex digits, either case) from its UTF-8 bytes, as
+    /// `UUID(uuidString:)` reads such a text, without Foundation's `sscanf`: the senders read
+    /// several per message record (`EventJSONReader`), the tracking service one per hit.
+    @inlinable
+    package init?<Bytes: Collection>(utf8 text: Bytes) where Bytes.Element == UInt8 {
+        guard text.count == 36 else { return nil }
         var uuid: uuid_t = (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
         let parsed = withUnsafeMutableBytes(of: &uuid) { uuid -> Bool in
-            var position = utf8.startIndex
+            var position = text.startIndex
             func nibble() -> UInt8? {
-                let byte = utf8[position]
-                position = utf8.index(after: position)
+                let byte = text[position]
+                position = text.index(after: position)
                 switch byte {
                 case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
                 case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
@@ -52,8 +53,8 @@ extension UUID {
             }
             for index in 0..<16 {
                 if index == 4 || index == 6 || index == 8 || index == 10 {
-                    guard utf8[position] == UInt8(ascii: "-") else { return false }
-                    position = utf8.index(after: position)
+                    guard text[position] == UInt8(ascii: "-") else { return false }
+                    position = text.index(after: position)
                 }
                 guard let high = nibble(), let low = nibble() else { return false }
                 uuid[index] = high << 4 | low
@@ -62,5 +63,10 @@ extension UUID {
         }
         guard parsed else { return nil }
         self.init(uuid: uuid)
+    }
+
+    /// `init(utf8:)` of a text.
+    package init?(text: Substring) {
+        self.init(utf8: text.utf8)
     }
 }

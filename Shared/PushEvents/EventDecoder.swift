@@ -37,6 +37,9 @@ package struct EventDecodingError: Error, Sendable, Hashable, CustomStringConver
 extension EventMetadata {
     /// Reads only the envelope fields of a record, whatever its type.
     package static func decode(_ bytes: [UInt8]) throws(EventDecodingError) -> EventMetadata {
+        // The hand-written reader first (a consumer of several event types reads every record's
+        // envelope this way before its payload); what it does not read, the decoder reads or names.
+        if let metadata = try? read(bytes) { return metadata }
         do {
             return try EventJSON.decoder.decode(EventMetadata.self, from: Data(bytes))
         } catch {

@@ -93,34 +93,17 @@ package struct EventEnvelope<Payload: PushEvent>: Sendable {
     static func read(_ bytes: [UInt8]) throws(EventJSONReader.Unsupported) -> EventEnvelope
     where Payload: EventJSONReadable {
         var reader = EventJSONReader(bytes)
-        var id: UUID?
-        var type: String?
-        var version: Int?
-        var occurredAt: Date?
-        var key: String?
-        var correlationId: String??
-        var causationId: String??
+        var members = EnvelopeMembers()
         var payload: Payload?
         try reader.members { reader, member throws(EventJSONReader.Unsupported) in
-            switch member {
-            case "id": try EventJSONReader.once(&id, try reader.uuid())
-            case "type": try EventJSONReader.once(&type, try reader.string())
-            case "version": try EventJSONReader.once(&version, try reader.int())
-            case "occurredAt": try EventJSONReader.once(&occurredAt, try reader.date())
-            case "key": try EventJSONReader.once(&key, try reader.string())
-            case "correlationId": try EventJSONReader.once(&correlationId, try reader.optionalString())
-            case "causationId": try EventJSONReader.once(&causationId, try reader.optionalString())
-            case "data": try EventJSONReader.once(&payload, try Payload(reading: &reader))
-            default: try reader.skipValue()
+            if member == "data" {
+                try EventJSONReader.once(&payload, try Payload(reading: &reader))
+            } else if try !members.read(member, from: &reader) {
+                try reader.skipValue()
             }
         }
         try reader.end()
-        let metadata = EventMetadata(
-            id: try EventJSONReader.required(id), type: try EventJSONReader.required(type), version: try EventJSONReader.required(version),
-            occurredAt: try EventJSONReader.required(occurredAt), key: try EventJSONReader.required(key),
-            correlationId: correlationId ?? nil, causationId: causationId ?? nil
-        )
-        return EventEnvelope(metadata: metadata, payload: try EventJSONReader.required(payload))
+        return EventEnvelope(metadata: try members.metadata(), payload: try EventJSONReader.required(payload))
     }
 
     struct Wire: Codable {
@@ -144,6 +127,62 @@ package struct EventEnvelope<Payload: PushEvent>: Sendable {
             var container = encoder.container(keyedBy: CodingKeys.self)
             try container.encode(data, forKey: .data)
         }
+    }
+}
+
+/// The envelope's own members as `EventJSONReader` reads them: shared by the envelope of a
+/// payload that reads itself and by `EventMetadata.read`, which skips the payload.
+struct EnvelopeMembers {
+    var id: UUID?
+    var type: String?
+    var version: Int?
+    var occurredAt: Date?
+    var key: String?
+    var correlationId: String??
+    var causationId: String??
+
+    /// Reads the value of `member` when it is an envelope field; false (nothing read) otherwise.
+    mutating func read(_ member: EventJSONReader.Key, from reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) -> Bool {
+        switch member {
+        case "id": try EventJSONReader.once(&id, try reader.uuid())
+        case "type": try EventJSONReader.once(&type, try reader.string())
+        case "version": try EventJSONReader.once(&version, try reader.int())
+        case "occurredAt": try EventJSONReader.once(&occurredAt, try reader.date())
+        case "key": try EventJSONReader.once(&key, try reader.string())
+        case "correlationId": try EventJSONReader.once(&correlationId, try reader.optionalString())
+        case "causationId": try EventJSONReader.once(&causationId, try reader.optionalString())
+        default: return false
+        }
+        return true
+    }
+
+    func metadata() throws(EventJSONReader.Unsupported) -> EventMetadata {
+        EventMetadata(
+            id: try EventJSONReader.required(id), type: try EventJSONReader.required(type), version: try EventJSONReader.required(version),
+            occurredAt: try EventJSONReader.required(occurredAt), key: try EventJSONReader.required(key),
+            correlationId: correlationId ?? nil, causationId: causationId ?? nil
+        )
+    }
+}
+
+extension EventMetadata {
+    /// The envelope fields by the hand-written reader, the payload skipped (its syntax checked,
+    /// not its schema), or `Unsupported` for the decoder to take over.
+    static func read(_ bytes: [UInt8]) throws(EventJSONReader.Unsupported) -> EventMetadata {
+        var reader = EventJSONReader(bytes)
+        var members = EnvelopeMembers()
+        var sawData = false
+        try reader.members { reader, member throws(EventJSONReader.Unsupported) in
+            if member == "data" {
+                guard !sawData else { throw EventJSONReader.Unsupported() }
+                sawData = true
+                try reader.skipValue()
+            } else if try !members.read(member, from: &reader) {
+                try reader.skipValue()
+            }
+        }
+        try reader.end()
+        return try members.metadata()
     }
 }
 

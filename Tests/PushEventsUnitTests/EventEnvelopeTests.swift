@@ -107,6 +107,24 @@ struct EventEnvelopeTests {
         ]
         expectRefused(cases, by: decoder)
     }
+
+    @Test("the envelope fields read by hand (payload skipped) equal the decoder's, whatever the payload holds")
+    func metadataFastPath() throws {
+        let id = "6b6499a8-9d43-4bc5-acf0-b6aeb96846f6"
+        let texts = [
+            #"{"id":"\#(id)","type":"Greeting","version":2,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"name":"x","times":1}}"#,
+            #"{"data":{"a":[1,{"b":null},"c\"d"],"e":true},"causationId":"c","correlationId":null,"id":"\#(id)","key":"app:tok","occurredAt":"2026-11-22T10:00:00.123Z","type":"T","version":1}"#,
+            #"{"id":"\#(id)","type":"T","version":3,"occurredAt":"2026-11-22T10:00:00Z","key":"k"}"#,
+            // Read by the decoder only (a fraction in the payload, an escaped key): same answer.
+            #"{"id":"\#(id)","type":"T","version":1,"occurredAt":"2026-11-22T10:00:00Z","key":"k","data":{"ratio":0.5}}"#,
+            #"{"id":"\#(id)","type":"T","version":1,"occurredAt":"2026-11-22T10:00:00Z","k\u0065y":"k","data":{}}"#,
+        ]
+        for text in texts {
+            let bytes = Array(text.utf8)
+            #expect(try EventMetadata.decode(bytes) == EventJSON.decoder.decode(EventMetadata.self, from: Data(bytes)), "\(text)")
+        }
+        #expect(throws: EventDecodingError.self) { try EventMetadata.decode(Array(#"{"id":"\#(id)","type":"T","version":1,"key":"k"}"#.utf8)) }
+    }
 }
 
 /// A decoder with one registration takes a one-parse path (the senders'): it must answer exactly

@@ -11,22 +11,21 @@ import PushEvents
 /// (`device:<appId>:<tokenDigest>`); the subscription projection opens them; an erasure deletes
 /// the key, after which no copy of the topic can be read back. Keys live in `push.subject_keys`
 /// (migration 17), never in a cache: a registration right after an erasure must get a new key,
-/// whichever registration instance serves it.
+/// whichever registration instance serves it. What is shared is the statement, not the key.
 package struct PersonalDataKeys: Sendable {
     let postgres: PostgresClient
     let logger: Logger
+    let requests: SubjectKeyRequests
 
-    package init(postgres: PostgresClient, logger: Logger) {
+    package init(postgres: PostgresClient, logger: Logger, maximumStatements: Int = 2) {
         self.postgres = postgres
         self.logger = logger
+        self.requests = SubjectKeyRequests(maximumStatements: maximumStatements)
     }
 
     /// Lowercase hex SHA-256 of the token's UTF-8 bytes; equal to `push.subscriptions.token_digest`.
     package static func tokenDigest(_ token: String) -> String {
-        SHA256.hash(data: Data(token.utf8)).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
+        hex(SHA256.hash(data: Array(token.utf8)))
     }
 
     /// The subject a registration's fields are sealed for.
@@ -34,27 +33,53 @@ package struct PersonalDataKeys: Sendable {
         userKey.isEmpty ? "device:\(appId.uuidString.lowercased()):\(tokenDigest)" : "user:\(userKey)"
     }
 
-    /// The subject's key in the service, created on first use (one statement; a concurrent
-    /// creation by another instance is read back).
+    /// The subject's key in the service, created on first use. Concurrent registrations share
+    /// statements (`SubjectKeyRequests`: one statement creates or reads the keys of every
+    /// registration waiting for one, like a group commit), so the database sees a statement per
+    /// batch, not per registration; a key is returned only once its row is committed.
     package func key(serviceId: UUID, subject: String) async throws -> (id: UUID, key: SymmetricKey) {
-        for _ in 0..<3 {
-            let fresh = SymmetricKey(size: .bits256).withUnsafeBytes { [UInt8]($0) }
-            let rows = try await postgres.query(
-                """
-                WITH created AS (
-                    INSERT INTO push.subject_keys (subject_id, service_id, subject, data_key)
-                    VALUES (\(UUID()), \(serviceId), \(subject), \(ByteBuffer(bytes: fresh)))
-                    ON CONFLICT (service_id, subject) DO NOTHING
-                    RETURNING subject_id, data_key)
-                SELECT subject_id, data_key FROM created
-                UNION ALL
-                SELECT subject_id, data_key FROM push.subject_keys WHERE service_id = \(serviceId) AND subject = \(subject)
-                LIMIT 1
-                """,
-                logger: logger)
-            for try await (id, bytes) in rows.decode((UUID, ByteBuffer).self) { return (id, SymmetricKey(data: Array(bytes.readableBytesView))) }
+        try await requests.key(SubjectKeyRequests.Subject(serviceId: serviceId, subject: subject), keys: self)
+    }
+
+    /// One statement: the keys of `subjects`, each created if missing. A subject whose row another
+    /// transaction was creating at the same time is absent from the answer (this statement's
+    /// snapshot does not see it): the caller asks again.
+    func keys(of subjects: [SubjectKeyRequests.Subject]) async throws -> [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] {
+        let fresh = subjects.map { _ in SymmetricKey(size: .bits256).withUnsafeBytes { Self.hex($0) } }
+        let rows = try await postgres.query(
+            """
+            WITH wanted AS (
+                SELECT * FROM unnest(\(subjects.map(\.serviceId))::uuid[], \(subjects.map(\.subject))::text[],
+                                     \(subjects.map { _ in UUID() })::uuid[], \(fresh)::text[]) AS w(service_id, subject, subject_id, data_key)),
+            created AS (
+                INSERT INTO push.subject_keys (subject_id, service_id, subject, data_key)
+                SELECT subject_id, service_id, subject, decode(data_key, 'hex') FROM wanted
+                ON CONFLICT (service_id, subject) DO NOTHING
+                RETURNING service_id, subject, subject_id, data_key)
+            SELECT service_id, subject, subject_id, data_key FROM created
+            UNION ALL
+            SELECT k.service_id, k.subject, k.subject_id, k.data_key
+            FROM push.subject_keys k JOIN wanted w ON k.service_id = w.service_id AND k.subject = w.subject
+            """,
+            logger: logger)
+        var keys: [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] = [:]
+        for try await (serviceId, subject, id, bytes) in rows.decode((UUID, String, UUID, ByteBuffer).self) {
+            keys[SubjectKeyRequests.Subject(serviceId: serviceId, subject: subject)] = (id, SymmetricKey(data: Array(bytes.readableBytesView)))
         }
-        throw PersonalDataError("no data key could be created or read for the subject")
+        return keys
+    }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    /// Lowercase hex of `bytes`.
+    static func hex(_ bytes: some Sequence<UInt8>) -> String {
+        var text: [UInt8] = []
+        text.reserveCapacity(64)
+        for byte in bytes {
+            text.append(hexDigits[Int(byte >> 4)])
+            text.append(hexDigits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// The keys of `ids` that still exist (an erased subject's is gone), in one query.

@@ -44,6 +44,16 @@ struct RegistrationParsingTests {
         #expect(registration.params.isEmpty)
     }
 
+    @Test("empty pairs are skipped, a name without '=' has an empty value, '=' in a value is kept, the last repeat wins, UTF-8 escapes decode")
+    func formEdges() throws {
+        let fields = try FormFields(encoded: "&&a=1&&flag&b=x=y&a=2&c=%C3%A9t%C3%A9+%2B&=v&d=")
+        #expect(fields.values == ["a": "2", "flag": "", "b": "x=y", "c": "été +", "": "v", "d": ""])
+        #expect(try FormFields(encoded: "").values.isEmpty)
+        #expect(try FormFields(encoded: "&").values.isEmpty)
+        #expect(throws: RegistrationError.self) { try FormFields(encoded: "a=%4") }
+        #expect(throws: RegistrationError.self) { try FormFields(encoded: "a=%00") }
+    }
+
     @Test("query-string fields fill in what the body lacks; the body wins")
     func queryString() throws {
         let body = try FormFields(encoded: "registrationToken=aa&userKey=body")

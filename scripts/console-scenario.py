@@ -4,16 +4,20 @@ Playwright for Python), against the real services, for ConsoleScenarioTests (doc
 
   console-scenario.py --url CONSOLE --registration URL --token-file F --service NAME \
       --bundle-id ID --fcm-project ID --p8 FILE --key-id K --team-id T --service-account FILE \
+      --wrong-pem FILE (a PEM key that is not P-256) --tracking URL \
+      --apns-url URL --apns-ca PEM --fcm-url URL --fcm-ca PEM (the simulators, for their logs) \
       --screenshots DIR --out result.json
 
 As a new user would: signs in; creates a service (and is refused a second one of the same name);
-adds an iOS and an Android app; uploads a wrong file first (the problem is named, the file's
-content is not echoed), then each app's real credentials (the simulators trust them); edits the
+adds an iOS and an Android app; uploads wrong files first (a service account as a .p8, an RSA
+key as a .p8, a .p8 as a service account: each problem is named, the file's content is not
+echoed), then each app's real credentials (the simulators trust them); edits the
 iOS app's label and sounds; copies the integration keys from the catalog. Then, as the SDKs
 would (plain HTTP, not the console), registers 3 iOS devices, 1 iOS device whose token the APNs
 simulator answers 410 Unregistered, and 3 Android devices. Composes a delivery while the live
 preview follows the typing (and says why an empty message is not valid), sends it, watches its
-report refresh itself to the final figures; composes a second one for an hour later and cancels
+report refresh itself to the final figures; sends the SDKs' tracking hits (received, opened)
+for the notifications the simulators took, and reloads the report until it shows them; composes a second one for an hour later and cancels
 it from its report; finds the quarantined device in the devices search. Screenshots of every
 page go to DIR; the figures and the ids go to --out as JSON for the Swift test to compare with
 docs/analysts.md's queries.
@@ -26,6 +30,7 @@ import datetime
 import importlib.util
 import json
 import os
+import subprocess
 import sys
 import time
 import urllib.request
@@ -60,6 +65,7 @@ def run(args, token, problems, result, expect, shot):
     secret_lines = [line for line in open(args.p8).read().splitlines() if line and not line.startswith("-----")]
     account = json.load(open(args.service_account))
     secret_lines += [line for line in account["private_key"].splitlines() if line and not line.startswith("-----")]
+    secret_lines += [line for line in open(args.wrong_pem).read().splitlines() if line and not line.startswith("-----")]
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
@@ -172,8 +178,14 @@ def run(args, token, problems, result, expect, shot):
         result["wrongP8Problem"] = page.locator("#credential-problem").inner_text()
         no_secret("the refused .p8 upload")
         shot(page, "s05-ios-wrong-file")
-        page.get_by_label("Key id", exact=True).fill(args.key_id)
-        page.get_by_label("Team id", exact=True).fill(args.team_id)
+        # A PEM key that is not a P-256 one: the console lets it through, the admin API refuses it.
+        expect(page.get_by_label("Key id", exact=True).input_value() == args.key_id, "the key id was not kept after the refusal")
+        page.get_by_label("Key or certificate file (.p8 or .p12)").set_input_files(args.wrong_pem)
+        allowed.append(422)
+        submit(page.get_by_role("button", name="Upload the credentials"), status=422)
+        allowed.remove(422)
+        result["wrongKeyProblem"] = page.locator("#credential-problem").inner_text()
+        no_secret("the refused RSA key upload")
         page.get_by_label("Key or certificate file (.p8 or .p12)").set_input_files(args.p8)
         submit(page.get_by_role("button", name="Upload the credentials"))
         expect(page.locator("#form-message").inner_text().startswith("Credentials stored"), "no 'Credentials stored' message (iOS)")
@@ -266,6 +278,35 @@ def run(args, token, problems, result, expect, shot):
             page.wait_for_timeout(250)
         expect(page.locator("#report[data-final=true]").count() == 1, "the report did not reach its final figures by itself")
         result["reloaded"] = page.evaluate("window.consoleTestMarker !== 'kept'")
+        shot(page, "s13-report-sent")
+
+        # The devices that got the notification report it as the SDKs do (GET /r/ on the
+        # tracking endpoint): every Android device and one iPhone "received", one of each
+        # "opened". The message ids are those the simulators took.
+        delivered = []
+        for url, ca in [(args.apns_url, args.apns_ca), (args.fcm_url, args.fcm_ca)]:
+            out = subprocess.run(["curl", "-sS", "--fail", "--http2", "--cacert", ca, url + "/_control/log?limit=1000"],
+                                 capture_output=True, check=True).stdout
+            delivered += [(e["provider"], e["mId"]) for e in json.loads(out)["entries"] if e.get("mId")]
+        delivered = sorted(set(delivered))
+        android = [m for provider, m in delivered if provider == "fcm"]
+        ios = [m for provider, m in delivered if provider != "fcm"]
+        hits = [(m, 1) for m in android + ios[:1]] + [(android[0], 2), (ios[0], 2)] if android and ios else []
+        for message_id, tag in hits:
+            sdk_id = "%x" % (int(message_id) & 0xFFFFFFFF) if message_id.lstrip("-").isdigit() else message_id
+            with urllib.request.urlopen("%s/r/?id=h%s,%s,%d" % (args.tracking, sdk_id, delivery, tag), timeout=30) as response:
+                expect(response.status == 200, "a tracking hit answered %s" % response.status)
+        result["delivered"] = len(delivered)
+        result["hits"] = {"received": len(android) + min(1, len(ios)), "opened": 2 if hits else 0}
+        # The report stopped refreshing once every message had its outcome: reload it until
+        # the tracking projection shows the hits.
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            goto("/deliveries/" + delivery)
+            if (page.locator("[data-figure=received]").inner_text() == str(result["hits"]["received"])
+                    and page.locator("[data-figure=opened]").inner_text() == "2"):
+                break
+            page.wait_for_timeout(500)
         figures = {}
         for element in page.locator("#report [data-figure]").all():
             figures[element.get_attribute("data-figure")] = element.inner_text()
@@ -278,7 +319,7 @@ def run(args, token, problems, result, expect, shot):
             result["table_" + name] = table("#" + name)
         for details in page.locator("#report details summary").all():
             details.click()
-        shot(page, "s13-report-final")
+        shot(page, "s13-report-tracked")
 
         # A second delivery, for an hour later, cancelled from its report.
         goto("/deliveries/new")
@@ -320,7 +361,7 @@ def run(args, token, problems, result, expect, shot):
 
 def main():
     parser = argparse.ArgumentParser()
-    for name in ["url", "registration", "token-file", "service", "bundle-id", "fcm-project", "p8", "key-id", "team-id", "service-account", "screenshots", "out"]:
+    for name in ["url", "registration", "token-file", "service", "bundle-id", "fcm-project", "p8", "key-id", "team-id", "service-account", "wrong-pem", "apns-url", "apns-ca", "fcm-url", "fcm-ca", "tracking", "screenshots", "out"]:
         parser.add_argument("--" + name, required=True)
     args = parser.parse_args()
     token = open(args.token_file).read().strip()

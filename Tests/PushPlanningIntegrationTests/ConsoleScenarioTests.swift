@@ -151,7 +151,9 @@ struct ConsoleScenarioTests {
             browser.arguments = [
                 root.appendingPathComponent("scripts/console-scenario.py").path, "--url", "http://127.0.0.1:\(consolePort)", "--registration",
                 "http://127.0.0.1:\(registrationPort)", "--token-file", tokenFile.path, "--service", service, "--bundle-id", bundleId, "--fcm-project",
-                project, "--p8", p8.path, "--key-id", keyId, "--team-id", teamId, "--service-account", serviceAccount.path, "--screenshots",
+                project, "--p8", p8.path, "--key-id", keyId, "--team-id", teamId, "--service-account", serviceAccount.path, "--wrong-pem", rsa.path,
+                "--apns-url", apnsURL, "--apns-ca", apnsCA.path,
+                "--fcm-url", fcmURL, "--fcm-ca", fcmCA.path, "--tracking", "http://127.0.0.1:\(trackingPort)", "--screenshots",
                 root.appendingPathComponent(".local/console-screenshots").path, "--out", output.path,
             ]
             browser.standardOutput = handle
@@ -176,6 +178,10 @@ struct ConsoleScenarioTests {
             #expect((result["duplicateServiceProblem"] as? String)?.contains("409") == true, "\(result["duplicateServiceProblem"] ?? "")")
             #expect((result["soundProblem"] as? String)?.contains("sounds, line 1: write name: label") == true, "\(result["soundProblem"] ?? "")")
             #expect((result["wrongP8Problem"] as? String)?.contains("is not a .p8 key") == true, "\(result["wrongP8Problem"] ?? "")")
+            #expect(
+                (result["wrongKeyProblem"] as? String)?.contains(
+                    "refused the credentials (400): privateKey must be the .p8 PEM of a P-256 key (file “fcm-key.pem”)")
+                    == true, "\(result["wrongKeyProblem"] ?? "")")
             #expect((result["wrongJSONProblem"] as? String)?.contains("is not a service-account JSON file") == true, "\(result["wrongJSONProblem"] ?? "")")
             let ios = try #require(result["iosCredentials"] as? [[String]])
             #expect(ios.count == 1 && ios[0][0].hasPrefix("apns-token") && ios[0][1].hasPrefix("sha256:") && ios[0][2].contains(keyId), "\(ios)")
@@ -207,7 +213,15 @@ struct ConsoleScenarioTests {
                 "pending": String(Int(row[0])! - Int(row[11])!),
             ]
             for (name, value) in expected { #expect(figures[name] == value, "\(name): page \(figures[name] ?? "none"), SQL \(value)") }
-            #expect(expected["targeted"] == "7" && expected["sent"] == "6" && expected["failed_hard"] == "1" && expected["pending"] == "0", "\(expected)")
+            #expect(
+                expected["targeted"] == "7" && expected["sent"] == "6" && expected["failed_hard"] == "1" && expected["pending"] == "0"
+                    && expected["received"] == "4" && expected["opened"] == "2", "\(expected)")
+            #expect(result["delivered"] as? Int == 6, "the simulators took the 6 notifications sent")
+            let tracking = try await ConsoleBrowserTests.rows(
+                h, try ConsoleBrowserTests.documentedQuery(containing: "date_trunc('hour', first_at)", deliveryId: deliveryId), columns: ["received", "opened"])
+            #expect(
+                (result["table_tracking"] as? [[String]])?.map { Array($0.dropFirst()) } == tracking,
+                "per hour: page \(result["table_tracking"] ?? ""), SQL \(tracking)")
             let failures = try await ConsoleBrowserTests.rows(
                 h, try ConsoleBrowserTests.documentedQuery(containing: "SELECT failure_type, failure_reason, platform, count(*)", deliveryId: deliveryId),
                 columns: ["failure_type", "failure_reason", "platform", "messages"])

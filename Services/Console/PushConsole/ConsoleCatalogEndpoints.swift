@@ -103,7 +103,7 @@ extension ConsoleEndpoints {
                     problem = refused.text
                 }
                 logger.notice("Console: credentials refused", metadata: ["app": "\(id.prefix(64))"])
-                return try await appPage(id, session: session, credentialProblem: problem)
+                return try await appPage(id, session: session, credentialProblem: problem, credentialFields: fields)
             }
         }
     }
@@ -125,7 +125,7 @@ extension ConsoleEndpoints {
     /// An app's page, read through the admin API (`GET /admin/v1/apps/{id}` and its credentials).
     func appPage(
         _ id: String, session: ConsoleSessions.Session, done: String? = nil, edited: ConsoleAppForm? = nil, problem: String? = nil,
-        credentialProblem: String? = nil
+        credentialProblem: String? = nil, credentialFields: [String: String] = [:]
     ) async throws -> Response {
         let (answer, app) = await admin.catalog("GET", "/apps/\(ConsoleAdminClient.segment(id))")
         guard answer.accepted else {
@@ -140,6 +140,7 @@ extension ConsoleEndpoints {
             failed ? .unprocessableContent : .ok,
             ConsolePages.app(
                 appId: id, service: app["serviceName"] as? String ?? "", form: edited ?? ConsoleAppForm(app: app), credentials: credentials,
-                csrf: session.csrfToken, done: done, problem: problem, credentialProblem: credentialProblem))
+                csrf: session.csrfToken, done: done, problem: problem, credentialProblem: credentialProblem,
+                credentialFields: credentialFields))
     }
 }

@@ -451,8 +451,14 @@ package enum ConsolePages {
     /// fingerprint, details; never the secret) and the upload form.
     package static func app(
         appId: String, service: String, form: ConsoleAppForm, credentials: [[String: Any]], csrf: String, done: String?, problem: String?,
-        credentialProblem: String?
+        credentialProblem: String?, credentialFields: [String: String] = [:]
     ) -> String {
+        // After a refusal the key id and team id stay (they are not secret); the file and the
+        // password never come back.
+        let keyId = H.escape(credentialFields["keyId"] ?? "")
+        let teamId = H.escape(credentialFields["teamId"] ?? "")
+        let certificate = credentialFields["kind"] == "apns-certificate"
+        let described = credentialProblem == nil ? "" : " aria-describedby=\"credential-problem\""
         let rows = credentials.enumerated().map { (index, credential) in
             let details = (credential["details"] as? [String: Any] ?? [:]).sorted { $0.key < $1.key }.map { "\(H.escape($0.key)) \(H.escape("\($0.value)"))" }
                 .joined(separator: ", ")
@@ -466,17 +472,17 @@ package enum ConsolePages {
             form.platform == "ios"
             ? """
             <fieldset><legend>Kind</legend>
-            <input type="radio" id="kind-token" name="kind" value="apns-token" checked> <label for="kind-token">APNs key (.p8, with its key id and team id)</label><br>
-            <input type="radio" id="kind-certificate" name="kind" value="apns-certificate"> <label for="kind-certificate">APNs certificate (.p12, with its password)</label>
+            <input type="radio" id="kind-token" name="kind" value="apns-token"\(certificate ? "" : " checked")> <label for="kind-token">APNs key (.p8, with its key id and team id)</label><br>
+            <input type="radio" id="kind-certificate" name="kind" value="apns-certificate"\(certificate ? " checked" : "")> <label for="kind-certificate">APNs certificate (.p12, with its password)</label>
             </fieldset>
-            <p><label for="key-id">Key id</label> <input id="key-id" name="keyId" type="text" maxlength="10" autocomplete="off"></p>
-            <p><label for="team-id">Team id</label> <input id="team-id" name="teamId" type="text" maxlength="10" autocomplete="off"></p>
-            <p><label for="credential-file">Key or certificate file (.p8 or .p12)</label> <input id="credential-file" name="file" type="file" accept=".p8,.p12,.pfx" required></p>
+            <p><label for="key-id">Key id</label> <input id="key-id" name="keyId" type="text" maxlength="10" autocomplete="off" value="\(keyId)"></p>
+            <p><label for="team-id">Team id</label> <input id="team-id" name="teamId" type="text" maxlength="10" autocomplete="off" value="\(teamId)"></p>
+            <p><label for="credential-file">Key or certificate file (.p8 or .p12)</label> <input id="credential-file" name="file" type="file" accept=".p8,.p12,.pfx" required\(described)></p>
             <p><label for="p12-password">Certificate password (.p12 only)</label> <input id="p12-password" name="password" type="password" autocomplete="off"></p>
             """
             : """
             <input type="hidden" name="kind" value="fcm-service-account">
-            <p><label for="credential-file">Service account file (.json, from the Firebase console)</label> <input id="credential-file" name="file" type="file" accept=".json,application/json" required></p>
+            <p><label for="credential-file">Service account file (.json, from the Firebase console)</label> <input id="credential-file" name="file" type="file" accept=".json,application/json" required\(described)></p>
             """
         return H.page(
             title: "App \(form.label)", csrf: csrf, current: "/catalog",

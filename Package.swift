@@ -230,7 +230,7 @@ let package = Package(
         // MARK: Services: the console (web pages behind the admin token: reports read PostgreSQL, writes go through the admin APIs)
         .target(
             name: "PushConsole",
-            dependencies: ["PushRuntime", "PushWire", asyncHTTPClient, hummingbird, postgresNIO, crypto, nioCore, logging, serviceLifecycle],
+            dependencies: ["PushRuntime", "PushWire", asyncHTTPClient, nioHTTP1, hummingbird, postgresNIO, crypto, nioCore, logging, serviceLifecycle],
             path: "Services/Console/PushConsole",
             swiftSettings: swiftSettings
         ),

@@ -28,6 +28,16 @@ struct ConsoleComposerTests {
         #expect((request["proof"] as? [String: Any])?["userKeys"] as? [String] == ["qa1"])
     }
 
+    @Test("a send time typed in the datetime-local input becomes the contract's UTC sendAt; empty sends now")
+    func sendAt() throws {
+        var form = ConsoleComposer(fields: ["service": "s", "body": "b", "sendAt": "2026-11-27T09:30"])
+        #expect(try object(try form.document(requestId: "r", proof: false))["sendAt"] as? String == "2026-11-27T09:30:00Z")
+        form.sendAt = "2026-11-27T09:30:15"
+        #expect(try object(try form.document(requestId: "r", proof: false))["sendAt"] as? String == "2026-11-27T09:30:15Z")
+        form.sendAt = ""
+        #expect(try object(try form.document(requestId: "r", proof: false))["sendAt"] == nil)
+    }
+
     @Test("an unknown audience is every device, never an injected field")
     func audience() throws {
         let form = ConsoleComposer(fields: ["service": "s", "body": "b", "audience": "where\"}"])

@@ -16,7 +16,9 @@ package enum ConsoleApplication {
         let token = try AdminToken(adminToken)
         let router = Router()
         ConsoleEndpoints(
-            token: token, admin: ConsoleAdminClient(deliveriesURL: settings.deliveriesAPIURL, token: adminToken, logger: logger),
+            token: token,
+            admin: ConsoleAdminClient(
+                deliveriesURL: settings.deliveriesAPIURL, registrationURL: settings.registrationAPIURL, token: adminToken, logger: logger),
             sessions: ConsoleSessions(key: token.derivedKey(purpose: "push console sessions v1"), lifetime: .seconds(settings.sessionMinutes * 60)),
             reports: ConsoleReports(postgres: postgres, logger: logger), settings: settings, logger: logger
         ).addRoutes(to: router)

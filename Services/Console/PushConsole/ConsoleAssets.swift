@@ -46,6 +46,10 @@ package enum ConsoleAssets {
         code.token { word-break: break-all; }
         pre { white-space: pre-wrap; word-break: break-all; background: var(--soft); padding: 8px; border: 1px solid var(--line); }
         section.device { border-top: 1px solid var(--line); margin-top: 16px; }
+        input[type="file"], input[type="datetime-local"], select, textarea { font: inherit; }
+        select:focus, textarea:focus { outline: 3px solid var(--focus); outline-offset: 2px; }
+        fieldset { border: 1px solid var(--line); border-radius: 4px; margin: 8px 0; }
+        #live-preview[aria-busy="true"] { opacity: 0.6; }
         """
 
     /// The browser tab's icon: a bell.
@@ -54,8 +58,8 @@ package enum ConsoleAssets {
         """
 
     /// The report refreshes its own section while the delivery runs (a signed-out session
-    /// reloads the page, which then shows the sign-in form); buttons with `data-copy` copy a
-    /// value to the clipboard.
+    /// reloads the page, which then shows the sign-in form); the compose form previews the draft
+    /// while one types; buttons with `data-copy` copy a value to the clipboard.
     package static let javascript = """
         (function () {
           'use strict';
@@ -82,6 +86,36 @@ package enum ConsoleAssets {
               }, function () { schedule(); });
           }
           schedule();
+          // Live preview: the compose form, posted (with its CSRF token) to the console's preview
+          // endpoint 600 ms after the last keystroke; the answer replaces the preview. An answer
+          // that is the sign-in page (the session expired) reloads the page into it.
+          var compose = document.getElementById('compose');
+          var live = document.getElementById('live-preview');
+          if (compose && live && window.fetch && window.URLSearchParams) {
+            var timer = null;
+            var sequence = 0;
+            var preview = function () {
+              var mine = ++sequence;
+              live.setAttribute('aria-busy', 'true');
+              fetch(compose.getAttribute('data-preview'), {
+                method: 'POST', credentials: 'same-origin',
+                headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+                body: new URLSearchParams(new FormData(compose)).toString()
+              }).then(function (response) {
+                if (response.redirected && response.url.indexOf('/signin') >= 0) { window.location.reload(); return null; }
+                return response.ok ? response.text() : null;
+              }).then(function (html) {
+                if (html !== null && mine === sequence) { live.innerHTML = html; }
+                if (mine === sequence) { live.setAttribute('aria-busy', 'false'); }
+              }, function () { if (mine === sequence) { live.setAttribute('aria-busy', 'false'); } });
+            };
+            var later = function () {
+              if (timer) { window.clearTimeout(timer); }
+              timer = window.setTimeout(preview, 600);
+            };
+            compose.addEventListener('input', later);
+            compose.addEventListener('change', later);
+          }
           Array.prototype.forEach.call(document.querySelectorAll('button[data-copy]'), function (button) {
             button.addEventListener('click', function () {
               var value = button.getAttribute('data-copy');

@@ -11,6 +11,8 @@ package struct ConsoleComposer: Sendable, Equatable {
     package var audience = "all"
     package var userKeys = ""
     package var proofUserKeys = ""
+    /// When to send, UTC, as a `datetime-local` input gives it (`2026-11-27T09:30`); empty sends now.
+    package var sendAt = ""
 
     package init() {}
 
@@ -21,6 +23,15 @@ package struct ConsoleComposer: Sendable, Equatable {
         audience = fields["audience"] == "userKeys" ? "userKeys" : "all"
         userKeys = fields["userKeys"] ?? ""
         proofUserKeys = fields["proofUserKeys"] ?? ""
+        sendAt = (fields["sendAt"] ?? "").trimmingCharacters(in: .whitespaces)
+    }
+
+    /// `sendAt` as the contract's ISO 8601 UTC time (`2026-11-27T09:30:00Z`); the planner's
+    /// intake checks it (a past time sends now). Seconds are added when the input has none.
+    var sendAtISO: String? {
+        guard !sendAt.isEmpty else { return nil }
+        let trimmed = sendAt.hasSuffix("Z") ? String(sendAt.dropLast()) : sendAt
+        return trimmed.count == 16 ? "\(trimmed):00Z" : "\(trimmed)Z"
     }
 
     static func lines(_ text: String) -> [String] {
@@ -34,6 +45,7 @@ package struct ConsoleComposer: Sendable, Equatable {
             "audience": audience == "userKeys" ? ["userKeys": Self.lines(userKeys)] : ["all": true],
             "content": ["title": title, "body": body],
         ]
+        if let sendAtISO { request["sendAt"] = sendAtISO }
         if proof { request["proof"] = ["userKeys": Self.lines(proofUserKeys)] }
         return try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
     }

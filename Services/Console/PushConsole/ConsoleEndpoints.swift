@@ -91,6 +91,19 @@ package struct ConsoleEndpoints: Sendable {
                         form, services: try await serviceNames(), preview: answer.accepted ? json : nil, problem: problem, csrf: session.csrfToken))
             }
         }
+        // The live preview while one types (console.js posts the compose form here, debounced):
+        // the admin API's dry run of the draft as HTML, or why the draft is not valid yet.
+        // Always 200 for a signed-in session with its CSRF token (an invalid draft is an answer,
+        // not a failed request); the admin API's own failure (unreachable) says so in the same place.
+        router.post("/deliveries/preview") { request, _ in
+            try await withForm(request) { _, fields in
+                let form = ConsoleComposer(fields: fields)
+                let (answer, json) = await admin.submit(
+                    try form.document(requestId: "console-preview-\(UUID().uuidString.lowercased())", proof: false), previewOnly: true)
+                let problem = answer.accepted ? nil : "\(answer.error ?? "refused") (\(answer.status))"
+                return ConsoleHTML.html(.ok, ConsolePages.previewContent(answer.accepted ? json : nil, problem: problem))
+            }
+        }
         // Cancel, pause, resume: through the deliveries' admin API, which answers once the
         // control is applied (docs/admin-api.md); its refusal is shown on the report page.
         router.post("/deliveries/:id/control") { request, context in
@@ -126,11 +139,7 @@ package struct ConsoleEndpoints: Sendable {
                 return ConsoleHTML.html(.ok, ConsolePages.reportSection(report))
             }
         }
-        router.get("/catalog") { request, _ in
-            try await page(request) { session in
-                ConsoleHTML.html(.ok, ConsolePages.catalog(try await reports.catalog(), csrf: session.csrfToken))
-            }
-        }
+        addCatalogRoutes(to: router)
         router.get("/devices") { request, _ in
             try await page(request) { session in
                 let search = (request.uri.queryParameters.get("q") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
@@ -189,8 +198,15 @@ package struct ConsoleEndpoints: Sendable {
 
     /// A form post: a session and its CSRF token, or 403.
     func withForm(_ request: Request, _ body: (ConsoleSessions.Session, [String: String]) async throws -> Response) async throws -> Response {
+        try await withUpload(request) { session, fields, _ in try await body(session, fields) }
+    }
+
+    /// A form post that may carry files (`multipart/form-data`): a session and its CSRF token, or 403.
+    func withUpload(
+        _ request: Request, _ body: (ConsoleSessions.Session, [String: String], [String: ConsoleMultipart.File]) async throws -> Response
+    ) async throws -> Response {
         guard let session = sessions.session(cookie: Self.cookie(request, ConsoleSessions.cookieName)) else { return Self.toSignIn(next: "/deliveries") }
-        let fields = try await Self.form(request)
+        let (fields, files) = try await Self.formParts(request)
         guard let csrf = fields["csrf"], ConsoleSessions.constantTimeEqual(csrf, session.csrfToken) else {
             logger.notice("Console form refused: missing or wrong CSRF token", metadata: ["path": "\(request.uri.path)"])
             return ConsoleHTML.html(
@@ -199,7 +215,7 @@ package struct ConsoleEndpoints: Sendable {
                     "This form did not come from your session of the console (missing or wrong CSRF token). Reload the page and try again.",
                     csrf: session.csrfToken))
         }
-        return try await guarded { try await body(session, fields) }
+        return try await guarded { try await body(session, fields, files) }
     }
 
     /// Runs `body`; a failure is logged and shown as a page saying so (no details: they may
@@ -253,8 +269,20 @@ package struct ConsoleEndpoints: Sendable {
 
     /// An `application/x-www-form-urlencoded` body (at most 64 KiB).
     static func form(_ request: Request) async throws -> [String: String] {
+        try await formParts(request).0
+    }
+
+    /// A form's fields, and its files when it is `multipart/form-data` (at most 1 MiB; a
+    /// credential file is a few KiB). A malformed multipart body has no field, so no CSRF token:
+    /// it is refused as such.
+    static func formParts(_ request: Request) async throws -> ([String: String], [String: ConsoleMultipart.File]) {
+        if let boundary = request.headers[.contentType].flatMap(ConsoleMultipart.boundary(contentType:)) {
+            let body = try await request.body.collect(upTo: 1024 * 1024)
+            let parsed = ConsoleMultipart.parse(Data(buffer: body), boundary: boundary)
+            return (parsed?.fields ?? [:], parsed?.files ?? [:])
+        }
         let body = try await request.body.collect(upTo: 64 * 1024)
-        return decodeForm(String(buffer: body))
+        return (decodeForm(String(buffer: body)), [:])
     }
 
     package static func decodeForm(_ text: String) -> [String: String] {

@@ -242,36 +242,14 @@ package enum ConsolePages {
             "<option value=\"\(H.escape(name))\"\(name == form.service ? " selected" : "")>\(H.escape(name))</option>"
         }.joined()
         let alert = problem.map { "<p role=\"alert\" class=\"problem\" id=\"compose-problem\"><strong>Not accepted:</strong> \(H.escape($0))</p>" } ?? ""
-        var previewHTML = ""
-        if let preview {
-            let targeted = preview["targeted"] as? Int ?? 0
-            let excluded = preview["excluded"] as? Int ?? 0
-            let apps = (preview["apps"] as? [[String: Any]] ?? []).map { app in
-                "<tr><td>\(H.escape(app["platform"] as? String ?? ""))</td><td><code>\(H.escape(app["integrationKey"] as? String ?? ""))</code></td><td class=\"n\">\(app["targeted"] as? Int ?? 0)</td><td class=\"n\">\(app["excluded"] as? Int ?? 0)</td></tr>"
-            }.joined()
-            let samples = (preview["samples"] as? [[String: Any]] ?? []).map { sample in
-                """
-                <div class="sample" data-platform="\(H.escape(sample["platform"] as? String ?? ""))"><h3>\(H.escape(sample["platform"] as? String ?? "")) payload,                 <span data-figure="bytes">\(sample["bytes"] as? Int ?? 0)</span> bytes (as the provider counts them)</h3>
-                <pre>\(H.escape(sample["payload"] as? String ?? (sample["failureReason"] as? String ?? "")))</pre></div>
-                """
-            }.joined(separator: "\n")
-            previewHTML = """
-                <section id="preview" aria-labelledby="preview-heading">
-                <h2 id="preview-heading">Preview (nothing sent)</h2>
-                <p role="status">Would target <strong data-figure="preview-targeted">\(targeted)</strong> devices and exclude <strong data-figure="preview-excluded">\(excluded)</strong> (quarantined).</p>
-                <table><caption>Audience per app</caption><thead><tr><th scope="col">Platform</th><th scope="col">Integration key</th><th scope="col">Targeted</th><th scope="col">Excluded</th></tr></thead>
-                <tbody>\(apps)</tbody></table>
-                \(samples)
-                </section>
-                """
-        }
+        let previewHTML = previewContent(preview, problem: nil)
         return H.page(
             title: "New delivery", csrf: csrf, current: "/deliveries",
             body: """
                 <p><a href="/deliveries">← All deliveries</a></p>
                 <h1>New delivery</h1>
                 \(alert)
-                <form method="post" action="/deliveries/new" class="compose">
+                <form method="post" action="/deliveries/new" class="compose" id="compose" data-preview="/deliveries/preview">
                 <input type="hidden" name="csrf" value="\(H.escape(csrf))">
                 <p><label for="service">Service</label> <select id="service" name="service" required>\(options)</select></p>
                 <p><label for="title">Title</label><br><input id="title" name="title" type="text" value="\(H.escape(form.title))" maxlength="1000"></p>
@@ -281,19 +259,85 @@ package enum ConsolePages {
                 <input type="radio" id="audience-keys" name="audience" value="userKeys"\(form.audience == "userKeys" ? " checked" : "")> <label for="audience-keys">These user keys</label><br>
                 <label for="userKeys">User keys (one per line)</label><br><textarea id="userKeys" name="userKeys" rows="3" cols="40">\(H.escape(form.userKeys))</textarea>
                 </fieldset>
+                <p><label for="sendAt">Send at (UTC; empty: now)</label> <input id="sendAt" name="sendAt" type="datetime-local" value="\(H.escape(form.sendAt))"></p>
                 <p><label for="proofUserKeys">Proof recipients: user keys (one per line, for "Send a proof")</label><br>
                 <textarea id="proofUserKeys" name="proofUserKeys" rows="2" cols="40">\(H.escape(form.proofUserKeys))</textarea></p>
                 <p><button type="submit" name="step" value="preview">Preview</button>
                 <button type="submit" name="step" value="proof">Send a proof</button>
                 <button type="submit" name="step" value="send">Send</button></p>
                 </form>
-                \(previewHTML)
+                <div id="live-preview" aria-live="polite">\(previewHTML)</div>
                 """)
+    }
+
+    /// The preview of a draft: the admin API's dry run (audience per app, one payload per
+    /// platform with its size), or why the draft is not valid yet. The compose page shows it,
+    /// and `POST /deliveries/preview` serves it alone for the live preview while one types.
+    package static func previewContent(_ preview: [String: Any]?, problem: String?) -> String {
+        if let problem {
+            return
+                "<section id=\"preview\" data-valid=\"false\" aria-labelledby=\"preview-heading\"><h2 id=\"preview-heading\">Preview</h2><p class=\"problem\" id=\"preview-problem\"><strong>Not valid yet:</strong> \(H.escape(problem))</p></section>"
+        }
+        guard let preview else { return "" }
+        let targeted = preview["targeted"] as? Int ?? 0
+        let excluded = preview["excluded"] as? Int ?? 0
+        let apps = (preview["apps"] as? [[String: Any]] ?? []).map { app in
+            "<tr><td>\(H.escape(app["platform"] as? String ?? ""))</td><td><code>\(H.escape(app["integrationKey"] as? String ?? ""))</code></td><td class=\"n\">\(app["targeted"] as? Int ?? 0)</td><td class=\"n\">\(app["excluded"] as? Int ?? 0)</td></tr>"
+        }.joined()
+        let samples = (preview["samples"] as? [[String: Any]] ?? []).map { sample in
+            let failure = (sample["failureReason"] as? String).map { " <strong class=\"problem\">would fail: \(H.escape($0))</strong>" } ?? ""
+            let payload: String
+            if let text = sample["payload"] as? String {
+                payload = text
+            } else if let object = sample["payload"], JSONSerialization.isValidJSONObject(object),
+                let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
+            {
+                payload = String(decoding: data, as: UTF8.self)
+            } else {
+                payload = ""
+            }
+            return """
+                <div class="sample" data-platform="\(H.escape(sample["platform"] as? String ?? ""))"><h3>\(H.escape(sample["platform"] as? String ?? "")) payload, <span data-figure="bytes">\(sample["bytes"] as? Int ?? 0)</span> bytes of 4096 (as the provider counts them)\(failure)</h3>
+                <pre>\(H.escape(payload))</pre></div>
+                """
+        }.joined(separator: "\n")
+        return """
+            <section id="preview" data-valid="true" aria-labelledby="preview-heading">
+            <h2 id="preview-heading">Preview (nothing sent)</h2>
+            <p>Would target <strong data-figure="preview-targeted">\(targeted)</strong> devices and exclude <strong data-figure="preview-excluded">\(excluded)</strong> (quarantined or unsubscribed).</p>
+            <table><caption>Audience per app</caption><thead><tr><th scope="col">Platform</th><th scope="col">Integration key</th><th scope="col">Targeted</th><th scope="col">Excluded</th></tr></thead>
+            <tbody>\(apps)</tbody></table>
+            \(samples)
+            </section>
+            """
     }
 
     // MARK: catalog
 
-    package static func catalog(_ rows: [ConsoleReports.CatalogApp], csrf: String) -> String {
+    /// A form's refusal, shown next to that form with what was typed kept.
+    package struct FormProblem: Sendable {
+        /// Which form: `new-service`, or `label:<service name>`.
+        package var form: String
+        package var text: String
+        package var fields: [String: String]
+        package init(form: String, text: String, fields: [String: String]) {
+            self.form = form
+            self.text = text
+            self.fields = fields
+        }
+    }
+
+    static func problemLine(_ problem: String?, id: String) -> String {
+        problem.map { "<p role=\"alert\" class=\"problem\" id=\"\(id)\"><strong>Not saved:</strong> \(H.escape($0))</p>" } ?? ""
+    }
+
+    static func doneLine(_ done: String?) -> String {
+        done.map { "<p role=\"status\" class=\"done\" id=\"form-message\">\(H.escape($0))</p>" } ?? ""
+    }
+
+    static func csrfField(_ csrf: String) -> String { "<input type=\"hidden\" name=\"csrf\" value=\"\(H.escape(csrf))\">" }
+
+    package static func catalog(_ rows: [ConsoleReports.CatalogApp], csrf: String, done: String? = nil, problem: FormProblem? = nil) -> String {
         var sections = ""
         var index = 0
         for (service, entries) in Dictionary(grouping: rows, by: \.service).sorted(by: { $0.key < $1.key }) {
@@ -307,37 +351,166 @@ package enum ConsolePages {
                             + (app.credentialExpiresAt.map { ", expires \(H.escape($0))" } ?? "")
                     } ?? "none yet"
                 apps += """
-                    <tr data-integration-key="\(H.escape(app.integrationKey))">
-                    <th scope="row">\(H.escape(app.label))</th><td>\(H.escape(app.platform))</td><td>\(H.escape(app.environment))</td><td>\(target)</td>
+                    <tr data-integration-key="\(H.escape(app.integrationKey))" data-app-id="\(H.escape(app.appId))">
+                    <th scope="row"><a href="/catalog/apps/\(H.queryValue(app.appId))" aria-label="Edit \(H.escape(app.label)) (\(H.escape(app.platform)))">\(H.escape(app.label))</a></th><td>\(H.escape(app.platform))</td><td>\(H.escape(app.environment))</td><td>\(target)</td>
                     <td><code>\(H.escape(app.integrationKey))</code> <button type="button" data-copy="\(H.escape(app.integrationKey))" aria-label="Copy the integration key of \(H.escape(app.label)) (\(H.escape(app.platform)))">Copy</button></td>
-                    <td>\(credential)</td>
+                    <td data-credential="\(app.credentialKind == nil ? "none" : "set")">\(credential)</td>
                     <td><code>\(H.escape(app.variables))</code></td><td><code>\(H.escape(app.sounds))</code></td><td><code>\(H.escape(app.subscriptionParameters))</code></td>
                     </tr>
 
                     """
             }
             let label = entries.first?.serviceLabel ?? service
+            let relabel = problem?.form == "label:\(service)" ? problem : nil
             sections += """
-                <section aria-labelledby="service-\(index)" data-service="\(H.escape(service))">
+                <section aria-labelledby="service-\(index)" data-service="\(H.escape(service))" id="service-\(H.escape(service))">
                 <h2 id="service-\(index)">\(H.escape(label)) <span class="note">(\(H.escape(service)))</span></h2>
                 \(apps.isEmpty ? "<p>No app yet.</p>" : """
-                    <table class="apps"><caption>Apps of \(H.escape(service))</caption>
+                    <table class="apps"><caption>Apps of \(H.escape(service)) (the app's name opens its settings and credentials)</caption>
                     <thead><tr><th scope="col">App</th><th scope="col">Platform</th><th scope="col">Environment</th><th scope="col">Bundle or project</th>
                     <th scope="col">Integration key (the SDK's mobileAppUuid)</th><th scope="col">Credentials (kind, fingerprint)</th><th scope="col">Variables</th>
                     <th scope="col">Sounds</th><th scope="col">Subscription parameters</th></tr></thead>
                     <tbody>\(apps)</tbody></table>
                     """)
+                <p><a href="/catalog/services/\(H.queryValue(service))/apps/new">Add an app to \(H.escape(service))</a></p>
+                \(problemLine(relabel?.text, id: "label-problem-\(index)"))
+                <form method="post" action="/catalog/services/\(H.queryValue(service))/label" class="inline">\(csrfField(csrf))
+                <label for="label-\(index)">Label of \(H.escape(service))</label>
+                <input id="label-\(index)" name="label" type="text" required maxlength="200" value="\(H.escape(relabel?.fields["label"] ?? label))"\(relabel == nil ? "" : " aria-describedby=\"label-problem-\(index)\"")>
+                <button type="submit">Rename</button></form>
                 </section>
 
                 """
         }
+        let create = problem?.form == "new-service" ? problem : nil
         return H.page(
             title: "Catalog", csrf: csrf, current: "/catalog",
             body: """
                 <h1>Services and apps</h1>
-                <p class="hint">Read only here: create and change them with <code>pushctl</code> or the admin API (docs/admin-api.md).
+                \(doneLine(done))
+                <p class="hint">Every change goes through the registration service's admin API (docs/admin-api.md), which records it as an event.
                 Credentials show by kind and fingerprint, never their content.</p>
+                <section aria-labelledby="new-service-heading" class="form">
+                <h2 id="new-service-heading">New service</h2>
+                \(problemLine(create?.text, id: "new-service-problem"))
+                <form method="post" action="/catalog/services" id="new-service">\(csrfField(csrf))
+                <p><label for="service-name">Service name</label> <input id="service-name" name="name" type="text" required maxlength="64" value="\(H.escape(create?.fields["name"] ?? ""))" aria-describedby="service-name-hint"> <span class="hint" id="service-name-hint">letters, digits, _ . - (it cannot change)</span></p>
+                <p><label for="service-label">Service label</label> <input id="service-label" name="label" type="text" required maxlength="200" value="\(H.escape(create?.fields["label"] ?? ""))"></p>
+                <p><button type="submit">Create the service</button></p>
+                </form>
+                </section>
                 \(sections.isEmpty ? "<p>No service yet.</p>" : sections)
+                """)
+    }
+
+    /// The fields of an app (create and edit). `platform` is chosen when creating only.
+    static func appFields(_ form: ConsoleAppForm, creating: Bool) -> String {
+        let platform =
+            creating
+            ? """
+            <fieldset><legend>Platform</legend>
+            <input type="radio" id="platform-ios" name="platform" value="ios"\(form.platform == "ios" ? " checked" : "")> <label for="platform-ios">iOS (APNs)</label>
+            <input type="radio" id="platform-android" name="platform" value="android"\(form.platform == "android" ? " checked" : "")> <label for="platform-android">Android (FCM)</label>
+            </fieldset>
+            """
+            : "<input type=\"hidden\" name=\"platform\" value=\"\(H.escape(form.platform))\"><p>Platform: <strong>\(form.platform == "ios" ? "iOS (APNs)" : "Android (FCM)")</strong> (it cannot change)</p>"
+        let key =
+            creating
+            ? "<p><label for=\"app-key\">Integration key</label> <input id=\"app-key\" name=\"integrationKey\" type=\"text\" maxlength=\"128\" value=\"\(H.escape(form.integrationKey))\" aria-describedby=\"app-key-hint\"> <span class=\"hint\" id=\"app-key-hint\">leave empty for a new one (a UUID); an existing app's key when moving it here</span></p>"
+            : ""
+        return """
+            \(platform)
+            <p><label for="app-label">Label</label> <input id="app-label" name="label" type="text" required maxlength="200" value="\(H.escape(form.label))"></p>
+            <p><label for="app-environment">APNs environment (iOS)</label> <select id="app-environment" name="environment">
+            <option value="production"\(form.environment == "production" ? " selected" : "")>production</option>
+            <option value="sandbox"\(form.environment == "sandbox" ? " selected" : "")>sandbox (development builds)</option></select></p>
+            <p><label for="app-bundle">Bundle id (iOS: the APNs topic)</label> <input id="app-bundle" name="bundleId" type="text" maxlength="200" value="\(H.escape(form.bundleId))"></p>
+            <p><label for="app-project">FCM project id (Android)</label> <input id="app-project" name="fcmProjectId" type="text" maxlength="200" value="\(H.escape(form.fcmProjectId))"></p>
+            \(key)
+            <p><label for="app-variables">Application variables (one name per line)</label><br><textarea id="app-variables" name="variables" rows="3" cols="40">\(H.escape(form.variables))</textarea></p>
+            <p><label for="app-sounds">Sounds the iOS app ships (one per line, name: label)</label><br><textarea id="app-sounds" name="sounds" rows="3" cols="40">\(H.escape(form.sounds))</textarea></p>
+            <p><label for="app-params">Subscription parameters (one per line, name: type among string, integer, decimal, boolean, date)</label><br><textarea id="app-params" name="subscriptionParameters" rows="3" cols="40">\(H.escape(form.subscriptionParameters))</textarea></p>
+            """
+    }
+
+    package static func newApp(service: String, form: ConsoleAppForm, problem: String?, csrf: String) -> String {
+        H.page(
+            title: "New app of \(service)", csrf: csrf, current: "/catalog",
+            body: """
+                <p><a href="/catalog">← Catalog</a></p>
+                <h1>New app of \(H.escape(service))</h1>
+                \(problemLine(problem, id: "app-problem"))
+                <form method="post" action="/catalog/services/\(H.queryValue(service))/apps/new" id="app-form">\(csrfField(csrf))
+                \(appFields(form, creating: true))
+                <p><button type="submit">Create the app</button></p>
+                </form>
+                """)
+    }
+
+    /// One app: its settings to edit, its integration key to copy, its credentials (kind,
+    /// fingerprint, details; never the secret) and the upload form.
+    package static func app(
+        appId: String, service: String, form: ConsoleAppForm, credentials: [[String: Any]], csrf: String, done: String?, problem: String?,
+        credentialProblem: String?, credentialFields: [String: String] = [:]
+    ) -> String {
+        // After a refusal the key id and team id stay (they are not secret); the file and the
+        // password never come back.
+        let keyId = H.escape(credentialFields["keyId"] ?? "")
+        let teamId = H.escape(credentialFields["teamId"] ?? "")
+        let certificate = credentialFields["kind"] == "apns-certificate"
+        let described = credentialProblem == nil ? "" : " aria-describedby=\"credential-problem\""
+        let rows = credentials.enumerated().map { (index, credential) in
+            let details = (credential["details"] as? [String: Any] ?? [:]).sorted { $0.key < $1.key }.map { "\(H.escape($0.key)) \(H.escape("\($0.value)"))" }
+                .joined(separator: ", ")
+            return """
+                <tr data-kind="\(H.escape(credential["kind"] as? String ?? ""))"><td>\(H.escape(credential["kind"] as? String ?? ""))\(index == 0 ? " <span class=\"tag\">active</span>" : "")</td>
+                <td><code data-figure="fingerprint">\(H.escape(credential["fingerprint"] as? String ?? ""))</code></td><td>\(details.isEmpty ? "—" : details)</td>
+                <td>\(H.escape(credential["createdAt"] as? String ?? ""))</td></tr>
+                """
+        }.joined(separator: "\n")
+        let kinds =
+            form.platform == "ios"
+            ? """
+            <fieldset><legend>Kind</legend>
+            <input type="radio" id="kind-token" name="kind" value="apns-token"\(certificate ? "" : " checked")> <label for="kind-token">APNs key (.p8, with its key id and team id)</label><br>
+            <input type="radio" id="kind-certificate" name="kind" value="apns-certificate"\(certificate ? " checked" : "")> <label for="kind-certificate">APNs certificate (.p12, with its password)</label>
+            </fieldset>
+            <p><label for="key-id">Key id</label> <input id="key-id" name="keyId" type="text" maxlength="10" autocomplete="off" value="\(keyId)"></p>
+            <p><label for="team-id">Team id</label> <input id="team-id" name="teamId" type="text" maxlength="10" autocomplete="off" value="\(teamId)"></p>
+            <p><label for="credential-file">Key or certificate file (.p8 or .p12)</label> <input id="credential-file" name="file" type="file" accept=".p8,.p12,.pfx" required\(described)></p>
+            <p><label for="p12-password">Certificate password (.p12 only)</label> <input id="p12-password" name="password" type="password" autocomplete="off"></p>
+            """
+            : """
+            <input type="hidden" name="kind" value="fcm-service-account">
+            <p><label for="credential-file">Service account file (.json, from the Firebase console)</label> <input id="credential-file" name="file" type="file" accept=".json,application/json" required\(described)></p>
+            """
+        return H.page(
+            title: "App \(form.label)", csrf: csrf, current: "/catalog",
+            body: """
+                <p><a href="/catalog">← Catalog</a></p>
+                <h1>\(H.escape(form.label)) <span class="note">(\(H.escape(form.platform)), service \(H.escape(service)))</span></h1>
+                \(doneLine(done))
+                <p>Integration key (the SDK's <code>mobileAppUuid</code>): <code id="integration-key">\(H.escape(form.integrationKey))</code>
+                <button type="button" data-copy="\(H.escape(form.integrationKey))" aria-label="Copy the integration key">Copy</button></p>
+                <section aria-labelledby="credentials-heading" id="credentials">
+                <h2 id="credentials-heading">Provider credentials</h2>
+                <table id="credential-list"><caption>Stored credentials, newest (the active one) first: kind and fingerprint, never the secret</caption>
+                <thead><tr><th scope="col">Kind</th><th scope="col">Fingerprint</th><th scope="col">Details</th><th scope="col">Set at</th></tr></thead>
+                <tbody>\(rows.isEmpty ? "<tr><td colspan=\"4\">None yet: the senders cannot reach this app's devices.</td></tr>" : rows)</tbody></table>
+                \(problemLine(credentialProblem, id: "credential-problem"))
+                <form method="post" action="/catalog/apps/\(H.queryValue(appId))/credentials" enctype="multipart/form-data" id="credential-form">\(csrfField(csrf))
+                \(kinds)
+                <p><button type="submit">Upload the credentials</button></p>
+                </form>
+                </section>
+                <section aria-labelledby="settings-heading">
+                <h2 id="settings-heading">Settings</h2>
+                \(problemLine(problem, id: "app-problem"))
+                <form method="post" action="/catalog/apps/\(H.queryValue(appId))" id="app-form">\(csrfField(csrf))
+                \(appFields(form, creating: false))
+                <p><button type="submit">Save the settings</button></p>
+                </form>
+                </section>
                 """)
     }
 

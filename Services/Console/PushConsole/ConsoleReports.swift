@@ -246,7 +246,7 @@ package struct ConsoleReports: Sendable {
         package var app: App?
 
         package struct App: Sendable {
-            package var label, platform, environment, integrationKey: String
+            package var appId, label, platform, environment, integrationKey: String
             package var bundleId, fcmProjectId: String?
             package var variables, sounds, subscriptionParameters: String
             package var credentialKind, credentialFingerprint: String?
@@ -262,7 +262,7 @@ package struct ConsoleReports: Sendable {
             """
             SELECT s.name, s.label, a.label, a.platform, a.environment, a.integration_key, a.bundle_id, a.fcm_project_id,
                    a.variables::text, a.sounds::text, a.subscription_parameters::text,
-                   a.credential_kind, a.credential_fingerprint, a.credential_updated_at, c.metadata->>'expiresAt'
+                   a.credential_kind, a.credential_fingerprint, a.credential_updated_at, c.metadata->>'expiresAt', a.app_id::text
             FROM push.services s
             LEFT JOIN push.apps a ON a.service_id = s.service_id
             LEFT JOIN push.app_credentials c ON c.credential_id = a.credential_id
@@ -277,7 +277,7 @@ package struct ConsoleReports: Sendable {
             var entry = CatalogApp(service: try r[0].decode(String.self), serviceLabel: try r[1].decode(String.self), app: nil)
             if let label = try r[2].decode(String?.self) {
                 entry.app = CatalogApp.App(
-                    label: label, platform: try r[3].decode(String.self), environment: try r[4].decode(String.self),
+                    appId: try r[15].decode(String.self), label: label, platform: try r[3].decode(String.self), environment: try r[4].decode(String.self),
                     integrationKey: try r[5].decode(String.self), bundleId: try r[6].decode(String?.self), fcmProjectId: try r[7].decode(String?.self),
                     variables: try r[8].decode(String?.self) ?? "[]", sounds: try r[9].decode(String?.self) ?? "[]",
                     subscriptionParameters: try r[10].decode(String?.self) ?? "[]", credentialKind: try r[11].decode(String?.self),

@@ -20,10 +20,14 @@ package struct ConsoleSettings: Sendable {
     /// `PLANNER_ADMIN_PORT`) the console cancels, pauses and resumes through. Default
     /// `http://127.0.0.1:8082`.
     package var deliveriesAPIURL: String
+    /// `CONSOLE_REGISTRATION_API_URL`: the catalog's admin API (the registration service's
+    /// `REGISTRATION_PORT`) the console's catalog forms write through. Default
+    /// `http://127.0.0.1:8080`.
+    package var registrationAPIURL: String
 
     package init(
         host: String = "0.0.0.0", port: Int = 8083, sessionMinutes: Int = 480, secureCookie: Bool = false, refreshSeconds: Int = 5,
-        deliveriesAPIURL: String = "http://127.0.0.1:8082"
+        deliveriesAPIURL: String = "http://127.0.0.1:8082", registrationAPIURL: String = "http://127.0.0.1:8080"
     ) {
         self.host = host
         self.port = port
@@ -31,6 +35,7 @@ package struct ConsoleSettings: Sendable {
         self.secureCookie = secureCookie
         self.refreshSeconds = refreshSeconds
         self.deliveriesAPIURL = deliveriesAPIURL
+        self.registrationAPIURL = registrationAPIURL
     }
 
     package init(environment: EnvironmentSettings) throws(ConfigurationError) {
@@ -44,10 +49,14 @@ package struct ConsoleSettings: Sendable {
             sessionMinutes: try environment.int("CONSOLE_SESSION_MINUTES", default: 480, in: 1...10_080),
             secureCookie: secure == "true",
             refreshSeconds: try environment.int("CONSOLE_REFRESH_SECONDS", default: 5, in: 1...3600),
-            deliveriesAPIURL: environment.string("CONSOLE_DELIVERIES_API_URL", default: "http://127.0.0.1:8082")
+            deliveriesAPIURL: environment.string("CONSOLE_DELIVERIES_API_URL", default: "http://127.0.0.1:8082"),
+            registrationAPIURL: environment.string("CONSOLE_REGISTRATION_API_URL", default: "http://127.0.0.1:8080")
         )
         guard deliveriesAPIURL.hasPrefix("http://") || deliveriesAPIURL.hasPrefix("https://") else {
             throw ConfigurationError("CONSOLE_DELIVERIES_API_URL must be an http:// or https:// URL, got \"\(deliveriesAPIURL)\"")
+        }
+        guard registrationAPIURL.hasPrefix("http://") || registrationAPIURL.hasPrefix("https://") else {
+            throw ConfigurationError("CONSOLE_REGISTRATION_API_URL must be an http:// or https:// URL, got \"\(registrationAPIURL)\"")
         }
     }
 }

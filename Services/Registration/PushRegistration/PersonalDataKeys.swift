@@ -22,12 +22,7 @@ package struct PersonalDataKeys: Sendable {
     }
 
     /// Lowercase hex SHA-256 of the token's UTF-8 bytes; equal to `push.subscriptions.token_digest`.
-    package static func tokenDigest(_ token: String) -> String {
-        SHA256.hash(data: Data(token.utf8)).map { byte in
-            let hex = String(byte, radix: 16)
-            return byte < 16 ? "0" + hex : hex
-        }.joined()
-    }
+    package static func tokenDigest(_ token: String) -> String { TokenDigest.of(token) }
 
     /// The subject a registration's fields are sealed for.
     package static func subject(userKey: String, appId: UUID, tokenDigest: String) -> String {

@@ -81,8 +81,9 @@ let package = Package(
         // MARK: Shared: the wire's small pieces, spelled once (base64url, UUID text, Duration in seconds, provider header names; no dependency)
         .target(name: "PushWire", path: "Shared/PushWire", swiftSettings: swiftSettings),
 
-        // MARK: Shared: events and their codecs (only the wire's pieces below them: every service reads them)
-        .target(name: "PushEvents", dependencies: ["PushWire"], path: "Shared/PushEvents", swiftSettings: swiftSettings),
+        // MARK: Shared: events and their codecs (only the wire's pieces below them: every service reads them; Crypto for
+        // the token digest that names a device in the events, docs/architecture.md "Erasure")
+        .target(name: "PushEvents", dependencies: ["PushWire", crypto], path: "Shared/PushEvents", swiftSettings: swiftSettings),
 
         // MARK: Shared: the Kafka client over librdkafka
         .systemLibrary(

@@ -36,10 +36,11 @@ extension MessageSender {
             return ([try result(sent, of: work)], Tally(outcome: "sent"))
         case .tokenInvalid(let reason, let invalidSince):
             let failed = MessageFailed(message: message.reference, failureType: "hard", reason: reason, attempts: message.attempt, failedAt: now)
-            let disabled = SubscriptionDisabled(
-                appId: message.appId, registrationToken: message.registrationToken, reason: reason, invalidSince: invalidSince ?? now)
+            // The device by its token's digest (version 2): push.subscriptions is kept forever.
+            let digest = TokenDigest.of(message.registrationToken)
+            let disabled = SubscriptionDisabled(appId: message.appId, tokenDigest: digest, reason: reason, invalidSince: invalidSince ?? now)
             let envelope = EventEnvelope(
-                key: SubscriptionRegistered.key(appId: message.appId, registrationToken: message.registrationToken), payload: disabled,
+                key: TokenDigest.subscriptionKey(appId: message.appId, tokenDigest: digest), payload: disabled,
                 correlationId: message.deliveryId, causationId: work.metadata.id.lowercaseText
             )
             return (

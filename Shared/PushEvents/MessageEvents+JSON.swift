@@ -209,7 +209,7 @@ extension SubscriptionDisabled: EventJSONWritable {
         writer.uuid("appId", appId)
         writer.date("invalidSince", invalidSince)
         writer.string("reason", reason)
-        writer.string("registrationToken", registrationToken)
+        writer.string("tokenDigest", tokenDigest)
     }
 }
 

@@ -1,7 +1,8 @@
 import Foundation
 
 /// A device registered (or re-registered) for an app: `push.subscriptions`, key
-/// `<appId>:<registrationToken>`. A re-registration replaces the device fields and params and
+/// `<appId>:<registrationToken>` (version 1; since issue 28 the registration service writes
+/// version 2, `SealedSubscriptionRegistered`). A re-registration replaces the device fields and params and
 /// clears a quarantine.
 package struct SubscriptionRegistered: PushEvent, Hashable {
     package static let eventType = "SubscriptionRegistered"
@@ -53,19 +54,42 @@ package struct SubscriptionRegistered: PushEvent, Hashable {
     }
 }
 
-/// A provider said the token is no longer valid (quarantine): `push.subscriptions`.
-/// Ignored by the projection when `invalidSince` is older than the subscription's last
-/// registration (the device registered again after the provider's verdict).
+/// A provider said the token is no longer valid (quarantine): `push.subscriptions`, key
+/// `<appId>:<tokenDigest>` (version 2, written by the senders since issue 28). It names the device
+/// by the SHA-256 of its token, never the token, so that the topic holds nothing readable about the
+/// device once its person is erased (docs/architecture.md, "Erasure"). Ignored by the projection
+/// when `invalidSince` is older than the subscription's last registration (the device registered
+/// again after the provider's verdict).
 package struct SubscriptionDisabled: PushEvent, Hashable {
+    package static let eventType = "SubscriptionDisabled"
+    package static let eventVersion = 2
+
+    package var appId: UUID
+    /// Lowercase hex SHA-256 of the registration token (`TokenDigest`).
+    package var tokenDigest: String
+    /// e.g. `Unregistered`, `BadDeviceToken`, `UNREGISTERED`.
+    package var reason: String
+    /// When the provider last knew the token invalid (APNs 410 `timestamp`), else the time of
+    /// the failed send.
+    package var invalidSince: Date
+
+    package init(appId: UUID, tokenDigest: String, reason: String, invalidSince: Date) {
+        self.appId = appId
+        self.tokenDigest = tokenDigest
+        self.reason = reason
+        self.invalidSince = invalidSince
+    }
+}
+
+/// `SubscriptionDisabled` version 1, with the token in clear (key `<appId>:<token>`): written by
+/// the senders before issue 28, still read (`upcast`), never written.
+package struct SubscriptionDisabledV1: PushEvent, Hashable {
     package static let eventType = "SubscriptionDisabled"
     package static let eventVersion = 1
 
     package var appId: UUID
     package var registrationToken: String
-    /// e.g. `Unregistered`, `BadDeviceToken`, `UNREGISTERED`.
     package var reason: String
-    /// When the provider last knew the token invalid (APNs 410 `timestamp`), else the time of
-    /// the failed send.
     package var invalidSince: Date
 
     package init(appId: UUID, registrationToken: String, reason: String, invalidSince: Date) {
@@ -74,10 +98,30 @@ package struct SubscriptionDisabled: PushEvent, Hashable {
         self.reason = reason
         self.invalidSince = invalidSince
     }
+
+    /// The same quarantine as version 2: the token replaced by its digest.
+    package var upcast: SubscriptionDisabled {
+        SubscriptionDisabled(appId: appId, tokenDigest: TokenDigest.of(registrationToken), reason: reason, invalidSince: invalidSince)
+    }
 }
 
-/// A disabled subscription was removed after the purge delay: `push.subscriptions`.
+/// A disabled subscription was removed after the purge delay: `push.subscriptions`, key
+/// `<appId>:<tokenDigest>` (version 2; the device by digest, as `SubscriptionDisabled`).
 package struct SubscriptionPurged: PushEvent, Hashable {
+    package static let eventType = "SubscriptionPurged"
+    package static let eventVersion = 2
+
+    package var appId: UUID
+    package var tokenDigest: String
+
+    package init(appId: UUID, tokenDigest: String) {
+        self.appId = appId
+        self.tokenDigest = tokenDigest
+    }
+}
+
+/// `SubscriptionPurged` version 1 (the token in clear): still read (`upcast`), never written.
+package struct SubscriptionPurgedV1: PushEvent, Hashable {
     package static let eventType = "SubscriptionPurged"
     package static let eventVersion = 1
 
@@ -88,13 +132,29 @@ package struct SubscriptionPurged: PushEvent, Hashable {
         self.appId = appId
         self.registrationToken = registrationToken
     }
+
+    package var upcast: SubscriptionPurged { SubscriptionPurged(appId: appId, tokenDigest: TokenDigest.of(registrationToken)) }
 }
 
 /// An operator lifted a device's quarantine (`POST /admin/v1/apps/{id}/quarantine/lift`):
-/// `push.subscriptions`, key `<appId>:<token>`. The subscription is enabled again and targeted by
-/// the next deliveries; if the provider still refuses the token, the next send quarantines it
-/// again.
+/// `push.subscriptions`, key `<appId>:<tokenDigest>` (version 2; the device by digest). The
+/// subscription is enabled again and targeted by the next deliveries; if the provider still
+/// refuses the token, the next send quarantines it again.
 package struct SubscriptionReenabled: PushEvent, Hashable {
+    package static let eventType = "SubscriptionReenabled"
+    package static let eventVersion = 2
+
+    package var appId: UUID
+    package var tokenDigest: String
+
+    package init(appId: UUID, tokenDigest: String) {
+        self.appId = appId
+        self.tokenDigest = tokenDigest
+    }
+}
+
+/// `SubscriptionReenabled` version 1 (the token in clear): still read (`upcast`), never written.
+package struct SubscriptionReenabledV1: PushEvent, Hashable {
     package static let eventType = "SubscriptionReenabled"
     package static let eventVersion = 1
 
@@ -105,6 +165,8 @@ package struct SubscriptionReenabled: PushEvent, Hashable {
         self.appId = appId
         self.registrationToken = registrationToken
     }
+
+    package var upcast: SubscriptionReenabled { SubscriptionReenabled(appId: appId, tokenDigest: TokenDigest.of(registrationToken)) }
 }
 
 /// An operator unsubscribed a device from its service (`POST /admin/v1/services/{name}/unsubscribe`,

@@ -125,6 +125,47 @@ struct EventEnvelopeTests {
         }
         #expect(throws: EventDecodingError.self) { try EventMetadata.decode(Array(#"{"id":"\#(id)","type":"T","version":1,"key":"k"}"#.utf8)) }
     }
+
+    @Test("version-1 quarantine events (token in clear) read as version 2: the token replaced by its SHA-256, lowercase hex")
+    func quarantineEventsUpcastToDigest() throws {
+        // SHA-256("abc"), the FIPS 180-2 test vector.
+        let abc = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        #expect(TokenDigest.of("abc") == abc)
+        let appId = UUID()
+        #expect(TokenDigest.subscriptionKey(appId: appId, tokenDigest: abc) == "\(appId.uuidString.lowercased()):\(abc)")
+
+        enum Read: Equatable {
+            case disabled(SubscriptionDisabled)
+            case reenabled(SubscriptionReenabled)
+            case purged(SubscriptionPurged)
+        }
+        var decoder = EventDecoder<Read>()
+        decoder.register(SubscriptionDisabled.self) { event, _ in .disabled(event) }
+        decoder.register(SubscriptionDisabledV1.self) { event, _ in .disabled(event.upcast) }
+        decoder.register(SubscriptionReenabled.self) { event, _ in .reenabled(event) }
+        decoder.register(SubscriptionReenabledV1.self) { event, _ in .reenabled(event.upcast) }
+        decoder.register(SubscriptionPurged.self) { event, _ in .purged(event) }
+        decoder.register(SubscriptionPurgedV1.self) { event, _ in .purged(event.upcast) }
+        func read(_ bytes: [UInt8]) throws -> Read? {
+            if case .known(let event, _) = try decoder.decode(bytes) { return event }
+            return nil
+        }
+        let since = Date(timeIntervalSince1970: 1_700_000_000)
+        let disabled = SubscriptionDisabled(appId: appId, tokenDigest: abc, reason: "Unregistered", invalidSince: since)
+        let v1 = try EventEnvelope(
+            key: "k", payload: SubscriptionDisabledV1(appId: appId, registrationToken: "abc", reason: "Unregistered", invalidSince: since)
+        ).encoded()
+        #expect(try read(v1) == .disabled(disabled))
+        let v2 = try EventEnvelope(key: "k", payload: disabled).encoded()
+        #expect(try read(v2) == .disabled(disabled))
+        #expect(!String(decoding: v2, as: UTF8.self).contains("registrationToken"))
+        #expect(
+            try read(EventEnvelope(key: "k", payload: SubscriptionReenabledV1(appId: appId, registrationToken: "abc")).encoded())
+                == .reenabled(SubscriptionReenabled(appId: appId, tokenDigest: abc)))
+        #expect(
+            try read(EventEnvelope(key: "k", payload: SubscriptionPurgedV1(appId: appId, registrationToken: "abc")).encoded())
+                == .purged(SubscriptionPurged(appId: appId, tokenDigest: abc)))
+    }
 }
 
 /// A decoder with one registration takes a one-parse path (the senders'): it must answer exactly

@@ -112,7 +112,7 @@ struct EventJSONTests {
             try Self.expectSameBytes(values.envelope(MessageCancelled(message: values.reference(), attempts: values.int(), cancelledAt: values.date())))
             try Self.expectSameBytes(
                 values.envelope(
-                    SubscriptionDisabled(appId: values.uuid(), registrationToken: values.text(), reason: values.text(), invalidSince: values.date())))
+                    SubscriptionDisabled(appId: values.uuid(), tokenDigest: values.text(), reason: values.text(), invalidSince: values.date())))
             try Self.expectSameBytes(
                 values.envelope(
                     TrackingHitRecorded(

@@ -58,15 +58,19 @@ struct DeviceAdminTests {
             #expect(try await h.admin("POST", "/apps/\(app.appId)/quarantine/lift", json: #"{"registrationToken": "\#(tablet)"}"#).status == 409)
             #expect(try await h.admin("POST", "/apps/\(app.appId)/quarantine/lift", json: #"{"registrationToken": "unknown"}"#).status == 404)
 
-            // The lift is an event on push.subscriptions (so a replay agrees), keyed by the device.
-            let events = try await h.records(h.configuration.topics.subscriptions.name).compactMap {
-                try? JSONSerialization.jsonObject(with: Data($0.value)) as? [String: Any]
+            // The lift is an event on push.subscriptions (so a replay agrees), keyed by the device's
+            // digest (version 2): the token is nowhere in the record.
+            let records = try await h.records(h.configuration.topics.subscriptions.name).filter {
+                String(decoding: $0.value, as: UTF8.self).contains("\"SubscriptionReenabled\"")
             }
-            #expect(
-                events.contains {
-                    $0["type"] as? String == "SubscriptionReenabled"
-                        && $0["key"] as? String == SubscriptionRegistered.key(appId: app.appId, registrationToken: tablet)
-                })
+            #expect(records.count == 1)
+            let lift = try #require(records.first)
+            let digest = TokenDigest.of(tablet)
+            #expect(String(decoding: lift.key ?? [], as: UTF8.self) == TokenDigest.subscriptionKey(appId: app.appId, tokenDigest: digest))
+            #expect(!String(decoding: lift.value, as: UTF8.self).contains(tablet))
+            let event = try #require(try JSONSerialization.jsonObject(with: Data(lift.value)) as? [String: Any])
+            #expect(event["version"] as? Int == 2)
+            #expect((event["data"] as? [String: Any])?["tokenDigest"] as? String == digest)
         }
     }
 }

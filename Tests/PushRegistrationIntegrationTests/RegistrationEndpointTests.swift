@@ -1,4 +1,5 @@
 import Foundation
+import PushEvents
 import PushRegistration
 import PushTestSupport
 import Testing
@@ -217,10 +218,18 @@ struct RegistrationEndpointTests {
             let day: TimeInterval = 86_400
             try await harness.publishRegistration(appId: app.appId, token: old, registeredAt: Date(timeIntervalSinceNow: -50 * day))
             try await harness.publishRegistration(appId: app.appId, token: recent, registeredAt: Date(timeIntervalSinceNow: -50 * day))
-            // Disabled here 40 and 2 days ago (the events' time), the provider's verdicts older still.
+            // These version-1 registrations are keyed by token, the version-2 quarantine by digest
+            // (another partition): wait for the rows before quarantining them.
+            try await harness.eventually("registered") {
+                let oldRow = try await harness.subscription(appId: app.appId, token: old)
+                let recentRow = try await harness.subscription(appId: app.appId, token: recent)
+                return oldRow != nil && recentRow != nil
+            }
+            // Disabled here 40 and 2 days ago (the events' time), the provider's verdicts older still;
+            // the old one by a version-1 event (token in clear, still read), the recent one by version 2.
             try await harness.disable(
                 appId: app.appId, token: old, reason: "Unregistered", invalidSince: Date(timeIntervalSinceNow: -45 * day),
-                disabledAt: Date(timeIntervalSinceNow: -40 * day))
+                disabledAt: Date(timeIntervalSinceNow: -40 * day), version: 1)
             try await harness.disable(
                 appId: app.appId, token: recent, reason: "Unregistered", invalidSince: Date(timeIntervalSinceNow: -45 * day),
                 disabledAt: Date(timeIntervalSinceNow: -2 * day))
@@ -231,6 +240,16 @@ struct RegistrationEndpointTests {
             }
             try await Task.sleep(for: .seconds(2))
             #expect(try await harness.subscription(appId: app.appId, token: recent)?["disabled"] == "true", "disabled 2 days ago: kept")
+
+            // The purge is version 2: keyed by the device's digest, no token anywhere in the record.
+            let purges = try await harness.records(harness.configuration.topics.subscriptions.name).filter {
+                String(decoding: $0.value, as: UTF8.self).contains("\"SubscriptionPurged\"")
+            }
+            #expect(purges.count == 1)
+            let purge = try #require(purges.first)
+            #expect(String(decoding: purge.key ?? [], as: UTF8.self) == TokenDigest.subscriptionKey(appId: app.appId, tokenDigest: TokenDigest.of(old)))
+            #expect(!String(decoding: purge.value, as: UTF8.self).contains(old))
+            #expect(String(decoding: purge.value, as: UTF8.self).contains(#""version":2"#))
         }
     }
 

@@ -135,13 +135,27 @@ struct RegistrationHarness: Sendable {
         await producer.close()
     }
 
-    /// Publishes a quarantine as the senders do, at `disabledAt` (the event's `occurredAt`).
-    func disable(appId: UUID, token: String, reason: String, invalidSince: Date, disabledAt: Date = Date()) async throws {
+    /// Publishes a quarantine as the senders do, at `disabledAt` (the event's `occurredAt`):
+    /// version 2 (the device by digest, key `<appId>:<tokenDigest>`), or version 1 (the token in
+    /// clear, key `<appId>:<token>`) as senders wrote it before issue 28.
+    func disable(appId: UUID, token: String, reason: String, invalidSince: Date, disabledAt: Date = Date(), version: Int = 2) async throws {
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
-        let key = SubscriptionRegistered.key(appId: appId, registrationToken: token)
-        let event = EventEnvelope(
-            key: key, payload: SubscriptionDisabled(appId: appId, registrationToken: token, reason: reason, invalidSince: invalidSince), occurredAt: disabledAt)
-        try await producer.send(KafkaProducerRecord(topic: configuration.topics.subscriptions.name, key: key, value: try event.encoded()))
+        let key: String
+        let value: [UInt8]
+        if version == 1 {
+            key = SubscriptionRegistered.key(appId: appId, registrationToken: token)
+            value = try EventEnvelope(
+                key: key, payload: SubscriptionDisabledV1(appId: appId, registrationToken: token, reason: reason, invalidSince: invalidSince),
+                occurredAt: disabledAt
+            ).encoded()
+        } else {
+            let digest = TokenDigest.of(token)
+            key = TokenDigest.subscriptionKey(appId: appId, tokenDigest: digest)
+            value = try EventEnvelope(
+                key: key, payload: SubscriptionDisabled(appId: appId, tokenDigest: digest, reason: reason, invalidSince: invalidSince), occurredAt: disabledAt
+            ).encoded()
+        }
+        try await producer.send(KafkaProducerRecord(topic: configuration.topics.subscriptions.name, key: key, value: value))
         await producer.close()
     }
 

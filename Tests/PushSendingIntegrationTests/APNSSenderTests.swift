@@ -46,12 +46,21 @@ struct APNSSenderTests {
             #expect(byId[expired.messageId.uuidString.lowercased()]?.type == "MessageExpired")
             #expect(h.simulator.state.notifications(token: expired.registrationToken).isEmpty)
 
-            // Quarantine: one SubscriptionDisabled per dead token, with the APNs timestamp for 410.
-            let disabled = try await h.records(h.topics.subscriptions.name).compactMap { record -> [String: Any]? in
-                let object = try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any]
-                return object?["type"] as? String == "SubscriptionDisabled" ? object?["data"] as? [String: Any] : nil
+            // Quarantine: one SubscriptionDisabled (version 2) per dead token, with the APNs
+            // timestamp for 410, naming the device by digest: the token is in no byte of the record.
+            let quarantines = try await h.records(h.topics.subscriptions.name)
+            for record in quarantines {
+                for token in [unregistered.registrationToken, badToken.registrationToken] {
+                    #expect(!String(decoding: (record.key ?? []) + record.value, as: UTF8.self).contains(token))
+                }
             }
-            #expect(Set(disabled.compactMap { $0["registrationToken"] as? String }) == [unregistered.registrationToken, badToken.registrationToken])
+            let disabled = try quarantines.compactMap { record -> [String: Any]? in
+                let object = try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any]
+                return object?["type"] as? String == "SubscriptionDisabled" && object?["version"] as? Int == 2 ? object?["data"] as? [String: Any] : nil
+            }
+            #expect(
+                Set(disabled.compactMap { $0["tokenDigest"] as? String })
+                    == [TokenDigest.of(unregistered.registrationToken), TokenDigest.of(badToken.registrationToken)])
             #expect(Set(disabled.compactMap { $0["reason"] as? String }) == ["Unregistered", "BadDeviceToken"])
 
             let dlq = try await h.records("\(h.topics.apnsMessages.name).dlq")

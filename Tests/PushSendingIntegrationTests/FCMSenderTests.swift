@@ -38,12 +38,19 @@ struct FCMSenderTests {
                 if let failureType { #expect(result.failureType == failureType, "\(message.registrationToken)") }
                 if let reason { #expect(result.reason == reason, "\(message.registrationToken)") }
             }
-            // Hard failures quarantine the token; the others do not.
-            let disabled = try await h.records(h.topics.subscriptions.name).compactMap { record -> String? in
+            // Hard failures quarantine the token (SubscriptionDisabled version 2, the device by
+            // digest, no token in the record); the others do not.
+            let quarantines = try await h.records(h.topics.subscriptions.name)
+            let disabled = try quarantines.compactMap { record -> String? in
                 let object = try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any]
-                return (object?["data"] as? [String: Any])?["registrationToken"] as? String
+                return (object?["data"] as? [String: Any])?["tokenDigest"] as? String
             }
-            #expect(Set(disabled) == Set(cases.filter { $0.failureType == "hard" }.map(\.0.registrationToken)))
+            #expect(Set(disabled) == Set(cases.filter { $0.failureType == "hard" }.map { TokenDigest.of($0.0.registrationToken) }))
+            for record in quarantines {
+                for (message, _, _, _) in cases {
+                    #expect(!String(decoding: (record.key ?? []) + record.value, as: UTF8.self).contains(message.registrationToken))
+                }
+            }
             // The internal error was tried more than once before expiring.
             #expect(h.simulator.state.counters.byReason["INTERNAL", default: 0] >= 2)
         }

@@ -19,6 +19,14 @@ import PushStore
 /// to, a final status counts, so a repeated or late result never counts twice and a planned
 /// message arriving after its result counts nothing.
 ///
+/// Devices erased (`push.erased_devices`, issue 28) are not logged again: a planned message of
+/// an erased device planned at or before its erasure is skipped, and so is a result that would
+/// create the row of an erased device (no row yet) unless its delivery was accepted after the
+/// erasure (a person who came back with the same token is logged again). So a replay of the
+/// message topics, or a result arriving after the erasure for a message planned before it,
+/// does not bring the erased person's rows back; a skipped result counts in no indicator
+/// (docs/architecture.md, "Erasure").
+///
 /// `push.broad_log` is partitioned by `log_month` (the delivery's UTC month), one value per
 /// delivery kept in `push.broad_log_deliveries` (migration 18): the conflict target `(message_id, log_month)`
 /// then finds a message's row whichever of its events comes first, and retention drops whole
@@ -126,6 +134,8 @@ package struct BroadLogProjection: EnvelopeProjection {
                             \(planned.map(\.0.appId))::uuid[], \(planned.map(\.0.registrationToken))::text[], \(planned.map(\.0.platform.rawValue))::text[],
                             \(planned.map(\.1))::timestamptz[]) AS x(m, b, d, a, t, p, c)
                 JOIN push.broad_log_deliveries k ON k.delivery_id = x.d
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM push.erased_devices e WHERE e.app_id = x.a AND e.token_digest = push.token_digest(x.t) AND x.c <= e.erased_at)
                 ON CONFLICT (message_id, log_month) DO UPDATE SET created_at = least(push.broad_log.created_at, excluded.created_at),
                     broad_log_id = coalesce(push.broad_log.broad_log_id, excluded.broad_log_id)
                 """,
@@ -150,6 +160,11 @@ package struct BroadLogProjection: EnvelopeProjection {
                             \(rows.map { $0.1.failureType ?? "" })::text[], \(rows.map { $0.1.reason ?? "" })::text[], \(rows.map { $0.1.providerMessageId ?? "" })::text[],
                             \(rows.map(\.1.attempts))::int[], \(rows.map(\.1.at))::timestamptz[]) AS x(m, bl, d, a, t, p, s, ft, fr, pm, n, at)
                 JOIN push.broad_log_deliveries k ON k.delivery_id = x.d
+                WHERE EXISTS (SELECT 1 FROM push.broad_log r WHERE r.message_id = x.m AND r.log_month = k.log_month)
+                   OR NOT EXISTS (
+                       SELECT 1 FROM push.erased_devices e
+                       WHERE e.app_id = x.a AND e.token_digest = push.token_digest(x.t)
+                         AND NOT EXISTS (SELECT 1 FROM push.deliveries dl WHERE dl.delivery_id = x.d AND dl.accepted_at > e.erased_at))
                 ON CONFLICT (message_id, log_month) DO UPDATE SET status = excluded.status, broad_log_id = coalesce(b.broad_log_id, excluded.broad_log_id),
                     failure_type = excluded.failure_type,
                     failure_reason = excluded.failure_reason, provider_message_id = excluded.provider_message_id,

@@ -8,7 +8,8 @@ import PushStore
 /// Keeps `push.deliveries`, `push.delivery_rejections`, `push.exclusion_log` and
 /// `push.delivery_controls` from `push.delivery-events`. Statuses only move forward (accepted →
 /// planning → planned; a cancelled delivery stays cancelled), so a repeated event changes
-/// nothing.
+/// nothing. An exclusion of a device erased after it was recorded (`push.erased_devices`) is not
+/// logged: a replay does not bring an erased person's `exclusion_log` rows back.
 package struct DeliveryProjection: EnvelopeProjection {
     package enum Event: Sendable {
         case accepted(DeliveryAccepted)
@@ -121,6 +122,9 @@ package struct DeliveryProjection: EnvelopeProjection {
                            date_trunc('month', coalesce((SELECT send_at FROM push.deliveries WHERE delivery_id = \(recorded.deliveryId)),
                                                         \(recorded.excludedAt)) AT TIME ZONE 'UTC')::date
                     FROM unnest(\(apps)::uuid[], \(tokens)::text[], \(platforms)::text[], \(reasons)::text[]) AS x(a, t, p, r)
+                    WHERE NOT EXISTS (
+                        SELECT 1 FROM push.erased_devices e
+                        WHERE e.app_id = x.a AND e.token_digest = push.token_digest(x.t) AND \(recorded.excludedAt) <= e.erased_at)
                     ON CONFLICT DO NOTHING
                     """,
                     logger: logger

@@ -146,8 +146,9 @@ package struct DeviceAdmin: Sendable {
         for try await value in rows.decode(Bool.self) { disabled = value }
         guard let disabled else { throw AdminError.notFound("no subscription of app \(appId) with this registrationToken") }
         guard disabled else { throw AdminError(status: 409, reason: "the subscription is not quarantined") }
-        let key = SubscriptionRegistered.key(appId: appId, registrationToken: token)
-        let envelope = EventEnvelope(key: key, payload: SubscriptionReenabled(appId: appId, registrationToken: token))
+        let digest = TokenDigest.of(token)
+        let key = TokenDigest.subscriptionKey(appId: appId, tokenDigest: digest)
+        let envelope = EventEnvelope(key: key, payload: SubscriptionReenabled(appId: appId, tokenDigest: digest))
         do {
             _ = try await producer.send(try KafkaProducerRecord(topic: topic, event: envelope))
         } catch let error as KafkaError {

@@ -24,9 +24,7 @@ package struct PersonalDataKeys: Sendable {
     }
 
     /// Lowercase hex SHA-256 of the token's UTF-8 bytes; equal to `push.subscriptions.token_digest`.
-    package static func tokenDigest(_ token: String) -> String {
-        hex(SHA256.hash(data: Array(token.utf8)))
-    }
+    package static func tokenDigest(_ token: String) -> String { TokenDigest.of(token) }
 
     /// The subject a registration's fields are sealed for.
     package static func subject(userKey: String, appId: UUID, tokenDigest: String) -> String {
@@ -45,7 +43,7 @@ package struct PersonalDataKeys: Sendable {
     /// transaction was creating at the same time is absent from the answer (this statement's
     /// snapshot does not see it): the caller asks again.
     func keys(of subjects: [SubjectKeyRequests.Subject]) async throws -> [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] {
-        let fresh = subjects.map { _ in SymmetricKey(size: .bits256).withUnsafeBytes { Self.hex($0) } }
+        let fresh = subjects.map { _ in SymmetricKey(size: .bits256).withUnsafeBytes { TokenDigest.hex($0) } }
         let rows = try await postgres.query(
             """
             WITH wanted AS (
@@ -67,19 +65,6 @@ package struct PersonalDataKeys: Sendable {
             keys[SubjectKeyRequests.Subject(serviceId: serviceId, subject: subject)] = (id, SymmetricKey(data: Array(bytes.readableBytesView)))
         }
         return keys
-    }
-
-    private static let hexDigits = Array("0123456789abcdef".utf8)
-
-    /// Lowercase hex of `bytes`.
-    static func hex(_ bytes: some Sequence<UInt8>) -> String {
-        var text: [UInt8] = []
-        text.reserveCapacity(64)
-        for byte in bytes {
-            text.append(hexDigits[Int(byte >> 4)])
-            text.append(hexDigits[Int(byte & 0x0F)])
-        }
-        return String(decoding: text, as: UTF8.self)
     }
 
     /// The keys of `ids` that still exist (an erased subject's is gone), in one query.

@@ -24,6 +24,9 @@ import PushStore
 ///   `SubscriptionResubscribed` clears it. A registration leaves it as it is: an unsubscribed
 ///   device that the SDK registers again stays unsubscribed.
 /// - `SubscriptionPurged` deletes a disabled row.
+/// - The quarantine events (`SubscriptionDisabled`, `SubscriptionReenabled`, `SubscriptionPurged`)
+///   name the device by token digest since version 2; version 1 (the token in clear) is upcast
+///   to version 2 on reading, so every device event matches `push.subscriptions.token_digest`.
 /// - `AppDeleted` (on `push.catalog`) deletes the app's rows and records the app in
 ///   `push.subscription_deleted_apps`, this projection's own record, written in its transaction:
 ///   a registration of the app read afterwards (published before the deletion reached every
@@ -56,8 +59,11 @@ package struct SubscriptionProjection: EnvelopeProjection {
         decoder.register(SubscriptionRegistered.self) { event, _ in .registered(event) }
         decoder.register(SealedSubscriptionRegistered.self) { event, _ in .sealed(event) }
         decoder.register(SubscriptionDisabled.self) { event, metadata in .disabled(event, metadata.occurredAt) }
+        decoder.register(SubscriptionDisabledV1.self) { event, metadata in .disabled(event.upcast, metadata.occurredAt) }
         decoder.register(SubscriptionPurged.self) { event, _ in .purged(event) }
+        decoder.register(SubscriptionPurgedV1.self) { event, _ in .purged(event.upcast) }
         decoder.register(SubscriptionReenabled.self) { event, _ in .reenabled(event) }
+        decoder.register(SubscriptionReenabledV1.self) { event, _ in .reenabled(event.upcast) }
         decoder.register(SubscriptionUnsubscribed.self) { event, metadata in .unsubscribed(event, metadata.occurredAt) }
         decoder.register(SubscriptionResubscribed.self) { event, _ in .resubscribed(event) }
         decoder.register(AppDeleted.self) { event, metadata in .appDeleted(event, metadata.occurredAt) }
@@ -113,7 +119,7 @@ package struct SubscriptionProjection: EnvelopeProjection {
                     UPDATE push.subscriptions
                     SET disabled = true, disabled_reason = \(disabled.reason), disabled_at = \(at), invalid_since = \(disabled.invalidSince),
                         updated_at = now()
-                    WHERE app_id = \(disabled.appId) AND registration_token = \(disabled.registrationToken)
+                    WHERE app_id = \(disabled.appId) AND token_digest = \(disabled.tokenDigest)
                       AND registered_at <= \(disabled.invalidSince)
                     """,
                     logger: logger
@@ -124,7 +130,7 @@ package struct SubscriptionProjection: EnvelopeProjection {
                     """
                     UPDATE push.subscriptions
                     SET disabled = false, disabled_reason = NULL, disabled_at = NULL, invalid_since = NULL, updated_at = now()
-                    WHERE app_id = \(reenabled.appId) AND registration_token = \(reenabled.registrationToken) AND disabled
+                    WHERE app_id = \(reenabled.appId) AND token_digest = \(reenabled.tokenDigest) AND disabled
                     """,
                     logger: logger
                 )
@@ -149,7 +155,7 @@ package struct SubscriptionProjection: EnvelopeProjection {
             case .purged(let purged):
                 try await flush()
                 try await connection.query(
-                    "DELETE FROM push.subscriptions WHERE app_id = \(purged.appId) AND registration_token = \(purged.registrationToken) AND disabled",
+                    "DELETE FROM push.subscriptions WHERE app_id = \(purged.appId) AND token_digest = \(purged.tokenDigest) AND disabled",
                     logger: logger
                 )
             case .appDeleted(let deleted, let at):

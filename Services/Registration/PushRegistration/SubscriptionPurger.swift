@@ -50,13 +50,13 @@ package struct SubscriptionPurger: Service {
     package func purgeOnce() async throws -> Int {
         let cutoff = Date().addingTimeInterval(-Double(purgeAfter.components.seconds))
         let rows = try await postgres.query(
-            "SELECT app_id, registration_token FROM push.subscriptions WHERE disabled AND disabled_at < \(cutoff) ORDER BY disabled_at LIMIT 5000",
+            "SELECT app_id, token_digest FROM push.subscriptions WHERE disabled AND disabled_at < \(cutoff) ORDER BY disabled_at LIMIT 5000",
             logger: logger
         )
         var records: [KafkaProducerRecord] = []
-        for try await (appId, token) in rows.decode((UUID, String).self) {
-            let key = SubscriptionRegistered.key(appId: appId, registrationToken: token)
-            let event = EventEnvelope(key: key, payload: SubscriptionPurged(appId: appId, registrationToken: token))
+        for try await (appId, digest) in rows.decode((UUID, String).self) {
+            let key = TokenDigest.subscriptionKey(appId: appId, tokenDigest: digest)
+            let event = EventEnvelope(key: key, payload: SubscriptionPurged(appId: appId, tokenDigest: digest))
             records.append(try KafkaProducerRecord(topic: topic, event: event))
         }
         for result in await producer.send(records) { _ = try result.get() }

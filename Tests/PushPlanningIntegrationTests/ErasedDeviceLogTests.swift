@@ -1,0 +1,138 @@
+import Foundation
+import Kafka
+import Logging
+import PostgresNIO
+import PushEvents
+import PushPlanning
+import PushRegistration
+import PushStore
+import PushTestSupport
+import Testing
+
+/// Issue 28: an erased person's `broad_log` and `exclusion_log` rows stay gone. The planner and
+/// its projections run in-process, the erasure is the registration service's `PersonErasure`
+/// (what `POST /admin/v1/services/{name}/erase` runs), results are published as the senders
+/// publish them, and the rebuild is `pushctl projections replay` into an empty database.
+@Suite("Erased devices stay out of broad_log and exclusion_log, live and after a replay", .serialized)
+struct ErasedDeviceLogTests {
+    @Test(
+        "a late result of an erased device's message writes no row; a replay skips the erased devices' messages and exclusions; the person who comes back with the same token is logged again"
+    )
+    func erasedDevicesAreNotLoggedAgain() async throws {
+        try await DeliveryIndicatorTests.run { h in
+            let (service, apps) = try await h.defineService(platforms: ["ios"])
+            let app = apps[0]
+            try await h.addSubscriptions(app, count: 3)
+            // user2's device is quarantined: excluded, with an exclusion_log row.
+            try await h.postgres.query(
+                "UPDATE push.subscriptions SET disabled = true, disabled_reason = 'Unregistered', disabled_at = now() WHERE app_id = \(app.appId) AND user_key = 'user2'",
+                logger: h.logger)
+            let (erased, quarantined, kept) = (try await h.token(app, 1), try await h.token(app, 2), try await h.token(app, 3))
+
+            let first = "erased-1-\(h.suffix)"
+            try await h.publishRequest(requestJSON(requestId: first, service: service), key: first)
+            let before = try await h.waitPlanned(first)
+            try await h.eventually("the first delivery logged") {
+                let messages = try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(before)")
+                let exclusions = try await h.int("SELECT count(*)::int FROM push.exclusion_log WHERE delivery_id = \(before)")
+                return messages == 2 && exclusions == 1
+            }
+            let messages = try await h.plannedMessages(before)
+
+            // The erasure of user1 and user2 (the service's own code path).
+            let producer = try KafkaProducer(configuration: h.configuration.producer, logger: h.logger)
+            let erasure = PersonErasure(producer: producer, topic: h.topics.subscriptions.name, postgres: h.postgres, logger: h.logger)
+            for user in ["user1", "user2"] { _ = try await erasure.erase(serviceName: service, userKey: user, token: nil) }
+            await producer.close()
+            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(before)") == 1)
+            #expect(try await h.int("SELECT count(*)::int FROM push.exclusion_log WHERE delivery_id = \(before)") == 0)
+
+            // Results arrive after the erasure for both messages planned before it: the erased
+            // device's does not bring its row back.
+            try await DeliveryIndicatorTests.publish(
+                h,
+                try messages.map { m in
+                    try DeliveryIndicatorTests.result(h, MessageSent(message: m, providerMessageId: "p", attempts: 1, sentAt: Date()), key: m.messageId)
+                })
+            try await h.eventually("both results projected") {
+                try await h.int(
+                    "SELECT coalesce(sum(next_offset), 0)::int FROM push.consumer_offsets WHERE group_id = \("test.broad-log.\(h.suffix)") AND topic = \(h.topics.messageResults.name)"
+                )
+                    == 2
+            }
+            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(before) AND status = 'sent'") == 1)
+            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE registration_token = \(erased)") == 0)
+
+            // user1 comes back with the same token (a new registration after the erasure) and is
+            // targeted by the next delivery: logged and counted again.
+            try await h.postgres.query(
+                "INSERT INTO push.subscriptions (app_id, registration_token, platform, user_key, params, registered_at, updated_at) VALUES (\(app.appId), \(erased), 'ios', 'user1', '{}', now(), now())",
+                logger: h.logger)
+            let second = "erased-2-\(h.suffix)"
+            try await h.publishRequest(requestJSON(requestId: second, service: service), key: second)
+            let after = try await h.waitPlanned(second)
+            try await h.eventually("the second delivery logged") {
+                try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(after)") == 2
+            }
+            let returning = try #require(try await h.plannedMessages(after).first { $0.registrationToken == erased })
+            try await DeliveryIndicatorTests.publish(
+                h,
+                [
+                    try DeliveryIndicatorTests.result(
+                        h, MessageSent(message: returning, providerMessageId: "p2", attempts: 1, sentAt: Date()), key: returning.messageId)
+                ])
+            try await h.eventually("the returning person's message sent") {
+                try await h.text("SELECT status FROM push.broad_log WHERE message_id = \(returning.messageId)") == "sent"
+            }
+
+            // The rebuild: an empty database with the erased devices restored from the backup
+            // (operations.md, "Data protection"), the deliveries replayed, then the broad log.
+            let database = "push_test_erased_\(h.suffix)"
+            try await h.postgres.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(database)"), logger: h.logger)
+            defer { ProjectionReplayTests.dropLater(database) }
+            var environment = try PlanningHarness.environment(suffix: h.suffix)
+            environment["POSTGRES_URL"] = try ProjectionReplayTests.url(environment["POSTGRES_URL"], database: database)
+            let migrate = try await BuiltExecutable.run("pushctl", arguments: ["migrate"], environment: environment)
+            #expect(migrate.status == 0, "\(migrate.output)")
+            var settings = h.configuration.postgres
+            settings.database = database
+            let rebuilt = PostgresClient(configuration: settings.clientConfiguration, backgroundLogger: h.logger)
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { await rebuilt.run() }
+                defer { tasks.cancelAll() }
+                var devices: [(UUID, String, Date)] = []
+                for try await row in try await h.postgres.query(
+                    "SELECT app_id, token_digest, erased_at FROM push.erased_devices WHERE app_id = \(app.appId)", logger: h.logger
+                )
+                .decode((UUID, String, Date).self) {
+                    devices.append(row)
+                }
+                #expect(devices.count == 2)
+                try await rebuilt.query(
+                    """
+                    INSERT INTO push.erased_devices (app_id, token_digest, erased_at)
+                    SELECT * FROM unnest(\(devices.map(\.0))::uuid[], \(devices.map(\.1))::text[], \(devices.map(\.2))::timestamptz[])
+                    """,
+                    logger: h.logger)
+                for only in ["deliveries", "broad-log"] {
+                    let replay = try await BuiltExecutable.run(
+                        "pushctl", arguments: ["projections", "replay", "--only", only, "--quiet-ms", "1000", "--timeout", "120"], environment: environment)
+                    #expect(replay.status == 0 && replay.output.contains("replay: caught up"), "\(replay.output)")
+                }
+                func rows(_ query: PostgresQuery) async throws -> [String] {
+                    var found: [String] = []
+                    for try await text in try await rebuilt.query(query, logger: h.logger).decode(String.self) { found.append(text) }
+                    return found.sorted()
+                }
+                // The first delivery: only the kept device; no exclusion (the quarantined device was erased).
+                #expect(try await rows("SELECT registration_token || ' ' || status FROM push.broad_log WHERE delivery_id = \(before)") == ["\(kept) sent"])
+                #expect(try await rows("SELECT registration_token FROM push.exclusion_log WHERE delivery_id = \(before)") == [])
+                #expect(try await rows("SELECT registration_token FROM push.exclusion_log WHERE registration_token = \(quarantined)") == [])
+                // The second delivery: the returning person's message, sent, and the kept device's, pending.
+                #expect(
+                    try await rows("SELECT registration_token || ' ' || status FROM push.broad_log WHERE delivery_id = \(after)")
+                        == ["\(erased) sent", "\(kept) pending"].sorted())
+            }
+        }
+    }
+}

@@ -57,7 +57,8 @@ package enum ConsoleAssets {
         <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><path d="M8 1a4 4 0 0 0-4 4v3L2 11v1h12v-1l-2-3V5a4 4 0 0 0-4-4zm-2 12a2 2 0 0 0 4 0z" fill="#3b6ea8"/></svg>
         """
 
-    /// The report refreshes its own section while the delivery runs (a signed-out session
+    /// The report refreshes its own section while the delivery runs, then (receptions and opens
+    /// keep coming) every sixth as often, at least a minute apart (a signed-out session
     /// reloads the page, which then shows the sign-in form); the compose form previews the draft
     /// while one types; buttons with `data-copy` copy a value to the clipboard.
     package static let javascript = """
@@ -65,8 +66,10 @@ package enum ConsoleAssets {
           'use strict';
           var report = document.getElementById('report');
           function schedule() {
-            if (!report || report.getAttribute('data-final') === 'true') { return; }
+            if (!report) { return; }
             var seconds = parseInt(report.getAttribute('data-refresh') || '0', 10);
+            // Sending is over: receptions and opens still arrive for hours, at a slower pace.
+            if (report.getAttribute('data-final') === 'true') { seconds = Math.max(60, seconds * 6); }
             if (seconds > 0) { window.setTimeout(refresh, seconds * 1000); }
           }
           function refresh() {

@@ -196,7 +196,7 @@ package enum ConsolePages {
         let control = f.control.map { " · operator: \(H.escape($0))" } ?? ""
         let refresh =
             f.isFinal
-            ? "Final figures: every message has its outcome."
+            ? "Sending is over: every message has its outcome. Receptions and opens still arrive; refreshed every \(max(60, report.refreshSeconds * 6)) s."
             : "Still running: this report refreshes itself every \(report.refreshSeconds) s."
         return """
             <section id="report" aria-labelledby="report-heading" data-final="\(f.isFinal)" data-refresh="\(report.refreshSeconds)" data-source="/deliveries/\(id)/report">

@@ -83,26 +83,34 @@ extension MessageSender {
             metrics.throttled(.onTime)
             return .send(slot: slot)
         case .wait(let until):
-            metrics.throttled(.held)
-            let earliest = state.withLock { state in
+            let scheduled = state.withLock { state -> Bool? in
+                // Stopping: the schedule was handed back already; set it aside with its slot instead.
+                guard !state.scheduleClosed else { return nil }
                 state.schedule.insert(work.with(slot: until), due: until)
                 return state.schedule.nextDue == until
             }
+            guard let earliest = scheduled else { return try setAside(work, until: until, at: now) }
+            metrics.throttled(.held)
             if earliest { scheduleChanged.signal() }
             updateGauges()
             return .waiting
         case .deferUntil(let until):
-            metrics.throttled(.deferred)
-            guard until < work.message.validUntil else {
-                decided(work, final: true)
-                return .setAside(Outcome(record: work.record, events: [try expired(work, at: now)], tally: Tally(outcome: "expired", reason: "throttle")))
-            }
-            var next = work.message
-            next.notBefore = until
-            var record = try retryRecord(next, of: work)
-            record.headers.append(ThrottleHeader.header(until))
-            decided(work, final: false)
-            return .setAside(Outcome(record: work.record, events: [record], tally: Tally(outcome: "deferred", reason: "throttle")))
+            return try setAside(work, until: until, at: now)
         }
+    }
+
+    /// Sets `work` aside on the retry topic until its slot `until`, the slot in its header.
+    private func setAside(_ work: Work, until: Date, at now: Date) throws -> Paced {
+        metrics.throttled(.deferred)
+        guard until < work.message.validUntil else {
+            decided(work, final: true)
+            return .setAside(Outcome(record: work.record, events: [try expired(work, at: now)], tally: Tally(outcome: "expired", reason: "throttle")))
+        }
+        var next = work.message
+        next.notBefore = until
+        var record = try retryRecord(next, of: work)
+        record.headers.append(ThrottleHeader.header(until))
+        decided(work, final: false)
+        return .setAside(Outcome(record: work.record, events: [record], tally: Tally(outcome: "deferred", reason: "throttle")))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import PushEvents
 import Testing
 
 @testable import PushSending
@@ -15,6 +16,21 @@ struct ThrottleRateTests {
         let rate = ThrottleRate(perSecond: perSecond)
         #expect(rate.intervalMicroseconds == interval)
         #expect(rate.batchSize == batch)
+    }
+
+    @Test("the planner's pace is whole messages a second the timeline sustains: never above it, except the floor of 1 for a rate of 1")
+    func sustained() {
+        #expect(ThrottleRate(perSecond: 1).sustainedPerSecond == 1)
+        #expect(ThrottleRate(perSecond: 40).sustainedPerSecond == 35)
+        #expect(ThrottleRate(perSecond: 1_000).sustainedPerSecond == 899)
+        for perSecond in 2...100_000 {
+            let rate = ThrottleRate(perSecond: perSecond)
+            let timeline = 1_000_000 / Double(rate.intervalMicroseconds)
+            guard Double(rate.sustainedPerSecond) <= timeline else {
+                Issue.record("\(perSecond)/s: the planner at \(rate.sustainedPerSecond)/s, the timeline at \(timeline)/s")
+                return
+            }
+        }
     }
 
     @Test("for every rate from 1 to 100,000 a second, the slots a one-second window can send (slots up to `lateness` late) are at most the rate")

@@ -27,7 +27,11 @@ struct ThrottleTests {
 
     /// When each arrival of `messages` reached the simulator (ms since the epoch), re-sends included.
     static func arrivalTimes(_ h: FCMSenderHarness, _ messages: [FCMMessagePlanned]) -> [Int64] {
-        let ids = Set(messages.map { $0.messageId.uuidString.lowercased() })
+        arrivalTimes(h, ids: messages.map(\.messageId))
+    }
+
+    static func arrivalTimes<H: SenderHarness>(_ h: H, ids: [UUID]) -> [Int64] {
+        let ids = Set(ids.map { $0.uuidString.lowercased() })
         return h.simulator.state.notifications(limit: 1_000_000).compactMap { entry in
             entry.mId.map { ids.contains($0.lowercased()) } == true ? entry.receivedAtMs : nil
         }
@@ -107,6 +111,46 @@ struct ThrottleTests {
             await third.terminate()
             #expect(second.terminationStatus == 0, "\(second.logTail())")
             #expect(third.terminationStatus == 0, "\(third.logTail())")
+        }
+    }
+
+    @Test(
+        "one delivery throttled to 30/s with 200 iOS and 200 Android messages: the apns-sender and fcm-sender executables share its timeline, at most 30 arrivals in any second across both simulators"
+    )
+    func bothProviders() async throws {
+        try await FCMSenderHarness.with { f in
+            try await APNSSenderHarness.with { a in
+                let rate = 30
+                let deliveryId = "both-\(f.suffix)"
+                let android = Self.messages(f, count: 200, deliveryId: deliveryId, throttle: rate)
+                let ios = (0..<200).map { _ in
+                    var message = a.message(token: APNSSenderHarness.token(), deliveryId: deliveryId)
+                    message.throttlePerSecond = rate
+                    return message
+                }
+                try await f.publish(android)
+                try await a.publish(ios)
+                let (fcmPort, apnsPort) = (try EphemeralPort.next(), try EphemeralPort.next())
+                let fcm = try f.startExecutable(opsPort: fcmPort)
+                defer { fcm.killIfRunning() }
+                let apns = try a.startExecutable(opsPort: apnsPort)
+                defer { apns.killIfRunning() }
+                _ = try await f.waitForResults(android.count, within: .seconds(120))
+                _ = try await a.waitForResults(ios.count, within: .seconds(120))
+                let fcmTimes = Self.arrivalTimes(f, ids: android.map(\.messageId))
+                let apnsTimes = Self.arrivalTimes(a, ids: ios.map(\.messageId))
+                let times = fcmTimes + apnsTimes
+                let peak = Self.peakPerSecond(times)
+                let span = Double(times.max()! - times.min()!) / 1000
+                print("throttle both providers: peak \(peak)/s over \(times.count) arrivals (APNs \(apnsTimes.count), FCM \(fcmTimes.count)) in \(span) s")
+                #expect(peak <= rate, "the delivery reached APNs and FCM together \(peak) times in one second (rate \(rate))")
+                #expect((f.arrivals(android) + a.arrivals(ios)).allSatisfy { $0 >= 1 }, "every message arrived")
+                // Each sender alone at 27/s would take about 7.4 s for its 200; sharing one
+                // timeline, the 400 take about 14.8 s.
+                #expect(span >= 12, "400 messages at 27/s took only \(span) s")
+                await fcm.terminate()
+                await apns.terminate()
+            }
         }
     }
 

@@ -321,7 +321,8 @@ let package = Package(
             name: "PushRegistrationUnitTests", dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushEvents", "PushTestSupport", crypto],
             swiftSettings: swiftSettings),
         .testTarget(name: "PushPlanningUnitTests", dependencies: ["PushPlanning", "PushEvents", "PushTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "PushSendingUnitTests", dependencies: ["PushSending", "PushCredentials", "PushRuntime"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PushSendingUnitTests", dependencies: ["PushSending", "PushCredentials", "PushRuntime", "PushEvents", "Kafka"], swiftSettings: swiftSettings),
         .testTarget(name: "PushConsoleUnitTests", dependencies: ["PushConsole", "PushRuntime", crypto], swiftSettings: swiftSettings),
         .testTarget(name: "PushTrackingUnitTests", dependencies: ["PushTracking", "PushEvents"], swiftSettings: swiftSettings),
         .testTarget(name: "KafkaIntegrationTests", dependencies: ["Kafka", "PushTestSupport", logging, metricsTestKit], swiftSettings: swiftSettings),

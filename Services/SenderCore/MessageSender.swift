@@ -46,6 +46,8 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     let suspensions: CredentialSuspensions
     /// Deliveries an operator cancelled or paused (`push.delivery_controls`).
     let controls: DeliveryControls
+    /// The send slots of throttled deliveries, shared through PostgreSQL (`ThrottleSlots`).
+    let throttle: ThrottleSlots
     let consumerConfiguration: KafkaConsumerConfiguration
     let logger: Logger
     let now: @Sendable () -> Date
@@ -86,11 +88,19 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         let record: KafkaConsumerRecord
         let message: Message
         let metadata: EventMetadata
+        /// The throttle slot taken for it: carried by a record set aside for its slot (header
+        /// `push-throttle-slot`), or taken here while it waits in memory.
+        let slot: Date?
 
-        init(record: KafkaConsumerRecord, message: Message, metadata: EventMetadata) {
+        init(record: KafkaConsumerRecord, message: Message, metadata: EventMetadata, slot: Date? = nil) {
             self.record = record
             self.message = message
             self.metadata = metadata
+            self.slot = slot
+        }
+
+        func with(slot: Date?) -> Work {
+            Work(record: record, message: message, metadata: metadata, slot: slot)
         }
     }
 
@@ -161,8 +171,8 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     /// - Parameter consumer: brokers and timeouts; group and topics come from `settings` and `topics`.
     package init(
         transport: Transport, settings: SenderSettings, topics: Topics, producer: KafkaProducer,
-        deadLetters: DeadLetterPublisher, suspensions: CredentialSuspensions, controls: DeliveryControls, consumer: KafkaConsumerConfiguration,
-        logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+        deadLetters: DeadLetterPublisher, suspensions: CredentialSuspensions, controls: DeliveryControls, throttle: ThrottleSlots,
+        consumer: KafkaConsumerConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.transport = transport
         self.settings = settings
@@ -171,6 +181,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         self.deadLetters = deadLetters
         self.suspensions = suspensions
         self.controls = controls
+        self.throttle = throttle
         var configuration = consumer
         configuration.groupID = settings.group
         configuration.topics = [topics.messages, topics.retries]
@@ -274,7 +285,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         do {
             switch try Message.decodeRecord(record.value) {
             case .known(let message, let metadata):
-                work = Work(record: record, message: message, metadata: metadata)
+                work = Work(record: record, message: message, metadata: metadata, slot: ThrottleHeader.slot(in: record.headers))
                 // A second record of a message held or finished here (written twice around a
                 // crash): the first decides; this one is finished without a send or an event.
                 guard state.withLock({ $0.ledger.admit(message.messageId) }) else {
@@ -306,9 +317,8 @@ package final class MessageSender<Transport: MessageTransport>: Service {
             }
             if earliest { scheduleChanged.signal() }
             updateGauges()
-        } else {
-            try await inFlight.acquire()
-            send(work)
+        } else if let setAside = try await paceAndSend(work) {
+            queueOutcome(setAside)
         }
     }
 
@@ -331,8 +341,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
                     queueOutcome(Outcome(record: work.record, events: records, tally: tally))
                     continue
                 }
-                try await inFlight.acquire()
-                send(work)
+                if let setAside = try await paceAndSend(work) { queueOutcome(setAside) }
             }
             if closed { return }
             // Nothing scheduled: wait for the first record (its insert signals).

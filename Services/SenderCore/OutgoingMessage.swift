@@ -12,6 +12,8 @@ package protocol OutgoingMessage: SingleEventDecodable {
     var validUntil: Date { get }
     var attempt: Int { get set }
     var notBefore: Date? { get set }
+    /// The delivery's `throttle.perSecond`; nil: unthrottled.
+    var throttlePerSecond: Int? { get }
     /// As in `MessageReference.platform` and `push.broad_log`.
     static var platform: Platform { get }
 }

@@ -16,6 +16,7 @@ final class SenderMetrics: Sendable {
     let deadLetters: Counter
     private let deviceQuotas: Counter
     private let projectQuotas: Counter
+    private let throttleWaits: [ThrottleWait: Counter]
 
     init(provider: String, lane: String) {
         self.provider = provider
@@ -30,6 +31,26 @@ final class SenderMetrics: Sendable {
         deadLetters = Counter(label: "push_sender_dead_letters_total", dimensions: dimensions)
         deviceQuotas = Counter(label: "push_sender_quota_exceeded_total", dimensions: dimensions + [("scope", "device")])
         projectQuotas = Counter(label: "push_sender_quota_exceeded_total", dimensions: dimensions + [("scope", "project")])
+        throttleWaits = Dictionary(
+            uniqueKeysWithValues: ThrottleWait.allCases.map {
+                ($0, Counter(label: "push_sender_throttle_waits_total", dimensions: dimensions + [("wait", $0.rawValue)]))
+            })
+    }
+
+    /// What a throttled message's slot made it do (`push_sender_throttle_waits_total{wait}`).
+    enum ThrottleWait: String, CaseIterable {
+        /// Its slot had come: sent at once.
+        case onTime = "none"
+        /// Waited in memory for a slot within a second.
+        case held
+        /// Set aside on the retry topic until a slot further away.
+        case deferred
+        /// Its slot passed while it waited for an in-flight permit: it took another.
+        case late
+    }
+
+    func throttled(_ wait: ThrottleWait) {
+        throttleWaits[wait]?.increment()
     }
 
     /// `push_sender_quota_exceeded_total{provider, scope}`: provider answers that a quota is

@@ -72,13 +72,16 @@ struct SenderAssembly: Sendable {
     func services<T: MessageTransport>(bulk: Lane<T>, transactional: Lane<T>) -> [any Service] {
         let topics = configuration.topics
         let controls = DeliveryControls(postgres: postgres, refresh: .milliseconds(settings.controlsRefreshMilliseconds), logger: logger)
+        // One per process: both lanes take their slots from the same batches.
+        let throttle = ThrottleSlots(postgres: postgres, provider: bulk.transport.provider, logger: logger, now: now)
         func sender(_ lane: Lane<T>, settings: SenderSettings) -> MessageSender<T> {
             MessageSender(
                 transport: lane.transport, settings: settings,
                 topics: .init(
                     messages: lane.messages.name, retries: lane.retries.name, results: topics.messageResults.name, subscriptions: topics.subscriptions.name),
                 producer: producer, deadLetters: DeadLetterPublisher(producer: producer, catalog: topics, group: settings.group),
-                suspensions: suspensions, controls: controls, consumer: configuration.consumer(group: settings.group), logger: logger, now: now
+                suspensions: suspensions, controls: controls, throttle: throttle, consumer: configuration.consumer(group: settings.group), logger: logger,
+                now: now
             )
         }
         return [

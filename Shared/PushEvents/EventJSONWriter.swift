@@ -103,6 +103,11 @@ package struct EventJSONWriter {
         if let value { int(key, Int(value)) }
     }
 
+    /// Omitted when nil.
+    package mutating func int(_ key: StaticString, _ value: Int?) {
+        if let value { int(key, value) }
+    }
+
     package mutating func uuid(_ key: StaticString, _ value: UUID) {
         self.key(key)
         bytes.append(UInt8(ascii: "\""))

@@ -53,6 +53,7 @@ extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
         writer.int("priority", priority)
         writer.string("pushType", pushType)
         writer.string("registrationToken", registrationToken)
+        writer.int("throttlePerSecond", throttlePerSecond)
         writer.string("topic", topic)
         writer.date("validUntil", validUntil)
     }
@@ -82,7 +83,8 @@ extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
             credential: common.credential ?? nil, topic: try EventJSONReader.required(topic),
             pushType: try EventJSONReader.required(pushType), priority: try EventJSONReader.required(priority),
             collapseId: collapseId ?? nil, payload: try EventJSONReader.required(payload), validUntil: try common.validUntil(),
-            attempt: try common.attempt(), plannedAt: try common.plannedAt(), notBefore: common.notBefore ?? nil
+            attempt: try common.attempt(), plannedAt: try common.plannedAt(), notBefore: common.notBefore ?? nil,
+            throttlePerSecond: common.throttlePerSecond()
         )
     }
 }
@@ -100,6 +102,7 @@ extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
         writer.date("plannedAt", plannedAt)
         writer.string("projectId", projectId)
         writer.string("registrationToken", registrationToken)
+        writer.int("throttlePerSecond", throttlePerSecond)
         writer.date("validUntil", validUntil)
     }
 
@@ -119,7 +122,7 @@ extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
             registrationToken: try common.registrationToken(), projectId: try EventJSONReader.required(projectId),
             credential: common.credential ?? nil, message: try EventJSONReader.required(message),
             validUntil: try common.validUntil(), attempt: try common.attempt(), plannedAt: try common.plannedAt(),
-            notBefore: common.notBefore ?? nil
+            notBefore: common.notBefore ?? nil, throttlePerSecond: common.throttlePerSecond()
         )
     }
 }
@@ -132,6 +135,7 @@ struct PlannedMessageMembers {
     private var validUntilValue: Date?, attemptValue: Int?, plannedAtValue: Date?
     /// Absent (nil), null or a value.
     private(set) var credential: CredentialReference??, notBefore: Date??, broadLogId: Int32??
+    private var throttlePerSecondValue: Int32??
 
     mutating func read(_ key: EventJSONReader.Key, from reader: inout EventJSONReader) throws(Unsupported) {
         switch key {
@@ -145,6 +149,7 @@ struct PlannedMessageMembers {
         case "attempt": try EventJSONReader.once(&attemptValue, try reader.int())
         case "plannedAt": try EventJSONReader.once(&plannedAtValue, try reader.date())
         case "notBefore": try EventJSONReader.once(&notBefore, try reader.optionalDate())
+        case "throttlePerSecond": try EventJSONReader.once(&throttlePerSecondValue, try reader.optionalInt32())
         default: try reader.skipValue()
         }
     }
@@ -156,6 +161,11 @@ struct PlannedMessageMembers {
     func validUntil() throws(Unsupported) -> Date { try EventJSONReader.required(validUntilValue) }
     func attempt() throws(Unsupported) -> Int { try EventJSONReader.required(attemptValue) }
     func plannedAt() throws(Unsupported) -> Date { try EventJSONReader.required(plannedAtValue) }
+    /// Absent or null: unthrottled. (A value under 1 is read as written; the sender fails such
+    /// a message, reason `invalid-throttle`.)
+    func throttlePerSecond() -> Int? {
+        (throttlePerSecondValue ?? nil).map(Int.init)
+    }
 }
 
 extension MessageReference: EventJSONWritable {

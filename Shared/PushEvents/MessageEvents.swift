@@ -54,11 +54,15 @@ package struct APNSMessagePlanned: PushEvent, Hashable {
     /// Set on retry records (`push.apns.retries`): not to be sent before this time. Absent on
     /// the planner's records.
     package var notBefore: Date?
+    /// The delivery's `throttle.perSecond`: the senders send its messages at most that many per
+    /// second across every instance (docs/senders.md, "Throttle"). Absent: unthrottled (also on
+    /// records planned before it existed).
+    package var throttlePerSecond: Int?
 
     package init(
         messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, registrationToken: String, environment: String,
         credential: CredentialReference?, topic: String, pushType: String, priority: Int, collapseId: String?,
-        payload: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil
+        payload: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil, throttlePerSecond: Int? = nil
     ) {
         self.messageId = messageId
         self.broadLogId = broadLogId
@@ -76,6 +80,7 @@ package struct APNSMessagePlanned: PushEvent, Hashable {
         self.attempt = attempt
         self.plannedAt = plannedAt
         self.notBefore = notBefore
+        self.throttlePerSecond = throttlePerSecond
     }
 }
 
@@ -102,10 +107,15 @@ package struct FCMMessagePlanned: PushEvent, Hashable {
     package var plannedAt: Date
     /// Set on retry records (`push.fcm.retries`): not to be sent before this time.
     package var notBefore: Date?
+    /// The delivery's `throttle.perSecond`: the senders send its messages at most that many per
+    /// second across every instance (docs/senders.md, "Throttle"). Absent: unthrottled (also on
+    /// records planned before it existed).
+    package var throttlePerSecond: Int?
 
     package init(
         messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, registrationToken: String, projectId: String,
-        credential: CredentialReference?, message: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil
+        credential: CredentialReference?, message: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil,
+        throttlePerSecond: Int? = nil
     ) {
         self.messageId = messageId
         self.broadLogId = broadLogId
@@ -119,6 +129,7 @@ package struct FCMMessagePlanned: PushEvent, Hashable {
         self.attempt = attempt
         self.plannedAt = plannedAt
         self.notBefore = notBefore
+        self.throttlePerSecond = throttlePerSecond
     }
 }
 

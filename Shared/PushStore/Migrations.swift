@@ -574,5 +574,21 @@ package enum Migrations {
                     'The request''s priority: transactional deliveries take their own lane (topics, fan-out, sender consumers); bulk otherwise'
                 """,
             ]),
+        Migration(
+            version: 21, name: "throttled deliveries' send timelines",
+            statements: [
+                """
+                CREATE TABLE push.delivery_throttle (
+                    delivery_id text        PRIMARY KEY,
+                    next_slot   timestamptz NOT NULL,
+                    per_second  integer     NOT NULL CHECK (per_second >= 1),
+                    updated_at  timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                """
+                COMMENT ON TABLE push.delivery_throttle IS
+                    'Sender state, not a projection: the first send slot no sender instance has taken yet for each throttled delivery; a sender moves next_slot forward by a batch of slots per statement, so throttle.perSecond holds across instances, both senders, restarts and retries'
+                """,
+            ]),
     ]
 }

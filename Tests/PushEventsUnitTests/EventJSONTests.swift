@@ -66,18 +66,27 @@ struct EventJSONTests {
                 platform: Platform.allCases.randomElement(using: &self)!)
         }
 
+        /// From a generator of its own, so the other values are those of the sequence before the
+        /// member existed.
+        func throttle() -> Int? {
+            var side = Values(state: state ^ 0x7411_7A11)
+            return side.maybe(Int(Int32.random(in: Int32.min...Int32.max, using: &side)))
+        }
+
         mutating func apns() -> APNSMessagePlanned {
             APNSMessagePlanned(
                 messageId: uuid(), broadLogId: broadLogId(), deliveryId: text(), appId: uuid(), registrationToken: text(), environment: text(),
                 credential: maybe(credential()), topic: text(), pushType: text(), priority: int(), collapseId: maybe(text()),
-                payload: text(), validUntil: date(), attempt: int(), plannedAt: date(), notBefore: maybe(date())
+                payload: text(), validUntil: date(), attempt: int(), plannedAt: date(), notBefore: maybe(date()),
+                throttlePerSecond: throttle()
             )
         }
 
         mutating func fcm() -> FCMMessagePlanned {
             FCMMessagePlanned(
                 messageId: uuid(), broadLogId: broadLogId(), deliveryId: text(), appId: uuid(), registrationToken: text(), projectId: text(),
-                credential: maybe(credential()), message: text(), validUntil: date(), attempt: int(), plannedAt: date(), notBefore: maybe(date())
+                credential: maybe(credential()), message: text(), validUntil: date(), attempt: int(), plannedAt: date(), notBefore: maybe(date()),
+                throttlePerSecond: throttle()
             )
         }
 
@@ -223,6 +232,19 @@ struct EventJSONTests {
         case (let ours, let theirs):
             Issue.record("\(problem): the sender's decoder gave \(ours), the Codable decoder \(theirs)")
         }
+    }
+
+    @Test("throttlePerSecond: a record without it (planned before it existed) reads as unthrottled; with it, its value")
+    func throttleMember() throws {
+        let old = try EventEnvelope<APNSMessagePlanned>.read(Array(Self.sample.utf8))
+        #expect(old.payload.throttlePerSecond == nil)
+        let throttled = Self.sample.replacingOccurrences(of: #""topic":"com.example","#, with: #""throttlePerSecond":25,"topic":"com.example","#)
+        #expect(try EventEnvelope<APNSMessagePlanned>.read(Array(throttled.utf8)).payload.throttlePerSecond == 25)
+        var written = old.payload
+        written.throttlePerSecond = 25
+        let bytes = EventEnvelope(key: "k", payload: written).encoded(writing: written)
+        #expect(String(decoding: bytes, as: UTF8.self).contains(#""throttlePerSecond":25"#))
+        #expect(!String(decoding: EventEnvelope(key: "k", payload: old.payload).encoded(writing: old.payload), as: UTF8.self).contains("throttle"))
     }
 
     @Test("the sender's decoder: its own type read, another type or version unknown, a broken record an error naming the problem")

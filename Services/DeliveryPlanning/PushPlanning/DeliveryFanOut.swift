@@ -201,7 +201,9 @@ package final class DeliveryFanOut: Service {
         if state.status == "accepted" {
             try await recordStarted(fanOut, on: connection)
         }
-        if limiter == nil { limiter = fanOut.delivery.throttlePerSecond.map { FanOutRateLimiter(perSecond: $0) } }
+        // At the senders' sustained pace (90 % of the rate, docs/senders.md "Throttle"), not at
+        // the rate: faster, the messages the senders cannot send yet would pile up in their memory.
+        if limiter == nil { limiter = fanOut.delivery.throttlePerSecond.map { FanOutRateLimiter(perSecond: ThrottleRate(perSecond: $0).sustainedPerSecond) } }
         var mark: TopicsMark?
         var planned = 0
         while true {

@@ -120,7 +120,8 @@ package struct MessageFactory: Sendable {
                     registrationToken: subscription.registrationToken, environment: app.environment,
                     credential: app.credential, topic: app.bundleId ?? "", pushType: built.silent ? "background" : "alert",
                     priority: built.silent ? 5 : 10, collapseId: delivery.content.ios?.collapseId,
-                    payload: built.payload, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt
+                    payload: built.payload, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt,
+                    throttlePerSecond: delivery.throttlePerSecond
                 ))
             return (message, bytes)
         } else {
@@ -136,7 +137,8 @@ package struct MessageFactory: Sendable {
                 FCMMessagePlanned(
                     messageId: messageId, broadLogId: broadLogId, deliveryId: delivery.deliveryId, appId: app.appId,
                     registrationToken: subscription.registrationToken, projectId: app.fcmProjectId ?? "",
-                    credential: app.credential, message: built.message, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt
+                    credential: app.credential, message: built.message, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt,
+                    throttlePerSecond: delivery.throttlePerSecond
                 ))
             return (message, built.contentBytes)
         }

@@ -1,0 +1,110 @@
+import Foundation
+import Logging
+import Metrics
+import PostgresNIO
+import PushEvents
+
+/// Slots of one delivery this process reserved and has not used yet, evenly spaced.
+package struct SlotBatch: Sendable, Equatable {
+    package private(set) var next: Date
+    package let interval: TimeInterval
+    package private(set) var remaining: Int
+
+    package init(first: Date, interval: TimeInterval, count: Int) {
+        next = first
+        self.interval = interval
+        remaining = count
+    }
+
+    /// The next slot still usable at `now`; the slots more than `ThrottleRate.lateness` past are
+    /// dropped (lost: slower, never faster). Nil when none is left.
+    package mutating func take(now: Date) -> Date? {
+        let late = now.timeIntervalSince(next) - ThrottleRate.lateness
+        if late > 0, remaining > 0 {
+            let dropped = min(remaining, Int((late / interval).rounded(.up)))
+            next = next.addingTimeInterval(Double(dropped) * interval)
+            remaining -= dropped
+        }
+        guard remaining > 0, ThrottleRate.usable(next, now: now) else { return nil }
+        defer {
+            next = next.addingTimeInterval(interval)
+            remaining -= 1
+        }
+        return next
+    }
+}
+
+/// The send slots of throttled deliveries, shared by every sender instance (both providers,
+/// both lanes) through `push.delivery_throttle`: one statement reserves a batch of a delivery's
+/// slots (about a tenth of a second of them) by moving its `next_slot` forward, so the rate
+/// holds across instances, rebalances, restarts and retries. Slots an instance reserved and did
+/// not use (it died, or they went stale) are lost. Unthrottled messages never come here.
+package actor ThrottleSlots {
+    let postgres: PostgresClient
+    let logger: Logger
+    let now: @Sendable () -> Date
+    private var batches: [String: [SlotBatch]] = [:]
+    /// `push_sender_throttle_reservations_total{provider}`: statements that reserved a batch.
+    private let reservations: Counter
+
+    package init(postgres: PostgresClient, provider: String, logger: Logger, now: @escaping @Sendable () -> Date = Date.init) {
+        self.postgres = postgres
+        self.logger = logger
+        self.now = now
+        reservations = Counter(label: "push_sender_throttle_reservations_total", dimensions: [("provider", provider)])
+    }
+
+    /// The next slot of `deliveryId` (a wall-clock instant of this host), reserving a batch when
+    /// none is left here.
+    package func slot(deliveryId: String, rate: ThrottleRate) async throws -> Date {
+        while true {
+            if let slot = takeLocal(deliveryId) { return slot }
+            let batch = try await reserve(deliveryId: deliveryId, rate: rate)
+            batches[deliveryId, default: []].append(batch)
+        }
+    }
+
+    private func takeLocal(_ deliveryId: String) -> Date? {
+        guard var queue = batches[deliveryId] else { return nil }
+        let now = now()
+        var slot: Date?
+        while slot == nil, !queue.isEmpty {
+            slot = queue[0].take(now: now)
+            if queue[0].remaining == 0 { queue.removeFirst() }
+        }
+        batches[deliveryId] = queue.isEmpty ? nil : queue
+        return slot
+    }
+
+    /// One statement: the delivery's timeline moves forward by a batch from where it is, or from
+    /// now when it lies in the past (an idle delivery does not save up slots). The database's
+    /// clock is the timeline's; the slots are moved to this host's clock by the difference seen
+    /// on the answer (late by up to the round trip: slower, never faster).
+    private func reserve(deliveryId: String, rate: ThrottleRate) async throws -> SlotBatch {
+        let count = rate.batchSize
+        let span = Int64(count) * rate.intervalMicroseconds
+        let rows = try await postgres.query(
+            """
+            INSERT INTO push.delivery_throttle AS t (delivery_id, next_slot, per_second, updated_at)
+            VALUES (\(deliveryId), clock_timestamp() + \(span)::float8 * interval '1 microsecond', \(rate.perSecond), now())
+            ON CONFLICT (delivery_id) DO UPDATE
+                SET next_slot = greatest(t.next_slot, clock_timestamp()) + \(span)::float8 * interval '1 microsecond',
+                    per_second = excluded.per_second, updated_at = now()
+            RETURNING next_slot, clock_timestamp()
+            """,
+            logger: logger
+        )
+        for try await (nextSlot, databaseNow) in rows.decode((Date, Date).self) {
+            reservations.increment()
+            let offset = now().timeIntervalSince(databaseNow)
+            let first = nextSlot.addingTimeInterval(-Double(span) / 1_000_000 + offset)
+            return SlotBatch(first: first, interval: Double(rate.intervalMicroseconds) / 1_000_000, count: count)
+        }
+        throw ThrottleError(detail: "push.delivery_throttle returned no row for delivery \(deliveryId)")
+    }
+
+    struct ThrottleError: Error, CustomStringConvertible {
+        var detail: String
+        var description: String { detail }
+    }
+}

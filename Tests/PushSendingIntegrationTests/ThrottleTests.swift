@@ -1,0 +1,191 @@
+import Foundation
+import Logging
+import PostgresNIO
+import PushEvents
+import PushSending
+import PushTestSupport
+import Synchronization
+import Testing
+
+/// `throttle.perSecond` at the provider (docs/senders.md, "Throttle"): the senders take a
+/// throttled delivery's send slots from one timeline in PostgreSQL, so what reaches the provider
+/// stays under the rate across instances, a SIGKILL and a restart, while an unthrottled delivery
+/// beside it goes at the senders' own pace.
+@Suite("Throttle at the provider", .serialized)
+struct ThrottleTests {
+    /// The most arrivals in any one-second window `[t, t + 1 s)` starting at an arrival (ms times).
+    static func peakPerSecond(_ times: [Int64]) -> Int {
+        let sorted = times.sorted()
+        var peak = 0
+        var end = 0
+        for start in sorted.indices {
+            while end < sorted.count, sorted[end] < sorted[start] + 1000 { end += 1 }
+            peak = max(peak, end - start)
+        }
+        return peak
+    }
+
+    /// When each arrival of `messages` reached the simulator (ms since the epoch), re-sends included.
+    static func arrivalTimes(_ h: FCMSenderHarness, _ messages: [FCMMessagePlanned]) -> [Int64] {
+        arrivalTimes(h, ids: messages.map(\.messageId))
+    }
+
+    static func arrivalTimes<H: SenderHarness>(_ h: H, ids: [UUID]) -> [Int64] {
+        let ids = Set(ids.map { $0.uuidString.lowercased() })
+        return h.simulator.state.notifications(limit: 1_000_000).compactMap { entry in
+            entry.mId.map { ids.contains($0.lowercased()) } == true ? entry.receivedAtMs : nil
+        }
+    }
+
+    static func messages(_ h: FCMSenderHarness, count: Int, deliveryId: String, throttle: Int?) -> [FCMMessagePlanned] {
+        (0..<count).map { _ in
+            var message = h.message(token: FCMSenderHarness.token())
+            message.deliveryId = deliveryId
+            message.throttlePerSecond = throttle
+            return message
+        }
+    }
+
+    @Test(
+        "600 messages throttled to 40/s reach FCM at most 40 in any second through two fcm-sender executables, one SIGKILLed mid-way, and a restarted third; each message arrives, re-sends within the resend window; 1,500 unthrottled messages beside them are not held to the rate"
+    )
+    func throttleAcrossInstancesKillAndRestart() async throws {
+        try await FCMSenderHarness.with(settings: ["FCM_SENDER_COMMIT_INTERVAL_MS": "100", "FCM_SENDER_MAX_IN_FLIGHT": "50"]) { h in
+            let rate = 40
+            let throttled = Self.messages(h, count: 600, deliveryId: "throttled-\(h.suffix)", throttle: rate)
+            let free = Self.messages(h, count: 1_500, deliveryId: "free-\(h.suffix)", throttle: nil)
+            // Interleaved on the topic: the unthrottled records are read among the throttled ones.
+            var both: [FCMMessagePlanned] = []
+            for index in 0..<max(throttled.count, free.count) {
+                if index < throttled.count { both.append(throttled[index]) }
+                if index < free.count { both.append(free[index]) }
+            }
+            try await h.publish(both)
+
+            let (portA, portB, portC) = (try EphemeralPort.next(), try EphemeralPort.next(), try EphemeralPort.next())
+            let first = try h.startExecutable(opsPort: portA)
+            defer { first.killIfRunning() }
+            let second = try h.startExecutable(opsPort: portB)
+            defer { second.killIfRunning() }
+            try await first.waitUntilReady(port: portA, within: .seconds(90))
+            try await second.waitUntilReady(port: portB, within: .seconds(90))
+
+            try await h.eventually(within: .seconds(120), "a third of the throttled delivery reached FCM") {
+                h.arrivals(throttled).reduce(0, +) >= throttled.count / 3
+            }
+            let window = try await h.resendWindow(opsPort: portA)
+            await first.kill()
+            let third = try h.startExecutable(opsPort: portC)
+            defer { third.killIfRunning() }
+
+            let results = try await h.waitForResults(throttled.count + free.count, within: .seconds(180))
+            let throttledTimes = Self.arrivalTimes(h, throttled)
+            let freeTimes = Self.arrivalTimes(h, free)
+            let peak = Self.peakPerSecond(throttledTimes)
+            let span = Double((throttledTimes.max() ?? 0) - (throttledTimes.min() ?? 0)) / 1000
+            let freePeak = Self.peakPerSecond(freeTimes)
+            h.logger.notice(
+                "Throttle run",
+                metadata: [
+                    "throttled.peak": "\(peak)", "throttled.arrivals": "\(throttledTimes.count)", "throttled.span.s": "\(span)",
+                    "free.peak": "\(freePeak)", "resend.window": "\(window)",
+                ])
+            print(
+                "throttle run: throttled peak \(peak)/s over \(throttledTimes.count) arrivals in \(span) s; unthrottled peak \(freePeak)/s; resend window \(window)"
+            )
+
+            #expect(peak <= rate, "the throttled delivery reached FCM \(peak) times in one second (rate \(rate))")
+            #expect(freePeak > 2 * rate, "the unthrottled delivery is not held to the other's rate (its peak: \(freePeak)/s)")
+            let arrivals = h.arrivals(throttled) + h.arrivals(free)
+            #expect(arrivals.allSatisfy { $0 >= 1 }, "every message reached FCM")
+            let resent = arrivals.reduce(0, +) - arrivals.count
+            #expect(resent <= window, "re-sends (\(resent)) within what push_sender_resend_window showed before the SIGKILL (\(window))")
+            let sent = Set(results.filter { $0.type == "MessageSent" }.map(\.messageId))
+            #expect(sent.count == throttled.count + free.count, "every message ends MessageSent")
+
+            // Across the instances: the throttled messages waited in memory or on the retry topic.
+            let deferred = try await h.metric("push_sender_throttle_waits_total", labels: [#"wait="deferred""#], opsPort: portB) ?? 0
+            let held = try await h.metric("push_sender_throttle_waits_total", labels: [#"wait="held""#], opsPort: portB) ?? 0
+            #expect(deferred + held > 0, "the surviving instance paced throttled messages")
+            await second.terminate()
+            await third.terminate()
+            #expect(second.terminationStatus == 0, "\(second.logTail())")
+            #expect(third.terminationStatus == 0, "\(third.logTail())")
+        }
+    }
+
+    @Test(
+        "one delivery throttled to 30/s with 200 iOS and 200 Android messages: the apns-sender and fcm-sender executables share its timeline, at most 30 arrivals in any second across both simulators"
+    )
+    func bothProviders() async throws {
+        try await FCMSenderHarness.with { f in
+            try await APNSSenderHarness.with { a in
+                let rate = 30
+                let deliveryId = "both-\(f.suffix)"
+                let android = Self.messages(f, count: 200, deliveryId: deliveryId, throttle: rate)
+                let ios = (0..<200).map { _ in
+                    var message = a.message(token: APNSSenderHarness.token(), deliveryId: deliveryId)
+                    message.throttlePerSecond = rate
+                    return message
+                }
+                try await f.publish(android)
+                try await a.publish(ios)
+                let (fcmPort, apnsPort) = (try EphemeralPort.next(), try EphemeralPort.next())
+                let fcm = try f.startExecutable(opsPort: fcmPort)
+                defer { fcm.killIfRunning() }
+                let apns = try a.startExecutable(opsPort: apnsPort)
+                defer { apns.killIfRunning() }
+                _ = try await f.waitForResults(android.count, within: .seconds(120))
+                _ = try await a.waitForResults(ios.count, within: .seconds(120))
+                let fcmTimes = Self.arrivalTimes(f, ids: android.map(\.messageId))
+                let apnsTimes = Self.arrivalTimes(a, ids: ios.map(\.messageId))
+                let times = fcmTimes + apnsTimes
+                let peak = Self.peakPerSecond(times)
+                let span = Double(times.max()! - times.min()!) / 1000
+                print("throttle both providers: peak \(peak)/s over \(times.count) arrivals (APNs \(apnsTimes.count), FCM \(fcmTimes.count)) in \(span) s")
+                #expect(peak <= rate, "the delivery reached APNs and FCM together \(peak) times in one second (rate \(rate))")
+                #expect((f.arrivals(android) + a.arrivals(ios)).allSatisfy { $0 >= 1 }, "every message arrived")
+                // Each sender alone at 27/s would take about 7.4 s for its 200; sharing one
+                // timeline, the 400 take about 14.8 s.
+                #expect(span >= 12, "400 messages at 27/s took only \(span) s")
+                await fcm.terminate()
+                await apns.terminate()
+            }
+        }
+    }
+
+    @Test("two instances' ThrottleSlots reserving one delivery's slots at once against the real PostgreSQL: every slot distinct and a full interval apart")
+    func sharedTimeline() async throws {
+        try await FCMSenderHarness.with { h in
+            let deliveryId = "timeline-\(h.suffix)"
+            let rate = ThrottleRate(perSecond: 50)
+            let one = ThrottleSlots(postgres: h.postgres, provider: "fcm", logger: h.logger)
+            let other = ThrottleSlots(postgres: h.postgres, provider: "apns", logger: h.logger)
+            let slots = try await withThrowingTaskGroup(of: [Date].self) { group in
+                for slots in [one, other, one, other] {
+                    group.addTask {
+                        var taken: [Date] = []
+                        for _ in 0..<200 { taken.append(try await slots.slot(deliveryId: deliveryId, rate: rate)) }
+                        return taken
+                    }
+                }
+                return try await group.reduce(into: [Date]()) { $0 += $1 }
+            }
+            let sorted = slots.sorted()
+            #expect(Set(sorted).count == 800)
+            let interval = Double(rate.intervalMicroseconds) / 1_000_000
+            // 5 ms of slack: each instance moves the database's slots to its clock by the round
+            // trip it saw.
+            let closest = zip(sorted, sorted.dropFirst()).map { $1.timeIntervalSince($0) }.min() ?? 0
+            #expect(closest >= interval - 0.005, "two slots \(closest) s apart (interval \(interval) s)")
+            // 800 slots at 45 a second: about 17.8 s of timeline.
+            let length = sorted.last!.timeIntervalSince(sorted.first!)
+            #expect(length >= 799 * interval - 0.01)
+            let rows = try await h.postgres.query(
+                "SELECT per_second FROM push.delivery_throttle WHERE delivery_id = \(deliveryId)", logger: h.logger)
+            var perSecond: [Int] = []
+            for try await value in rows.decode(Int.self) { perSecond.append(value) }
+            #expect(perSecond == [50])
+        }
+    }
+}

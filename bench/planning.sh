@@ -5,11 +5,14 @@
 # kcat produces N records of the same size (the planner's own records, replayed) to a fresh
 # topic with the same producer settings. Prints both rates, their ratio and the planner's memory.
 #
-#   bench/planning.sh [--devices N] [--chunk N] [--no-build] [--keep] [--perf]
+#   bench/planning.sh [--devices N] [--chunk N] [--instances N] [--shard N] [--no-build] [--keep] [--perf]
 #
 #   --devices N   subscriptions targeted, half iOS (64 hex-digit tokens), half Android
 #                 (151-character FCM-like tokens) (default 1000000)
 #   --chunk N     PLANNER_CHUNK_SIZE: subscriptions read and messages published per step (default 5000)
+#   --instances N planner processes sharing the delivery (its shards), each with its own ops port;
+#                 the CPU and messages of each are printed (default 1)
+#   --shard N     PLANNER_SHARD_SIZE: subscriptions per shard (default 50000)
 #   --no-build    use the existing .build-bench/release/{delivery-planning,pushctl}
 #   --keep        keep the run's database and topics (their names are printed)
 #   --perf        also sample the planner with `perf record --call-graph dwarf` during the fan-out,
@@ -17,7 +20,7 @@
 #                 `perf report -i` (perturbs the figures: use it for a separate run)
 #
 # What runs:
-#   1. scripts/stack up; release build of delivery-planning and pushctl (--scratch-path .build-bench).
+#   1. scripts/stack up (skipped with BENCH_STACK_UP=0, for a stack already up); release build of delivery-planning and pushctl (--scratch-path .build-bench).
 #   2. Not timed: a database of its own for the run (push_bench_<run>, on the stack's PostgreSQL,
 #      migrated with pushctl: the planner plans every due delivery of its database, so sharing
 #      one with a test suite or another planner would mix their deliveries), the run's topics
@@ -44,6 +47,8 @@ cd "$ROOT"
 
 DEVICES=1000000
 CHUNK=5000
+INSTANCES=1
+SHARD=50000
 BUILD=1
 KEEP=0
 PERF=0
@@ -57,6 +62,8 @@ while (($#)); do
     case "$1" in
         --devices) DEVICES="${2:?}"; shift 2 ;;
         --chunk) CHUNK="${2:?}"; shift 2 ;;
+        --instances) INSTANCES="${2:?}"; shift 2 ;;
+        --shard) SHARD="${2:?}"; shift 2 ;;
         --no-build) BUILD=0; shift ;;
         --keep) KEEP=1; shift ;;
         --perf) PERF=1; shift ;;
@@ -66,14 +73,19 @@ while (($#)); do
 done
 [[ "$DEVICES" =~ ^[1-9][0-9]*$ ]] && ((DEVICES >= 2)) || die "--devices must be an integer >= 2"
 [[ "$CHUNK" =~ ^[1-9][0-9]*$ ]] || die "--chunk must be a positive integer"
+[[ "$INSTANCES" =~ ^[1-9][0-9]*$ ]] && ((INSTANCES <= 16)) || die "--instances must be an integer from 1 to 16"
+[[ "$SHARD" =~ ^[1-9][0-9]*$ ]] && ((SHARD >= 100)) || die "--shard must be an integer >= 100"
 IOS=$((DEVICES / 2))
 ANDROID=$((DEVICES - IOS))
 
 # ------------------------------------------------------------------ setup ---
 
-STACK_LOG="$(mktemp)"
-scripts/stack up 2>"$STACK_LOG" || { cat "$STACK_LOG" >&2; die "scripts/stack up failed"; }
-rm -f "$STACK_LOG"
+# BENCH_STACK_UP=0: the stack is already up and this user may not start it (e.g. a shared one).
+if [[ "${BENCH_STACK_UP:-1}" != 0 ]]; then
+    STACK_LOG="$(mktemp)"
+    scripts/stack up 2>"$STACK_LOG" || { cat "$STACK_LOG" >&2; die "scripts/stack up failed"; }
+    rm -f "$STACK_LOG"
+fi
 eval "$(scripts/stack env)"
 TANSU="$PUSH_STACK_ROOT/bin/tansu"
 command -v kcat >/dev/null || die "kcat is not installed (scripts/stack install installs it)"
@@ -100,6 +112,8 @@ DB="push_bench_$RUN_ID"
 ADMIN_URL="$POSTGRES_URL"
 DB_URL="${POSTGRES_URL%/*}/$DB"
 PLANNER_PID=""
+# Every planner process (the first is PLANNER_PID: memory, threads and readiness are its).
+PLANNER_PIDS=()
 SAMPLER_PID=""
 PERF_PID=""
 TOPICS=()
@@ -109,11 +123,13 @@ cleanup() {
     local topic
     [[ -n "$PERF_PID" ]] && kill -INT "$PERF_PID" 2>/dev/null || true
     [[ -n "$SAMPLER_PID" ]] && kill "$SAMPLER_PID" 2>/dev/null || true
-    if [[ -n "$PLANNER_PID" ]] && kill -0 "$PLANNER_PID" 2>/dev/null; then
-        kill -TERM "$PLANNER_PID" 2>/dev/null || true
-        for _ in $(seq 1 50); do kill -0 "$PLANNER_PID" 2>/dev/null || break; sleep 0.2; done
-        kill -KILL "$PLANNER_PID" 2>/dev/null || true
-    fi
+    local pid
+    for pid in "${PLANNER_PIDS[@]}"; do
+        kill -0 "$pid" 2>/dev/null || continue
+        kill -TERM "$pid" 2>/dev/null || true
+        for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+        kill -KILL "$pid" 2>/dev/null || true
+    done
     if ((KEEP)); then
         echo "kept: database $DB_URL, topics ${TOPICS[*]}, planner log $WORK/planner.log" >&2
         return
@@ -137,7 +153,7 @@ new_topic() {  # name partitions
     TOPICS+=("$1")
 }
 
-echo "delivery planning: $DEVICES devices ($IOS iOS, $ANDROID Android), chunk $CHUNK"
+echo "delivery planning: $DEVICES devices ($IOS iOS, $ANDROID Android), chunk $CHUNK, $INSTANCES planner instance(s), shard size $SHARD"
 echo "broker: Tansu $("$TANSU" --version | awk '{print $2}') at $KAFKA_BROKERS; PostgreSQL $(psql "$ADMIN_URL" -XtAc 'SHOW server_version' | cut -d' ' -f1); kcat $(kcat -V 2>&1 | sed -n 's/^Version \([0-9.]*\).*/\1/p' | head -n 1), librdkafka $(kcat -V 2>&1 | sed -n 's/.*librdkafka \([0-9.]*\).*/\1/p' | head -n 1); $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "code: $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- Shared Services Package.swift 2>/dev/null || echo ' + uncommitted changes in Shared/Services')"
 
@@ -153,7 +169,7 @@ declare -A TOPIC=(
 )
 PLANNER_ENV=(
     "POSTGRES_URL=$DB_URL" "KAFKA_BROKERS=$KAFKA_BROKERS" "PUSH_OPS_HOST=127.0.0.1" "PUSH_OPS_PORT=${BENCH_OPS_PORT:-19202}" "PLANNER_ADMIN_HOST=127.0.0.1" "PLANNER_ADMIN_PORT=0"
-    "LOG_LEVEL=${BENCH_LOG_LEVEL:-info}" "PLANNER_CHUNK_SIZE=$CHUNK" "KAFKA_SESSION_TIMEOUT_MS=6000"
+    "LOG_LEVEL=${BENCH_LOG_LEVEL:-info}" "PLANNER_CHUNK_SIZE=$CHUNK" "PLANNER_SHARD_SIZE=$SHARD" "KAFKA_SESSION_TIMEOUT_MS=6000"
     "PLANNER_INTAKE_GROUP=$P.intake" "PLANNER_DELIVERIES_GROUP=$P.deliveries" "PLANNER_BROAD_LOG_GROUP=$P.broad-log"
 )
 for id in "${!TOPIC[@]}"; do
@@ -194,6 +210,7 @@ echo "setup: $DEVICES subscriptions inserted in $(minus "$(now)" "$setup_start")
 log "starting delivery-planning"
 env "${PLANNER_ENV[@]}" "$BIN/delivery-planning" >"$WORK/planner.log" 2>&1 &
 PLANNER_PID=$!
+PLANNER_PIDS+=("$PLANNER_PID")
 OPS_PORT="${BENCH_OPS_PORT:-19202}"
 
 # VmRSS every 200 ms (pure bash: no process started per sample); the peak is rewritten each time.
@@ -215,6 +232,14 @@ for _ in $(seq 1 150); do
     sleep 0.2
 done
 curl -fs "http://127.0.0.1:$OPS_PORT/health/ready" >/dev/null || { tail -n 20 "$WORK/planner.log" >&2; die "the planner is not ready"; }
+# Further instances: the same environment, ops ports OPS_PORT + 1, + 2, …
+for ((i = 2; i <= INSTANCES; i++)); do
+    log "starting delivery-planning instance $i"
+    env "${PLANNER_ENV[@]}" "PUSH_OPS_PORT=$((OPS_PORT + i - 1))" "$BIN/delivery-planning" >"$WORK/planner-$i.log" 2>&1 &
+    PLANNER_PIDS+=("$!")
+    for _ in $(seq 1 150); do curl -fs "http://127.0.0.1:$((OPS_PORT + i - 1))/health/ready" >/dev/null 2>&1 && break; sleep 0.2; done
+    curl -fs "http://127.0.0.1:$((OPS_PORT + i - 1))/health/ready" >/dev/null || { tail -n 20 "$WORK/planner-$i.log" >&2; die "planner instance $i is not ready"; }
+done
 
 # Warm-up: a request for an unknown service must be rejected and projected (intake joined).
 WARMUP="warmup-$RUN_ID"
@@ -231,7 +256,25 @@ done
 # CPU seconds (user + system): cpu_of_pid, cpu_of_name, machine_busy, HZ and TANSU_PID.
 # shellcheck source=bench/lib/cpu.sh
 source bench/lib/cpu.sh
-snapshot() { echo "$(cpu_of_pid "$PLANNER_PID") $(cpu_of_pid "$TANSU_PID") $(cpu_of_name postgres) $(machine_busy)"; }
+# The planners' CPU: all instances together, then each one's (a comma-separated list).
+planners_cpu() {
+    local pid total=0 each=()
+    for pid in "${PLANNER_PIDS[@]}"; do
+        each+=("$(cpu_of_pid "$pid")")
+        total=$(awk -v t="$total" -v c="${each[-1]}" 'BEGIN { printf "%.2f", t + c }')
+    done
+    echo "$total $(IFS=,; echo "${each[*]}")"
+}
+snapshot() { echo "$(planners_cpu) $(cpu_of_pid "$TANSU_PID") $(cpu_of_name postgres) $(machine_busy)"; }
+# push_planner_messages_total{outcome="published"} of each instance (comma-separated).
+planners_published() {
+    local i each=()
+    for ((i = 1; i <= INSTANCES; i++)); do
+        each+=("$(curl -fs "http://127.0.0.1:$((OPS_PORT + i - 1))/metrics" 2>/dev/null |
+            awk '/^push_planner_messages_total/ && /outcome="published"/ { v = $NF } END { printf "%d", v }')")
+    done
+    (IFS=,; echo "${each[*]}")
+}
 
 REQUEST_ID="bench-planning-$RUN_ID"
 DELIVERY_ID=""
@@ -241,7 +284,7 @@ if ((PERF)); then
     PERF_PID=$!
     sleep 1
 fi
-read -r cpu0_planner cpu0_tansu cpu0_pg cpu0_machine < <(snapshot)
+read -r cpu0_planner cpu0_each cpu0_tansu cpu0_pg cpu0_machine < <(snapshot)
 log "publishing the request $REQUEST_ID"
 published_at=$(now)
 printf '{"type":"DeliveryRequested","version":1,"requestId":"%s","service":"%s","audience":{"all":true},"content":{"title":"Lisbon is waiting","body":"Hello {{userKey}}"}}\n' "$REQUEST_ID" "$SERVICE" |
@@ -258,15 +301,18 @@ while :; do
     [[ "$status" == planned ]] && break
     elapsed=$(minus "$(now)" "$published_at")
     if awk -v e="$elapsed" -v n="$next_progress" 'BEGIN { exit !(e >= n) }'; then
-        read -r c_planner c_tansu c_pg _ < <(snapshot)
+        read -r c_planner _ c_tansu c_pg _ < <(snapshot)
         echo "$elapsed ${so_far:-0} $c_planner $c_tansu $c_pg $(rss_of "$PLANNER_PID") $(broad_log_rows "$(sql "SELECT delivery_id FROM push.delivery_plans WHERE request_id = '$REQUEST_ID'")")" >>"$WORK/progress"
         next_progress=$((next_progress + 15))
     fi
-    kill -0 "$PLANNER_PID" 2>/dev/null || { tail -n 40 "$WORK/planner.log" >&2; die "the planner exited during the fan-out"; }
+    for pid in "${PLANNER_PIDS[@]}"; do
+        kill -0 "$pid" 2>/dev/null || { tail -n 40 "$WORK"/planner*.log >&2; die "a planner exited during the fan-out"; }
+    done
     (($(date +%s) < deadline)) || die "not planned after ${BENCH_TIMEOUT_S:-3600} s (status '$status', targeted $(sql "SELECT targeted FROM push.delivery_plans WHERE request_id = '$REQUEST_ID'"))"
     sleep 0.5
 done
-read -r cpu1_planner cpu1_tansu cpu1_pg cpu1_machine < <(snapshot)
+read -r cpu1_planner cpu1_each cpu1_tansu cpu1_pg cpu1_machine < <(snapshot)
+published_each=$(planners_published)
 if [[ -n "$PERF_PID" ]]; then kill -INT "$PERF_PID" 2>/dev/null || true; wait "$PERF_PID" 2>/dev/null || true; PERF_PID=""; fi
 IFS='|' read -r DELIVERY_ID started planned targeted excluded failed < <(sql "
     SELECT delivery_id, extract(epoch FROM started_at), extract(epoch FROM planned_at), targeted, excluded, failed
@@ -318,7 +364,9 @@ peak=$(cat "$WORK/rss-peak" 2>/dev/null || echo 0)
 echo "planner memory: peak VmRSS (200 ms samples) $((peak / 1024)) MiB, VmHWM $((hwm / 1024)) MiB, VmRSS now $((rss_now / 1024)) MiB"
 cpu_planner=$(minus "$cpu1_planner" "$cpu0_planner") cpu_tansu=$(minus "$cpu1_tansu" "$cpu0_tansu")
 cpu_pg=$(minus "$cpu1_pg" "$cpu0_pg") cpu_machine=$(minus "$cpu1_machine" "$cpu0_machine")
-echo "CPU seconds from the request to planned (${wall_seconds} s wall, $(nproc) cores): planner $cpu_planner, Tansu $cpu_tansu, PostgreSQL (all its processes) $cpu_pg, whole machine $cpu_machine"
+cpu_each=$(awk -v a="$cpu0_each" -v b="$cpu1_each" 'BEGIN { n = split(a, x, ","); split(b, y, ","); for (i = 1; i <= n; i++) printf "%s%.2f", (i > 1 ? "," : ""), y[i] - x[i] }')
+echo "CPU seconds from the request to planned (${wall_seconds} s wall, $(nproc) cores): planner $cpu_planner (per instance $cpu_each), Tansu $cpu_tansu, PostgreSQL (all its processes) $cpu_pg, whole machine $cpu_machine"
+echo "messages published per planner instance: $published_each; planner CPU per message $(awk -v c="$cpu_planner" -v n="$targeted" 'BEGIN { printf "%.1f", 1e6 * c / n }') µs, PostgreSQL $(awk -v c="$cpu_pg" -v n="$targeted" 'BEGIN { printf "%.1f", 1e6 * c / n }') µs"
 echo "planner CPU by thread name (digits folded; whole life of the process, seconds):"
 for task in /proc/"$PLANNER_PID"/task/*; do
     { read -r line <"$task/stat"; } 2>/dev/null || continue
@@ -327,18 +375,19 @@ for task in /proc/"$PLANNER_PID"/task/*; do
 done | awk -F'\t' '{ s[$2] += $1; c[$2]++ } END { for (k in s) printf "%.2f\t%s\t%d\n", s[k], k, c[k] }' | sort -nr |
     awk -F'\t' '$1 > 0 { printf "  %-20s %3d thread(s) %8.2f\n", $2, $3, $1 }'
 
-kill -TERM "$PLANNER_PID"
 planner_exit=0
-wait "$PLANNER_PID" || planner_exit=$?
+for pid in "${PLANNER_PIDS[@]}"; do kill -TERM "$pid"; done
+for pid in "${PLANNER_PIDS[@]}"; do wait "$pid" || planner_exit=$?; done
+PLANNER_PIDS=()
 PLANNER_PID=""
 kill "$SAMPLER_PID" 2>/dev/null || true
 SAMPLER_PID=""
 echo "planner: SIGTERM, exit status $planner_exit"
-if grep -qiE '\b(warning|error|critical)\b' "$WORK/planner.log"; then
-    echo "planner log: $(grep -ciE '\b(warning|error|critical)\b' "$WORK/planner.log") warning/error lines, first ones:"
-    grep -iE '\b(warning|error|critical)\b' "$WORK/planner.log" | head -n 5 | cut -c1-400 | sed 's/^/  /'
+if cat "$WORK"/planner*.log | grep -v 'PUSH_ADMIN_TOKEN is not set' | grep -qiE '\b(warning|error|critical)\b'; then
+    echo "planner logs: $(cat "$WORK"/planner*.log | grep -v 'PUSH_ADMIN_TOKEN is not set' | grep -ciE '\b(warning|error|critical)\b') warning/error lines, first ones:"
+    cat "$WORK"/planner*.log | grep -v 'PUSH_ADMIN_TOKEN is not set' | grep -iE '\b(warning|error|critical)\b' | head -n 5 | cut -c1-400 | sed 's/^/  /'
 else
-    echo "planner log: no warning or error lines ($(wc -l <"$WORK/planner.log") lines)"
+    echo "planner logs: no warning or error lines ($(cat "$WORK"/planner*.log | wc -l) lines)"
 fi
 
 if ((PERF)); then
@@ -402,12 +451,13 @@ ratio=$(awk -v p="$planner_rate" -v k="$kcat_rate" 'BEGIN { printf "%.3f", p / k
 tansu_rss=$(awk '/^VmRSS:/ { print int($2 / 1024) }' "/proc/$TANSU_PID/status" 2>/dev/null || echo "?")
 echo
 echo "command: $COMMAND_LINE"
-printf '%-44s %s\n' "devices (iOS + Android)" "$DEVICES ($IOS + $ANDROID), chunk $CHUNK"
+printf '%-44s %s\n' "devices (iOS + Android)" "$DEVICES ($IOS + $ANDROID), chunk $CHUNK, shard $SHARD"
+printf '%-44s %s\n' "planner instances" "$INSTANCES (messages published by each: $published_each)"
 printf '%-44s %s\n' "record size (key + value + headers)" "$avg_total bytes ($avg_key + $avg_value + $avg_headers)"
 printf '%-44s %s\n' "planner messages/s (started_at..planned_at)" "$planner_rate ($targeted in $planner_seconds s; request to planned $wall_seconds s)"
 printf '%-44s %s\n' "kcat records/s (same records, same broker)" "$kcat_rate ($DEVICES in $kcat_seconds s)"
 printf '%-44s %s\n' "ratio planner / kcat" "$ratio"
 printf '%-44s %s\n' "planner peak RSS" "$((peak / 1024)) MiB (VmHWM $((hwm / 1024)) MiB); kcat max RSS $((kcat_maxrss / 1024)) MiB"
 printf '%-44s %s\n' "broad_log catch-up after planned_at" "${broad_after_planned} s ($broad_at_planned rows when planned)"
-printf '%-44s %s\n' "CPU s during the fan-out" "planner $cpu_planner, Tansu $cpu_tansu, PostgreSQL $cpu_pg, machine $cpu_machine of $(awk -v w="$wall_seconds" -v c="$(nproc)" 'BEGIN { printf "%.1f", w * c }')"
+printf '%-44s %s\n' "CPU s during the fan-out" "planner $cpu_planner (per instance $cpu_each), Tansu $cpu_tansu, PostgreSQL $cpu_pg, machine $cpu_machine of $(awk -v w="$wall_seconds" -v c="$(nproc)" 'BEGIN { printf "%.1f", w * c }')"
 echo "Tansu RSS at the end: $tansu_rss MiB; load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -566,6 +566,42 @@ package enum Migrations {
             statements: LogPartitionsMigration.statements
         ),
         Migration(
+            version: 19, name: "delivery shards: one delivery fanned out by several planners",
+            statements: [
+                """
+                CREATE TABLE push.delivery_shards (
+                    delivery_id   text        NOT NULL REFERENCES push.delivery_plans (delivery_id) ON DELETE CASCADE,
+                    shard         integer     NOT NULL CHECK (shard >= 0),
+                    start_app     uuid,
+                    start_token   text,
+                    end_app       uuid,
+                    end_token     text,
+                    cursor_app    uuid,
+                    cursor_token  text,
+                    status        text        NOT NULL DEFAULT 'planning' CHECK (status IN ('planning', 'planned')),
+                    targeted      bigint      NOT NULL DEFAULT 0,
+                    excluded      bigint      NOT NULL DEFAULT 0,
+                    failed        bigint      NOT NULL DEFAULT 0,
+                    pending_chunk jsonb,
+                    planned_at    timestamptz,
+                    updated_at    timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (delivery_id, shard)
+                )
+                """,
+                """
+                COMMENT ON TABLE push.delivery_shards IS
+                    'The planner''s working state per shard of a delivery (not an analyst table): a key range of push.subscriptions ((start, end], in (app_id, registration_token) order; null start = from the first, null end = to the last), its fan-out cursor and the chunk in flight. Any planner instance plans a shard it holds the session advisory lock of'
+                """,
+                // Plans half planned by a planner older than shards continue as one shard, from
+                // their cursor and their pending chunk.
+                """
+                INSERT INTO push.delivery_shards (delivery_id, shard, cursor_app, cursor_token, targeted, excluded, failed, pending_chunk)
+                SELECT delivery_id, 0, cursor_app, cursor_token, targeted, excluded, failed, pending_chunk
+                FROM push.delivery_plans WHERE status = 'planning'
+                """,
+                "UPDATE push.delivery_plans SET pending_chunk = NULL WHERE status = 'planning'",
+            ]),
+        Migration(
             version: 20, name: "delivery priorities (lanes)",
             statements: [
                 "ALTER TABLE push.deliveries ADD COLUMN priority text NOT NULL DEFAULT 'bulk' CHECK (priority IN ('transactional', 'bulk'))",

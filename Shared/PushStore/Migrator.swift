@@ -47,8 +47,14 @@ package struct Migrator: Sendable {
         if let newest = migrations.last?.version, current > newest {
             logger.warning("The database schema is newer than this build knows", metadata: ["schema.version": "\(current)", "known.version": "\(newest)"])
         }
+        // Every migration not applied yet, also one numbered below the newest applied: version
+        // numbers are handed to parallel work ahead of time, so a lower one may be merged later.
+        var done: Set<Int> = []
+        for try await version in try await connection.query("SELECT version FROM push.schema_migrations", logger: logger).decode(Int.self) {
+            done.insert(version)
+        }
         var applied: [Int] = []
-        for migration in migrations where migration.version > current {
+        for migration in migrations where !done.contains(migration.version) {
             try await connection.withTransaction(logger: logger) { connection in
                 for statement in migration.statements {
                     try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
@@ -87,6 +93,16 @@ package struct Migrator: Sendable {
         guard version >= needed else {
             throw SchemaVersionError(found: version, needed: needed)
         }
+        let missing = try await client.withConnection { connection in
+            var done: Set<Int> = []
+            for try await version in try await connection.query("SELECT version FROM push.schema_migrations", logger: logger).decode(Int.self) {
+                done.insert(version)
+            }
+            return Migrations.all.map(\.version).filter { !done.contains($0) }
+        }
+        guard missing.isEmpty else {
+            throw SchemaVersionError(found: version, needed: needed, missing: missing)
+        }
     }
 }
 
@@ -94,7 +110,11 @@ package struct Migrator: Sendable {
 package struct SchemaVersionError: Error, Sendable, CustomStringConvertible {
     package var found: Int
     package var needed: Int
+    /// Versions below `found` that were never applied (merged after a higher one).
+    package var missing: [Int] = []
     package var description: String {
-        "database schema is at version \(found) but this build needs \(needed): run `pushctl migrate` first"
+        missing.isEmpty
+            ? "database schema is at version \(found) but this build needs \(needed): run `pushctl migrate` first"
+            : "database schema lacks migrations \(missing.map(String.init).joined(separator: ", ")): run `pushctl migrate` first"
     }
 }

@@ -42,7 +42,10 @@ struct PlannerCrashTests {
                 let before = try await h.int("SELECT coalesce((SELECT targeted::int FROM push.delivery_plans WHERE request_id = \(requestId)), 0)")
                 try await h.eventually(within: .seconds(90), "the planner publishes a chunk") {
                     try await h.int(
-                        "SELECT count(*)::int FROM push.delivery_plans WHERE request_id = \(requestId) AND targeted > \(before + 5_000) AND pending_chunk IS NOT NULL"
+                        """
+                        SELECT count(*)::int FROM push.delivery_plans p WHERE request_id = \(requestId) AND targeted > \(before + 5_000)
+                          AND EXISTS (SELECT 1 FROM push.delivery_shards s WHERE s.delivery_id = p.delivery_id AND s.pending_chunk IS NOT NULL)
+                        """
                     ) == 1
                 }
                 let deliveryId = try await h.deliveryId(of: requestId)

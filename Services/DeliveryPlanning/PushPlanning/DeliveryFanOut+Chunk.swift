@@ -60,11 +60,12 @@ extension DeliveryFanOut {
         return min(settings.chunkSize, max(perSecond, 100))
     }
 
-    /// The next page of the audience after the cursor (keyset pagination); when a chunk is
-    /// pending, exactly that chunk again, up to its recorded end.
+    /// The next page of the shard's audience after its cursor (keyset pagination, up to the
+    /// shard's end); when a chunk is pending, exactly that chunk again, up to its recorded end.
     func readAudiencePage(of fanOut: FanOutContext, after state: PlanState, on connection: PostgresConnection) async throws -> [TargetedSubscription] {
         try await TargetingQuery.next(
-            delivery: fanOut.delivery, after: state.cursor, through: state.pending?.end, limit: chunkSize(of: fanOut.delivery),
+            delivery: fanOut.delivery, after: state.cursor, through: state.pending?.end ?? state.end,
+            limit: state.pending == nil ? chunkSize(of: fanOut.delivery) : Int(Int32.max),
             withParams: fanOut.factory.needsParams, on: connection, logger: fanOut.logger
         )
     }
@@ -88,7 +89,7 @@ extension DeliveryFanOut {
         if ids.remaining < needed {
             ids.add(try await BroadLogIds.reserve(needed - ids.remaining, on: connection, logger: fanOut.logger))
             pending.broadLogIds = ids.blocks
-            try await writeMark(pending, of: fanOut, on: connection)
+            try await writeMark(pending, of: fanOut, shard: state.shard, on: connection)
             state.pending = pending
         }
         return ids
@@ -129,7 +130,7 @@ extension DeliveryFanOut {
     /// message topics' end offsets from before its first record and its broadLog ids: what a
     /// planner that finds the row after a crash reads back from.
     func markChunk(
-        of fanOut: FanOutContext, ending end: Cursor, broadLogIds: [BroadLogIdBlock], mark: inout TopicsMark?, on connection: PostgresConnection
+        of fanOut: FanOutContext, shard: Int, ending end: Cursor, broadLogIds: [BroadLogIdBlock], mark: inout TopicsMark?, on connection: PostgresConnection
     ) async throws -> PendingChunk {
         let markInterval = Duration.milliseconds(settings.recoveryMarkIntervalMilliseconds)
         if mark == nil || ContinuousClock.now - mark!.at > markInterval {
@@ -138,16 +139,17 @@ extension DeliveryFanOut {
             mark = TopicsMark(offsets: offsets, at: .now)
         }
         let pending = PendingChunk(end: end, offsets: mark!.offsets, broadLogIds: broadLogIds)
-        try await writeMark(pending, of: fanOut, on: connection)
+        try await writeMark(pending, of: fanOut, shard: shard, on: connection)
         return pending
     }
 
-    /// Writes the chunk in flight into the plan row.
-    func writeMark(_ pending: PendingChunk, of fanOut: FanOutContext, on connection: PostgresConnection) async throws {
+    /// Writes the chunk in flight into the shard's row.
+    func writeMark(_ pending: PendingChunk, of fanOut: FanOutContext, shard: Int, on connection: PostgresConnection) async throws {
         let json = String(decoding: try JSONEncoder().encode(pending), as: UTF8.self)
         let deliveryId = fanOut.deliveryId
         try await connection.query(
-            "UPDATE push.delivery_plans SET pending_chunk = \(json)::jsonb, updated_at = now() WHERE delivery_id = \(deliveryId)", logger: fanOut.logger)
+            "UPDATE push.delivery_shards SET pending_chunk = \(json)::jsonb, updated_at = now() WHERE delivery_id = \(deliveryId) AND shard = \(shard)",
+            logger: fanOut.logger)
     }
 
     /// Sends the records (paced when the delivery is throttled) and returns once the broker
@@ -166,10 +168,11 @@ extension DeliveryFanOut {
         }
     }
 
-    /// Once the broker stored the chunk, one transaction moves the cursor past it, adds its
-    /// counts, clears the mark and puts its planning failures and exclusions in the outbox
-    /// (then wakes the outbox publisher).
-    func advanceCursor(of fanOut: FanOutContext, past chunk: Chunk, on connection: PostgresConnection) async throws -> ChunkCounts {
+    /// Once the broker stored the chunk, one transaction moves the shard's cursor past it, adds
+    /// its counts to the shard and to the plan (the delivery's running totals), clears the mark
+    /// and puts its planning failures and exclusions in the outbox (then wakes the outbox
+    /// publisher). The plan row is updated first, as `finish` locks it first.
+    func advanceCursor(of fanOut: FanOutContext, shard: Int, past chunk: Chunk, on connection: PostgresConnection) async throws -> ChunkCounts {
         let deliveryId = fanOut.deliveryId
         let logger = fanOut.logger
         let correlationId = fanOut.delivery.requestId
@@ -191,9 +194,17 @@ extension DeliveryFanOut {
         try await connection.withTransaction(logger: logger) { connection in
             try await connection.query(
                 """
-                UPDATE push.delivery_plans SET cursor_app = \(end.appId), cursor_token = \(end.token), pending_chunk = NULL,
+                UPDATE push.delivery_plans SET
                     targeted = targeted + \(targeted), excluded = excluded + \(excluded), failed = failed + \(failed), updated_at = now()
                 WHERE delivery_id = \(deliveryId)
+                """,
+                logger: logger
+            )
+            try await connection.query(
+                """
+                UPDATE push.delivery_shards SET cursor_app = \(end.appId), cursor_token = \(end.token), pending_chunk = NULL,
+                    targeted = targeted + \(targeted), excluded = excluded + \(excluded), failed = failed + \(failed), updated_at = now()
+                WHERE delivery_id = \(deliveryId) AND shard = \(shard)
                 """,
                 logger: logger
             )

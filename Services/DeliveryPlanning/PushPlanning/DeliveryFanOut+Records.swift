@@ -49,11 +49,9 @@ extension DeliveryFanOut {
                 }
             }
         }
-        let stored = found.withLock { $0 }
-        recovered.increment()
-        alreadyPublished.increment(by: stored.messageIds.count)
-        fanOut.logger.notice("Resuming an interrupted chunk", metadata: ["already.published": "\(stored.messageIds.count)"])
-        return stored
+        // What of it is the chunk's (other shards of the delivery publish meanwhile) is counted
+        // by the caller, once the chunk is rebuilt.
+        return found.withLock { $0 }
     }
 
     /// A message's record on its platform's topic of the delivery's lane, keyed by device, with

@@ -25,8 +25,12 @@ import ServiceLifecycle
 /// deliveries of its lane, so a transactional request is planned at once however big the bulk
 /// delivery being fanned out meanwhile (docs/planning.md, "Lanes").
 ///
-/// Each delivery is planned by one instance at a time (a session advisory lock held while it
-/// runs); a dead instance's lock goes with its connection, and another instance resumes.
+/// Shards: a delivery's audience is cut into key ranges of `push.subscriptions`
+/// (`push.delivery_shards`, `PLANNER_SHARD_SIZE` subscriptions each) when planning starts. Each
+/// shard is planned by one instance at a time (a session advisory lock per shard, held for a
+/// turn), so N instances share one delivery; a dead instance's locks go with its connection, and
+/// another instance resumes the shard from its cursor and its mark. The delivery is planned when
+/// its last shard is (docs/planning.md, "Shards").
 ///
 /// The steps of one chunk are in `DeliveryFanOut+Chunk.swift`, the plan row's state in
 /// `DeliveryFanOut+PlanState.swift`, the message records and the read-back after a crash in
@@ -109,16 +113,29 @@ package final class DeliveryFanOut: Service {
     /// accepted meanwhile joins the next round. Each delivery's throttle (its limiter) is kept
     /// from one turn to the next.
     func planRounds() async throws {
-        var limiters: [String: FanOutRateLimiter] = [:]
+        var turns = Turns()
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             let due = try await dueDeliveries()
-            limiters = limiters.filter { due.contains($0.key) }
+            turns.keep(due)
             var more = false
             for deliveryId in due {
                 if Task.isCancelled || Task.isShuttingDownGracefully { return }
-                if try await planIfFree(deliveryId, chunks: 1, limiters: &limiters) == .more { more = true }
+                if try await planIfFree(deliveryId, chunks: 1, turns: &turns) == .more { more = true }
             }
             if !more { return }
+        }
+    }
+
+    /// What a fan-out keeps from one turn of a delivery to the next: its throttle (the limiter)
+    /// and the shard it planned last, which it tries first (a shard stays with one instance
+    /// while nobody else needs it, reading its range in order).
+    struct Turns {
+        var limiters: [String: FanOutRateLimiter] = [:]
+        var shards: [String: Int] = [:]
+
+        mutating func keep(_ deliveries: [String]) {
+            limiters = limiters.filter { deliveries.contains($0.key) }
+            shards = shards.filter { deliveries.contains($0.key) }
         }
     }
 
@@ -163,44 +180,63 @@ package final class DeliveryFanOut: Service {
         return "active"
     }
 
-    /// Plans up to `chunks` chunks of the delivery unless another instance holds it. The lock is
-    /// held for the turn only: between turns another instance may continue the delivery from its
-    /// cursor, which is all the state a turn needs.
-    func planIfFree(_ deliveryId: String, chunks: Int = .max, limiters: inout [String: FanOutRateLimiter]) async throws -> TurnResult {
+    /// Plans up to `chunks` chunks of one shard of the delivery that no other instance holds:
+    /// starts the plan if it is new (cuts it into shards), then tries the shard it planned last,
+    /// then the others in random order (instances spread over the shards), taking the first whose
+    /// advisory lock is free. The lock is held for the turn only: between turns another instance
+    /// may continue the shard from its cursor, which is all the state a turn needs. `.busy` when
+    /// every open shard is another instance's; `.more` when a shard ended but others are open.
+    func planIfFree(_ deliveryId: String, chunks: Int = .max, turns: inout Turns) async throws -> TurnResult {
         let logger = self.logger
-        let initial = limiters[deliveryId]
-        let result = try await postgres.withConnection { connection -> (TurnResult, FanOutRateLimiter?) in
-            var limiter = initial
-            let lock = try await connection.query("SELECT pg_try_advisory_lock(hashtext('push-plan:' || \(deliveryId)))", logger: logger)
-            var locked = false
-            for try await value in lock.decode(Bool.self) { locked = value }
-            guard locked else { return (.busy, initial) }
-            let result: TurnResult
-            do {
-                result = try await self.plan(deliveryId, on: connection, chunks: chunks, limiter: &limiter)
-            } catch {
-                _ = try? await connection.query("SELECT pg_advisory_unlock(hashtext('push-plan:' || \(deliveryId)))", logger: logger)
-                throw error
+        let initial = turns.limiters[deliveryId]
+        let preferred = turns.shards[deliveryId]
+        let result = try await postgres.withConnection { connection -> (TurnResult, FanOutRateLimiter?, Int?) in
+            guard let (delivery, status) = try await self.loadPlan(deliveryId, on: connection), status != "planned" else { return (.done, initial, nil) }
+            let fanOut = try await self.prepare(delivery, on: connection)
+            if status == "accepted" { try await self.recordStarted(fanOut, on: connection) }
+            var shards = try await self.openShards(deliveryId, on: connection).shuffled()
+            if let preferred, let index = shards.firstIndex(of: preferred) { shards.swapAt(0, index) }
+            for shard in shards {
+                let key = "push-plan:\(deliveryId):\(shard)"
+                let lock = try await connection.query("SELECT pg_try_advisory_lock(hashtext(\(key)))", logger: logger)
+                var locked = false
+                for try await value in lock.decode(Bool.self) { locked = value }
+                guard locked else { continue }
+                var limiter = initial
+                let result: TurnResult
+                do {
+                    // Read under the lock: another instance may have moved it since.
+                    if let state = try await self.loadShard(shard, of: delivery, status: "planning", on: connection) {
+                        result = try await self.plan(state, fanOut: fanOut, on: connection, chunks: chunks, limiter: &limiter)
+                    } else {
+                        result = .done
+                    }
+                } catch {
+                    _ = try? await connection.query("SELECT pg_advisory_unlock(hashtext(\(key)))", logger: logger)
+                    throw error
+                }
+                _ = try await connection.query("SELECT pg_advisory_unlock(hashtext(\(key)))", logger: logger)
+                return (result == .done && shards.count > 1 ? .more : result, limiter, shard)
             }
-            _ = try await connection.query("SELECT pg_advisory_unlock(hashtext('push-plan:' || \(deliveryId)))", logger: logger)
-            return (result, limiter)
+            return (shards.isEmpty ? .done : .busy, initial, nil)
         }
-        limiters[deliveryId] = result.1
+        turns.limiters[deliveryId] = result.1
+        if let shard = result.2 { turns.shards[deliveryId] = shard }
         return result.0
     }
 
-    /// Fans the delivery out from where its plan row stands; the caller holds the delivery's
+    /// Fans one shard of the delivery out from where its row stands; the caller holds the shard's
     /// advisory lock. Each turn of the loop is one chunk: read the audience page, build its
     /// messages and exclusions, mark the chunk (or, resuming after a crash, drop what the
-    /// broker already stored), publish, then advance the cursor. An empty page ends the plan.
+    /// broker already stored), publish, then advance the cursor. An empty page ends the shard
+    /// (and the plan, when it was the last one).
     /// A turn plans at most `chunks` chunks and says whether the delivery has more; `limiter`
     /// carries the delivery's throttle from one turn to the next.
-    func plan(_ deliveryId: String, on connection: PostgresConnection, chunks: Int, limiter: inout FanOutRateLimiter?) async throws -> TurnResult {
-        guard var state = try await loadPlan(deliveryId, on: connection), state.status != "planned" else { return .done }
-        let fanOut = try await prepare(state.delivery, on: connection)
-        if state.status == "accepted" {
-            try await recordStarted(fanOut, on: connection)
-        }
+    func plan(
+        _ state: PlanState, fanOut: FanOutContext, on connection: PostgresConnection, chunks: Int, limiter: inout FanOutRateLimiter?
+    ) async throws -> TurnResult {
+        var state = state
+        let deliveryId = fanOut.deliveryId
         // At the senders' sustained pace (90 % of the rate, docs/senders.md "Throttle"), not at
         // the rate: faster, the messages the senders cannot send yet would pile up in their memory.
         if limiter == nil { limiter = fanOut.delivery.throttlePerSecond.map { FanOutRateLimiter(perSecond: ThrottleRate(perSecond: $0).sustainedPerSecond) } }
@@ -240,12 +276,18 @@ package final class DeliveryFanOut: Service {
             // while publishing.
             var records = try messageRecords(of: fanOut, chunk)
             if state.pending != nil {
+                let rebuilt = records.count
                 records.removeAll { stored.contains($0) }
+                recovered.increment()
+                alreadyPublished.increment(by: rebuilt - records.count)
+                fanOut.logger.notice(
+                    "Resuming an interrupted chunk",
+                    metadata: ["shard": "\(state.shard)", "already.published": "\(rebuilt - records.count)", "to.publish": "\(records.count)"])
             } else {
-                state.pending = try await markChunk(of: fanOut, ending: chunk.end, broadLogIds: ids.blocks, mark: &mark, on: connection)
+                state.pending = try await markChunk(of: fanOut, shard: state.shard, ending: chunk.end, broadLogIds: ids.blocks, mark: &mark, on: connection)
             }
             try await publish(records, limiter: &limiter)
-            let counts = try await advanceCursor(of: fanOut, past: chunk, on: connection)
+            let counts = try await advanceCursor(of: fanOut, shard: state.shard, past: chunk, on: connection)
             state.advance(to: chunk.end, by: counts)
             published.increment(by: records.count)
             failedAtPlanning.increment(by: counts.failed)

@@ -16,6 +16,10 @@ package struct PlanningSettings: Sendable, Hashable {
     /// (`PLANNER_RECOVERY_MARK_INTERVAL_MS`): after a crash, at most this much of the topics is
     /// read back to find what was already published.
     package var recoveryMarkIntervalMilliseconds: Int = 10_000
+    /// Subscriptions per shard of a delivery (`PLANNER_SHARD_SIZE`): a delivery whose apps hold
+    /// more is cut into key ranges of this many that planner instances plan side by side; one
+    /// with at most this many (or throttled) is one shard (docs/planning.md, "Shards").
+    package var shardSize: Int = 50_000
     /// Where the deliveries' admin API listens (`PLANNER_ADMIN_HOST`, `PLANNER_ADMIN_PORT`).
     package var adminHost: String = "0.0.0.0"
     package var adminPort: Int = 8082
@@ -28,6 +32,7 @@ package struct PlanningSettings: Sendable, Hashable {
         idleWaitMilliseconds = try environment.int("PLANNER_IDLE_WAIT_MS", default: idleWaitMilliseconds, in: 100...600_000)
         recoveryMarkIntervalMilliseconds = try environment.int(
             "PLANNER_RECOVERY_MARK_INTERVAL_MS", default: recoveryMarkIntervalMilliseconds, in: 100...600_000)
+        shardSize = try environment.int("PLANNER_SHARD_SIZE", default: shardSize, in: 100...100_000_000)
         adminHost = environment.string("PLANNER_ADMIN_HOST", default: adminHost)
         adminPort = try environment.int("PLANNER_ADMIN_PORT", default: adminPort, in: 0...65_535)
     }

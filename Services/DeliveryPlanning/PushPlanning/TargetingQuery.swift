@@ -7,18 +7,20 @@ import PushEvents
 /// one chunk at a time after a cursor (keyset pagination on the primary key: memory stays
 /// bounded by the chunk, whatever the audience size). Disabled (quarantined) and unsubscribed
 /// subscriptions are returned too, flagged with their exclusion reason, so that they can be
-/// written to the exclusion log; unsubscribed wins over quarantined.
+/// written to the exclusion log; unsubscribed wins over quarantined. A shard of a delivery is a
+/// range of this order: `end` bounds the page to it.
 enum TargetingQuery {
     static func next(
         delivery: DeliveryAccepted, after cursor: DeliveryFanOut.Cursor, through end: DeliveryFanOut.Cursor?,
         limit: Int, withParams: Bool, on connection: PostgresConnection, logger: Logger
     ) async throws -> [TargetedSubscription] {
         let filter = try AudienceFilter(delivery)
-        // Bounds: strictly after the cursor, and up to the recorded end of an interrupted chunk.
+        // Bounds: strictly after the cursor, and up to `end` (the recorded end of an interrupted
+        // chunk, or the last key of the shard), at most `limit` rows.
         let endApp = end?.appId ?? UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255))
         let bounded = end != nil
         let endToken = end?.token ?? ""
-        let rowLimit = end == nil ? limit : Int(Int32.max)
+        let rowLimit = limit
         let rows = try await connection.query(
             """
             SELECT app_id, registration_token, user_key, CASE WHEN \(withParams) THEN params::text ELSE '{}' END,

@@ -279,6 +279,13 @@ struct DeliveryAdminTests {
             let refused = try await Self.call(port: port, "POST", "/deliveries", body: String(unknown))
             #expect(refused.status == 400)
             #expect(refused.json["error"] as? String == "unknown template 'nope' in service '\(service.name)'")
+            // A version past PostgreSQL's integer range is a version that does not exist, not a database error.
+            let huge =
+                requestJSON(requestId: "tpl-huge-\(h.suffix)", service: service.name, content: "{}").dropLast()
+                + #", "template": {"name": "welcome", "version": 17207639130043402}}"#
+            let hugeRefused = try await Self.call(port: port, "POST", "/deliveries", body: String(huge))
+            #expect(hugeRefused.status == 400)
+            #expect(hugeRefused.json["error"] as? String == "unknown template 'welcome' version 17207639130043402 in service '\(service.name)'")
 
             let requestId = "tpl-\(h.suffix)"
             let document =

@@ -18,7 +18,7 @@ enum DeliveryTemplates {
         let rows = try await connection.query(
             """
             SELECT version, content::text FROM push.templates
-            WHERE service_id = \(service.serviceId) AND name = \(reference.name) AND (\(reference.version)::integer IS NULL OR version = \(reference.version))
+            WHERE service_id = \(service.serviceId) AND name = \(reference.name) AND (\(reference.version)::bigint IS NULL OR version = \(reference.version))
             ORDER BY version DESC LIMIT 1
             """,
             logger: logger)

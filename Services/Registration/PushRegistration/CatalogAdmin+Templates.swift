@@ -27,7 +27,7 @@ extension CatalogAdmin {
         return try await templateRows(
             """
             SELECT name, version, content::text, defined_at FROM push.templates
-            WHERE service_id = \(serviceId) AND name = \(name) AND (\(version)::integer IS NULL OR version = \(version))
+            WHERE service_id = \(serviceId) AND name = \(name) AND (\(version)::bigint IS NULL OR version = \(version))
             ORDER BY version DESC LIMIT 1
             """
         ).first

@@ -34,7 +34,7 @@ package struct PersonalDataKeys: Sendable {
     /// The subject's key in the service, created on first use. Concurrent registrations share
     /// statements (`SubjectKeyRequests`: one statement creates or reads the keys of every
     /// registration waiting for one, like a group commit), so the database sees a statement per
-    /// batch, not per registration; a key is returned only once its row is committed.
+    /// batch, not per registration; a key is returned only once its row is committed (COMMIT answered).
     package func key(serviceId: UUID, subject: String) async throws -> (id: UUID, key: SymmetricKey) {
         try await requests.key(SubjectKeyRequests.Subject(serviceId: serviceId, subject: subject), keys: self)
     }
@@ -44,27 +44,33 @@ package struct PersonalDataKeys: Sendable {
     /// snapshot does not see it): the caller asks again.
     func keys(of subjects: [SubjectKeyRequests.Subject]) async throws -> [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] {
         let fresh = subjects.map { _ in SymmetricKey(size: .bits256).withUnsafeBytes { TokenDigest.hex($0) } }
-        let rows = try await postgres.query(
-            """
-            WITH wanted AS (
-                SELECT * FROM unnest(\(subjects.map(\.serviceId))::uuid[], \(subjects.map(\.subject))::text[],
-                                     \(subjects.map { _ in UUID() })::uuid[], \(fresh)::text[]) AS w(service_id, subject, subject_id, data_key)),
-            created AS (
-                INSERT INTO push.subject_keys (subject_id, service_id, subject, data_key)
-                SELECT subject_id, service_id, subject, decode(data_key, 'hex') FROM wanted
-                ON CONFLICT (service_id, subject) DO NOTHING
-                RETURNING service_id, subject, subject_id, data_key)
-            SELECT service_id, subject, subject_id, data_key FROM created
-            UNION ALL
-            SELECT k.service_id, k.subject, k.subject_id, k.data_key
-            FROM push.subject_keys k JOIN wanted w ON k.service_id = w.service_id AND k.subject = w.subject
-            """,
-            logger: logger)
-        var keys: [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] = [:]
-        for try await (serviceId, subject, id, bytes) in rows.decode((UUID, String, UUID, ByteBuffer).self) {
-            keys[SubjectKeyRequests.Subject(serviceId: serviceId, subject: subject)] = (id, SymmetricKey(data: Array(bytes.readableBytesView)))
+        // In an explicit transaction: PostgreSQL sends a statement's rows before an implicit
+        // transaction commits, so a key read from them could be lost with a crash of the server
+        // while the registration sealed under it is stored (chaos/run found one). A key is
+        // returned only once COMMIT has answered.
+        return try await postgres.withTransaction(logger: logger) { connection in
+            let rows = try await connection.query(
+                """
+                WITH wanted AS (
+                    SELECT * FROM unnest(\(subjects.map(\.serviceId))::uuid[], \(subjects.map(\.subject))::text[],
+                                         \(subjects.map { _ in UUID() })::uuid[], \(fresh)::text[]) AS w(service_id, subject, subject_id, data_key)),
+                created AS (
+                    INSERT INTO push.subject_keys (subject_id, service_id, subject, data_key)
+                    SELECT subject_id, service_id, subject, decode(data_key, 'hex') FROM wanted
+                    ON CONFLICT (service_id, subject) DO NOTHING
+                    RETURNING service_id, subject, subject_id, data_key)
+                SELECT service_id, subject, subject_id, data_key FROM created
+                UNION ALL
+                SELECT k.service_id, k.subject, k.subject_id, k.data_key
+                FROM push.subject_keys k JOIN wanted w ON k.service_id = w.service_id AND k.subject = w.subject
+                """,
+                logger: logger)
+            var keys: [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] = [:]
+            for try await (serviceId, subject, id, bytes) in rows.decode((UUID, String, UUID, ByteBuffer).self) {
+                keys[SubjectKeyRequests.Subject(serviceId: serviceId, subject: subject)] = (id, SymmetricKey(data: Array(bytes.readableBytesView)))
+            }
+            return keys
         }
-        return keys
     }
 
     /// The keys of `ids` that still exist (an erased subject's is gone), in one query.

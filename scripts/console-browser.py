@@ -16,12 +16,12 @@ Fails (exit 1, the reasons on stderr and in the JSON) on a page that does not lo
 error or console error, or any unexpected page.
 """
 import argparse
-import json
 import os
-import sys
 import time
 
 from playwright.sync_api import sync_playwright
+
+from console_harness import run_checked
 
 CHROMIUM = os.environ.get("CONSOLE_TEST_CHROMIUM", "/usr/bin/chromium")
 
@@ -219,29 +219,7 @@ def main():
     parser.add_argument("--screenshots", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--final-within", type=float, default=90)
-    args = parser.parse_args()
-    token = open(args.token_file).read().strip()
-    os.makedirs(args.screenshots, exist_ok=True)
-    problems = []
-    result = {"problems": problems}
-
-    def shot(page, name):
-        page.screenshot(path=os.path.join(args.screenshots, name + ".png"), full_page=True)
-
-    def expect(condition, what):
-        if not condition:
-            problems.append(what)
-            print("console-browser: " + what, file=sys.stderr)
-
-    try:
-        run(args, token, problems, result, expect, shot)
-    except Exception as error:  # a step that could not run: a failure, named
-        problems.append("step failed: %r" % error)
-        print("console-browser: step failed: %r" % error, file=sys.stderr)
-    with open(args.out, "w") as out:
-        json.dump(result, out, indent=1)
-    if problems:
-        sys.exit(1)
+    run_checked("console-browser", parser.parse_args(), run)
 
 
 if __name__ == "__main__":

@@ -31,11 +31,12 @@ import importlib.util
 import json
 import os
 import subprocess
-import sys
 import time
 import urllib.request
 
 from playwright.sync_api import sync_playwright
+
+from console_harness import run_checked
 
 CHROMIUM = os.environ.get("CONSOLE_TEST_CHROMIUM", "/usr/bin/chromium")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -367,29 +368,7 @@ def main():
     parser = argparse.ArgumentParser()
     for name in ["url", "registration", "token-file", "service", "bundle-id", "fcm-project", "p8", "key-id", "team-id", "service-account", "wrong-pem", "apns-url", "apns-ca", "fcm-url", "fcm-ca", "tracking", "screenshots", "out"]:
         parser.add_argument("--" + name, required=True)
-    args = parser.parse_args()
-    token = open(args.token_file).read().strip()
-    os.makedirs(args.screenshots, exist_ok=True)
-    problems = []
-    result = {"problems": problems}
-
-    def shot(page, name):
-        page.screenshot(path=os.path.join(args.screenshots, name + ".png"), full_page=True)
-
-    def expect(condition, what):
-        if not condition:
-            problems.append(what)
-            print("console-scenario: " + what, file=sys.stderr)
-
-    try:
-        run(args, token, problems, result, expect, shot)
-    except Exception as error:  # a step that could not run: a failure, named
-        problems.append("step failed: %r" % error)
-        print("console-scenario: step failed: %r" % error, file=sys.stderr)
-    with open(args.out, "w") as out:
-        json.dump(result, out, indent=1)
-    if problems:
-        sys.exit(1)
+    run_checked("console-scenario", parser.parse_args(), run)
 
 
 if __name__ == "__main__":

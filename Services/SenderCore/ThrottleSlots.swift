@@ -44,6 +44,9 @@ package actor ThrottleSlots {
     let logger: Logger
     let now: @Sendable () -> Date
     private var batches: [String: [SlotBatch]] = [:]
+    /// The last few `local clock − database clock` differences seen on an answer; the smallest
+    /// is the one used (see `reserve`).
+    private var offsets = ClockOffsets()
     /// `push_sender_throttle_reservations_total{provider}`: statements that reserved a batch.
     private let reservations: Counter
 
@@ -78,9 +81,20 @@ package actor ThrottleSlots {
 
     /// One statement: the delivery's timeline moves forward by a batch from where it is, or from
     /// now when it lies in the past (an idle delivery does not save up slots). The database's
-    /// clock is the timeline's; the slots are moved to this host's clock by the difference seen
-    /// on the answer (late by up to the round trip: slower, never faster).
+    /// clock is the timeline's; the slots are moved to this host's clock by the smallest
+    /// difference seen on the last answers (the clocks' skew plus the quickest one-way trip).
+    /// Taking each answer's own difference would shift each batch by that round trip's jitter,
+    /// so two batches reserved back to back by two instances could land closer than the
+    /// interval on the providers' side.
     private func reserve(deliveryId: String, rate: ThrottleRate) async throws -> SlotBatch {
+        let reserved = try await reserveOnTimeline(deliveryId: deliveryId, rate: rate)
+        let offset = offsets.record(now().timeIntervalSince(reserved.databaseNow))
+        return SlotBatch(first: reserved.batch.next.addingTimeInterval(offset), interval: reserved.batch.interval, count: reserved.batch.remaining)
+    }
+
+    /// The statement alone: a batch of `deliveryId`'s slots on the database's clock, and that
+    /// clock when it answered.
+    package func reserveOnTimeline(deliveryId: String, rate: ThrottleRate) async throws -> (batch: SlotBatch, databaseNow: Date) {
         let count = rate.batchSize
         let span = Int64(count) * rate.intervalMicroseconds
         let rows = try await postgres.query(
@@ -96,11 +110,29 @@ package actor ThrottleSlots {
         )
         for try await (nextSlot, databaseNow) in rows.decode((Date, Date).self) {
             reservations.increment()
-            let offset = now().timeIntervalSince(databaseNow)
-            let first = nextSlot.addingTimeInterval(-Double(span) / 1_000_000 + offset)
-            return SlotBatch(first: first, interval: Double(rate.intervalMicroseconds) / 1_000_000, count: count)
+            let first = nextSlot.addingTimeInterval(-Double(span) / 1_000_000)
+            return (SlotBatch(first: first, interval: Double(rate.intervalMicroseconds) / 1_000_000, count: count), databaseNow)
         }
         throw ThrottleError(detail: "push.delivery_throttle returned no row for delivery \(deliveryId)")
+    }
+
+    /// A sliding window of clock differences: a stepped clock is followed within `capacity`
+    /// reservations.
+    struct ClockOffsets {
+        static let capacity = 32
+        private var seen: [TimeInterval] = []
+        private var index = 0
+
+        /// Records one difference and returns the smallest of the window.
+        mutating func record(_ offset: TimeInterval) -> TimeInterval {
+            if seen.count < Self.capacity {
+                seen.append(offset)
+            } else {
+                seen[index] = offset
+                index = (index + 1) % Self.capacity
+            }
+            return seen.min() ?? offset
+        }
     }
 
     struct ThrottleError: Error, CustomStringConvertible {

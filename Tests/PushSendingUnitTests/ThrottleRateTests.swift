@@ -99,4 +99,18 @@ struct ThrottleRateTests {
         #expect(ThrottleHeader.slot(in: []) == nil)
         #expect(ThrottleHeader.slot(in: [KafkaHeader(name: ThrottleHeader.name, string: "soon")]) == nil)
     }
+
+    @Test("the clock difference used is the smallest of the last 32 answers: a slow answer does not shift a batch, a stepped clock is followed within 32")
+    func clockOffsets() {
+        var offsets = ThrottleSlots.ClockOffsets()
+        #expect(offsets.record(0.004) == 0.004)
+        #expect(offsets.record(0.001) == 0.001)
+        // A round trip 12 ms slower than the quickest: the batch is placed as the quickest saw it.
+        #expect(offsets.record(0.013) == 0.001)
+        // The host's clock stepped 2 s ahead: once the old answers left the window, it is used.
+        var used: [TimeInterval] = []
+        for _ in 0..<ThrottleSlots.ClockOffsets.capacity { used.append(offsets.record(2.001)) }
+        #expect(used.first == 0.001)
+        #expect(used.last == 2.001)
+    }
 }

@@ -87,6 +87,29 @@ struct PlanningLaneTests {
         }
     }
 
+    @Test("a userKeys audience is one shard, planned without cutting the apps' subscriptions; an audience of all of them is cut into shards")
+    func listAudienceIsOneShard() async throws {
+        var settings = PlanningHarness.testSettings
+        settings.shardSize = 1_000
+        try await PlanningHarness.run(settings: settings) { h in
+            let (service, apps) = try await h.defineService(platforms: ["android"])
+            try await h.addSubscriptions(try #require(apps.first), count: 5_000)
+            let reset = "reset-\(h.suffix)"
+            try await h.publishRequest(
+                requestJSON(requestId: reset, service: service, audience: #"{"userKeys": ["user7", "user4999"]}"#, priority: "transactional"))
+            let everyone = "everyone-\(h.suffix)"
+            try await h.publishRequest(requestJSON(requestId: everyone, service: service))
+            let resetId = try await h.waitPlanned(reset)
+            let everyoneId = try await h.waitPlanned(everyone)
+            // Before, the two keys' delivery was cut into 5 key ranges of the 5,000 subscriptions
+            // (a count and a window over all of them first, then one query per range).
+            #expect(try await h.int("SELECT count(*)::int FROM push.delivery_shards WHERE delivery_id = \(resetId)") == 1)
+            #expect(try await h.int("SELECT count(*)::int FROM push.delivery_shards WHERE delivery_id = \(everyoneId)") == 5)
+            #expect(try await h.int("SELECT targeted FROM push.delivery_plans WHERE delivery_id = \(resetId)") == 2)
+            #expect(try await h.int("SELECT targeted FROM push.delivery_plans WHERE delivery_id = \(everyoneId)") == 5_000)
+        }
+    }
+
     @Test("an unknown priority is rejected with the reason naming it")
     func unknownPriority() async throws {
         try await PlanningHarness.run { h in

@@ -100,10 +100,13 @@ extension DeliveryFanOut {
     /// Where the delivery's audience is cut into shards: every `shardSize`-th subscription of
     /// its apps in (app_id, registration_token) order, the key order the fan-out reads in (so
     /// each shard is an index range and keeps keyset pagination). None (one shard) when the
-    /// apps hold at most `shardSize` subscriptions, or when the delivery is throttled: its rate
-    /// bounds it, and one shard keeps the rate with one limiter (docs/planning.md, "Shards").
+    /// apps hold at most `shardSize` subscriptions; when the delivery is throttled (its rate
+    /// bounds it, and one shard keeps the rate with one limiter); and when its audience is a
+    /// list (`userKeys`, a proof's recipients): the list bounds it, the index on user keys finds
+    /// it, and cutting the apps' whole key range for it would cost a scan of every subscription
+    /// before a one-person notification starts (docs/planning.md, "Shards").
     func shardBoundaries(of delivery: DeliveryAccepted, on connection: PostgresConnection, logger: Logger) async throws -> [Cursor] {
-        guard delivery.throttlePerSecond == nil else { return [] }
+        guard delivery.throttlePerSecond == nil, delivery.proof == nil, delivery.audience.userKeys == nil else { return [] }
         let apps = delivery.apps.map(\.appId)
         let size = settings.shardSize
         var total = 0

@@ -36,6 +36,9 @@ package struct EventJSONReader {
             key == pattern
         }
 
+        /// The key as text (a key with an escape never gets here: see `members`).
+        package var text: String { String(decoding: bytes[range], as: UTF8.self) }
+
         package static func == (key: Key, literal: StaticString) -> Bool {
             guard literal.utf8CodeUnitCount == key.range.count else { return false }
             return key.bytes.withUnsafeBufferPointer { bytes in

@@ -87,7 +87,7 @@ package struct PersonalDataKeys: Sendable {
     /// the token's digest (a sealed box moved to another device's event does not open).
     package static func seal(_ registration: SubscriptionRegistered, subjectId: UUID, key: SymmetricKey) throws -> SealedSubscriptionRegistered {
         let digest = tokenDigest(registration.registrationToken)
-        let fields = try JSONEncoder().encode(SubscriptionPersonalFields(registration))
+        let fields = SubscriptionPersonalFields(registration).json
         guard let combined = try AES.GCM.seal(fields, using: key, authenticating: Data(context(registration.appId, digest).utf8)).combined else {
             throw PersonalDataError("AES-GCM produced no combined box")
         }
@@ -100,7 +100,7 @@ package struct PersonalDataKeys: Sendable {
     package static func open(_ sealed: SealedSubscriptionRegistered, key: SymmetricKey) -> SubscriptionRegistered? {
         guard let combined = Data(base64Encoded: sealed.sealed), let box = try? AES.GCM.SealedBox(combined: combined),
             let plain = try? AES.GCM.open(box, using: key, authenticating: Data(context(sealed.appId, sealed.tokenDigest).utf8)),
-            let fields = try? JSONDecoder().decode(SubscriptionPersonalFields.self, from: plain),
+            let fields = SubscriptionPersonalFields(json: Array(plain)),
             tokenDigest(fields.registrationToken) == sealed.tokenDigest
         else { return nil }
         return SubscriptionRegistered(sealed, opened: fields)

@@ -110,10 +110,48 @@ package struct DeliveryPlanningStarted: PushEvent, Hashable {
     }
 }
 
-/// Devices left out at targeting time (disabled subscriptions): `push.delivery-events`.
-/// Published once per fan-out chunk; may be repeated after a crash (consumers deduplicate on
-/// delivery + app + token).
+/// Devices left out at targeting time (disabled or unsubscribed subscriptions):
+/// `push.delivery-events`. Published once per fan-out chunk; may be repeated after a crash
+/// (consumers deduplicate on delivery + app + token digest). Version 2 (the planner's since issue
+/// 28) names each device by the SHA-256 of its token, never the token, so that the topic holds
+/// nothing readable about an excluded device once its person is erased (docs/architecture.md,
+/// "Erasure").
 package struct DeliveryExclusionsRecorded: PushEvent, Hashable {
+    package static let eventType = "DeliveryExclusionsRecorded"
+    package static let eventVersion = 2
+
+    package struct Exclusion: Codable, Sendable, Hashable {
+        package var appId: UUID
+        /// Lowercase hex SHA-256 of the registration token (`TokenDigest`,
+        /// `push.subscriptions.token_digest`).
+        package var tokenDigest: String
+        package var platform: Platform
+        /// e.g. `quarantined: Unregistered` for a token a provider declared invalid.
+        package var reason: String
+
+        package init(appId: UUID, tokenDigest: String, platform: Platform, reason: String) {
+            self.appId = appId
+            self.tokenDigest = tokenDigest
+            self.platform = platform
+            self.reason = reason
+        }
+    }
+
+    package var deliveryId: String
+    package var exclusions: [Exclusion]
+    package var excludedAt: Date
+
+    package init(deliveryId: String, exclusions: [Exclusion], excludedAt: Date) {
+        self.deliveryId = deliveryId
+        self.exclusions = exclusions
+        self.excludedAt = excludedAt
+    }
+}
+
+/// `DeliveryExclusionsRecorded` version 1, with each device's token in clear: written by the
+/// planner before issue 28, still read (old history on `push.delivery-events`, records already in
+/// the planner's outbox), never written.
+package struct DeliveryExclusionsRecordedV1: PushEvent, Hashable {
     package static let eventType = "DeliveryExclusionsRecorded"
     package static let eventVersion = 1
 
@@ -121,7 +159,6 @@ package struct DeliveryExclusionsRecorded: PushEvent, Hashable {
         package var appId: UUID
         package var registrationToken: String
         package var platform: Platform
-        /// e.g. `quarantined: Unregistered` for a token a provider declared invalid.
         package var reason: String
 
         package init(appId: UUID, registrationToken: String, platform: Platform, reason: String) {
@@ -140,6 +177,16 @@ package struct DeliveryExclusionsRecorded: PushEvent, Hashable {
         self.deliveryId = deliveryId
         self.exclusions = exclusions
         self.excludedAt = excludedAt
+    }
+
+    /// The same exclusions as version 2: each token replaced by its digest.
+    package var upcast: DeliveryExclusionsRecorded {
+        DeliveryExclusionsRecorded(
+            deliveryId: deliveryId,
+            exclusions: exclusions.map {
+                .init(appId: $0.appId, tokenDigest: TokenDigest.of($0.registrationToken), platform: $0.platform, reason: $0.reason)
+            },
+            excludedAt: excludedAt)
     }
 }
 

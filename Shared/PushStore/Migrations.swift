@@ -626,5 +626,26 @@ package enum Migrations {
                     'Sender state, not a projection: the first send slot no sender instance has taken yet for each throttled delivery; a sender moves next_slot forward by a batch of slots per statement, so throttle.perSecond holds across instances, both senders, restarts and retries'
                 """,
             ]),
+        // Versions 22 and 23 belong to parallel work (issue 28's other slices).
+        Migration(
+            version: 24, name: "exclusion_log keyed by token digest (DeliveryExclusionsRecorded v2)",
+            statements: [
+                "ALTER TABLE push.exclusion_log ADD COLUMN token_digest text",
+                "UPDATE push.exclusion_log SET token_digest = push.token_digest(registration_token)",
+                "ALTER TABLE push.exclusion_log ALTER COLUMN token_digest SET NOT NULL",
+                "ALTER TABLE push.exclusion_log DROP CONSTRAINT exclusion_log_pkey",
+                "ALTER TABLE push.exclusion_log ALTER COLUMN registration_token DROP NOT NULL",
+                "ALTER TABLE push.exclusion_log ADD CONSTRAINT exclusion_log_pkey PRIMARY KEY (delivery_id, app_id, token_digest, log_month)",
+                // What an erasure deletes by (PersonErasure), and the analysts' join to subscriptions.
+                "CREATE INDEX exclusion_log_device ON push.exclusion_log (app_id, token_digest)",
+                """
+                COMMENT ON COLUMN push.exclusion_log.token_digest IS
+                    'Lowercase hex SHA-256 of the device''s registration token (push.token_digest, push.subscriptions.token_digest): how DeliveryExclusionsRecorded v2 names the device; part of the primary key'
+                """,
+                """
+                COMMENT ON COLUMN push.exclusion_log.registration_token IS
+                    'The device''s token: from push.subscriptions when the row was written from a v2 event and the device was still there, NULL otherwise (a device purged or erased before); rows from v1 events keep the token the event carried'
+                """,
+            ]),
     ]
 }

@@ -166,6 +166,31 @@ struct EventEnvelopeTests {
             try read(EventEnvelope(key: "k", payload: SubscriptionPurgedV1(appId: appId, registrationToken: "abc")).encoded())
                 == .purged(SubscriptionPurged(appId: appId, tokenDigest: abc)))
     }
+
+    @Test("DeliveryExclusionsRecorded version 2 names devices by digest only; version 1 (tokens in clear) upcasts to the same exclusions")
+    func exclusionsByDigest() throws {
+        let abc = TokenDigest.of("abc")
+        let appId = UUID()
+        let at = Date(timeIntervalSince1970: 1_700_000_000)
+        let v2 = DeliveryExclusionsRecorded(
+            deliveryId: "42", exclusions: [.init(appId: appId, tokenDigest: abc, platform: .ios, reason: "quarantined: Unregistered")], excludedAt: at)
+        let v1 = DeliveryExclusionsRecordedV1(
+            deliveryId: "42", exclusions: [.init(appId: appId, registrationToken: "abc", platform: .ios, reason: "quarantined: Unregistered")],
+            excludedAt: at)
+        #expect(v1.upcast == v2)
+        var decoder = EventDecoder<DeliveryExclusionsRecorded>()
+        decoder.register(DeliveryExclusionsRecorded.self) { event, _ in event }
+        decoder.register(DeliveryExclusionsRecordedV1.self) { event, _ in event.upcast }
+        for (payload, version) in [(try EventEnvelope(key: "42", payload: v2).encoded(), 2), (try EventEnvelope(key: "42", payload: v1).encoded(), 1)] {
+            guard case .known(let event, let metadata) = try decoder.decode(payload) else {
+                Issue.record("expected a known event")
+                continue
+            }
+            #expect(event == v2 && metadata.version == version)
+        }
+        let written = String(decoding: try EventEnvelope(key: "42", payload: v2).encoded(), as: UTF8.self)
+        #expect(written.contains("\"version\":2") && written.contains(abc) && !written.contains("registrationToken"))
+    }
 }
 
 /// A decoder with one registration takes a one-parse path (the senders'): it must answer exactly

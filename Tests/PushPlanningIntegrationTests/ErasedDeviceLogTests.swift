@@ -15,6 +15,55 @@ import Testing
 /// publish them, and the rebuild is `pushctl projections replay` into an empty database.
 @Suite("Erased devices stay out of broad_log and exclusion_log, live and after a replay", .serialized)
 struct ErasedDeviceLogTests {
+    /// Whether `needle`'s UTF-8 bytes occur in `haystack`.
+    static func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
+        let pattern = Array(needle.utf8)
+        guard !pattern.isEmpty, haystack.count >= pattern.count else { return false }
+        return (0...(haystack.count - pattern.count)).contains { start in haystack[start..<(start + pattern.count)].elementsEqual(pattern) }
+    }
+
+    @Test(
+        "exclusion_log is keyed by token digest: a version-2 exclusion takes its token from push.subscriptions (NULL for a device no longer there), a version-1 one keeps its token, and the same device in both versions is one row"
+    )
+    func exclusionsByDigest() async throws {
+        try await DeliveryIndicatorTests.run { h in
+            let (_, apps) = try await h.defineService(platforms: ["ios"])
+            let app = apps[0]
+            try await h.addSubscriptions(app, count: 1)
+            let present = try await h.token(app, 1)
+            let (gone, old) = ("gone-\(h.suffix)", "old-\(h.suffix)")
+            let deliveryId = "by-digest-\(h.suffix)"
+            let at = Date()
+            let v2 = DeliveryExclusionsRecorded(
+                deliveryId: deliveryId,
+                exclusions: [present, gone].map { .init(appId: app.appId, tokenDigest: TokenDigest.of($0), platform: .ios, reason: "unsubscribed") },
+                excludedAt: at)
+            // An older planner's record of the same chunk (a repeat across the upgrade), plus a
+            // device only version 1 names.
+            let v1 = DeliveryExclusionsRecordedV1(
+                deliveryId: deliveryId,
+                exclusions: [present, old].map { .init(appId: app.appId, registrationToken: $0, platform: .ios, reason: "unsubscribed") },
+                excludedAt: at)
+            try await DeliveryIndicatorTests.publish(
+                h,
+                [
+                    try KafkaProducerRecord(topic: h.topics.deliveryEvents.name, event: EventEnvelope(key: deliveryId, payload: v2)),
+                    try KafkaProducerRecord(topic: h.topics.deliveryEvents.name, event: EventEnvelope(key: deliveryId, payload: v1)),
+                ])
+            try await DeliveryIndicatorTests.waitProjected(h, group: "test.deliveries.\(h.suffix)", topic: h.topics.deliveryEvents.name, count: 2)
+            var rows: [String] = []
+            for try await row in try await h.postgres.query(
+                "SELECT token_digest || ' ' || coalesce(registration_token, 'NULL') FROM push.exclusion_log WHERE delivery_id = \(deliveryId)",
+                logger: h.logger
+            ).decode(String.self) {
+                rows.append(row)
+            }
+            #expect(
+                rows.sorted()
+                    == ["\(TokenDigest.of(present)) \(present)", "\(TokenDigest.of(gone)) NULL", "\(TokenDigest.of(old)) \(old)"].sorted())
+        }
+    }
+
     @Test(
         "a late result of an erased device's message writes no row; a replay skips the erased devices' messages and exclusions; the person who comes back with the same token is logged again"
     )
@@ -38,6 +87,11 @@ struct ErasedDeviceLogTests {
                 return messages == 2 && exclusions == 1
             }
             let messages = try await h.plannedMessages(before)
+            // The exclusion came by digest (DeliveryExclusionsRecorded v2); the row has the
+            // digest, and the token from push.subscriptions, where the device still is.
+            #expect(
+                try await h.text("SELECT token_digest || ' ' || registration_token FROM push.exclusion_log WHERE delivery_id = \(before)")
+                    == "\(TokenDigest.of(quarantined)) \(quarantined)")
 
             // The erasure of user1 and user2 (the service's own code path).
             let producer = try KafkaProducer(configuration: h.configuration.producer, logger: h.logger)
@@ -85,6 +139,17 @@ struct ErasedDeviceLogTests {
                 try await h.text("SELECT status FROM push.broad_log WHERE message_id = \(returning.messageId)") == "sent"
             }
 
+            // The delivery events of both deliveries (written by this planner) name no device by
+            // its token: the excluded device's digest is there, its token is not.
+            let deliveryEvents = try await h.records(h.topics.deliveryEvents.name)
+            let exclusionRecords = deliveryEvents.filter { Self.contains($0.value, "DeliveryExclusionsRecorded") }
+            #expect(exclusionRecords.count == 1, "the first delivery's one exclusion chunk")
+            let bytes = deliveryEvents.flatMap { ($0.key ?? []) + $0.value }
+            #expect(Self.contains(bytes, TokenDigest.of(quarantined)), "the scan reads the exclusion records")
+            for (what, token) in [("the excluded device", quarantined), ("the erased device", erased), ("the kept device", kept)] {
+                #expect(!Self.contains(bytes, token), "\(what)'s token in push.delivery-events")
+            }
+
             // The rebuild: an empty database with the erased devices restored from the backup
             // (operations.md, "Data protection"), the deliveries replayed, then the broad log.
             let database = "push_test_erased_\(h.suffix)"
@@ -128,6 +193,7 @@ struct ErasedDeviceLogTests {
                 #expect(try await rows("SELECT registration_token || ' ' || status FROM push.broad_log WHERE delivery_id = \(before)") == ["\(kept) sent"])
                 #expect(try await rows("SELECT registration_token FROM push.exclusion_log WHERE delivery_id = \(before)") == [])
                 #expect(try await rows("SELECT registration_token FROM push.exclusion_log WHERE registration_token = \(quarantined)") == [])
+                #expect(try await rows("SELECT token_digest FROM push.exclusion_log WHERE token_digest = \(TokenDigest.of(quarantined))") == [])
                 // The second delivery: the returning person's message, sent, and the kept device's, pending.
                 #expect(
                     try await rows("SELECT registration_token || ' ' || status FROM push.broad_log WHERE delivery_id = \(after)")

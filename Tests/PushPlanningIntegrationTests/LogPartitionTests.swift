@@ -87,7 +87,7 @@ struct LogPartitionTests {
             let exclusions = DeliveryExclusionsRecorded(
                 deliveryId: deliveryId,
                 exclusions: (0..<2).map {
-                    .init(appId: app, registrationToken: "excluded-\(h.suffix)-\($0)", platform: .ios, reason: "quarantined: Unregistered")
+                    .init(appId: app, tokenDigest: TokenDigest.of("excluded-\(h.suffix)-\($0)"), platform: .ios, reason: "quarantined: Unregistered")
                 },
                 excludedAt: old)
             try await DeliveryIndicatorTests.publish(

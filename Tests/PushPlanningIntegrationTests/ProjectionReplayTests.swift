@@ -105,6 +105,25 @@ struct ProjectionReplayTests {
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { await rebuilt.run() }
                 defer { tasks.cancelAll() }
+                // The subscriptions as a rebuild that replays push.subscriptions before the
+                // deliveries has them (operations.md): this test wrote them into the table, not
+                // the topic. exclusion_log takes its rows' tokens from them (migration 24).
+                var devices: [(UUID, String, String, String, Bool, String?)] = []
+                for try await row in try await h.postgres.query(
+                    """
+                    SELECT app_id, registration_token, platform, user_key, disabled, disabled_reason FROM push.subscriptions
+                    WHERE app_id = ANY(\(apps.map(\.appId)))
+                    """, logger: h.logger
+                ).decode((UUID, String, String, String, Bool, String?).self) {
+                    devices.append(row)
+                }
+                try await rebuilt.query(
+                    """
+                    INSERT INTO push.subscriptions (app_id, registration_token, platform, user_key, params, disabled, disabled_reason, registered_at, updated_at)
+                    SELECT a, t, p, u, '{}', d, nullif(r, ''), now(), now()
+                    FROM unnest(\(devices.map(\.0))::uuid[], \(devices.map(\.1))::text[], \(devices.map(\.2))::text[], \(devices.map(\.3))::text[],
+                                \(devices.map(\.4))::bool[], \(devices.map { $0.5 ?? "" })::text[]) AS x(a, t, p, u, d, r)
+                    """, logger: h.logger)
                 let groupNames = ["test.deliveries.\(h.suffix)", "test.broad-log.\(h.suffix)", DeliveryIndicatorTests.trackingGroup(h.suffix)]
                 func storedByGroup(_ client: PostgresClient) async throws -> [String: Int] {
                     let rows = try await client.query(

@@ -96,8 +96,8 @@ struct ErasureTests {
             }
             try await h.postgres.query(
                 """
-                INSERT INTO push.exclusion_log (delivery_id, app_id, registration_token, platform, reason, excluded_at, log_month)
-                VALUES (\(delivery), \(app.appId), \(tablet), 'ios', 'unsubscribed', now(), date_trunc('month', now() AT TIME ZONE 'UTC')::date)
+                INSERT INTO push.exclusion_log (delivery_id, app_id, token_digest, registration_token, platform, reason, excluded_at, log_month)
+                VALUES (\(delivery), \(app.appId), push.token_digest(\(tablet)), NULL, 'ios', 'unsubscribed', now(), date_trunc('month', now() AT TIME ZONE 'UTC')::date)
                 """, logger: h.logger)
             try await h.postgres.query(
                 "INSERT INTO push.delivery_indicator_counts (delivery_id, to_deliver, excluded, sent, impressions) VALUES (\(delivery), 3, 1, 3, 3)",

@@ -63,7 +63,9 @@ struct LogPartitionMigrationTests {
                     """,
                     logger: logger)
 
-                #expect(try await Migrator(client: client, logger: logger).migrate().contains(18))
+                // Up to 18 only: later migrations change these tables again (24: exclusion_log's key).
+                let throughPartitions = Migrations.all.filter { $0.version <= 18 }
+                #expect(try await Migrator(client: client, logger: logger).migrate(throughPartitions).contains(18))
 
                 let placed = try await strings(
                     """

@@ -108,9 +108,10 @@ extension DeliveryFanOut {
             if row.disabled {
                 // The audience is read from `apps`, so every row's app has a platform.
                 guard let platform = fanOut.platforms[row.appId] else { continue }
+                // By digest: the token stays out of push.delivery-events (event version 2).
                 exclusions.append(
                     .init(
-                        appId: row.appId, registrationToken: row.registrationToken, platform: platform,
+                        appId: row.appId, tokenDigest: TokenDigest.of(row.registrationToken), platform: platform,
                         reason: row.exclusionReason ?? "quarantined: disabled"))
                 continue
             }

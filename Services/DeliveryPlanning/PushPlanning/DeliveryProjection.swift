@@ -9,13 +9,18 @@ import PushStore
 /// `push.delivery_controls` from `push.delivery-events`. Statuses only move forward (accepted →
 /// planning → planned; a cancelled delivery stays cancelled), so a repeated event changes
 /// nothing. An exclusion of a device erased after it was recorded (`push.erased_devices`) is not
-/// logged: a replay does not bring an erased person's `exclusion_log` rows back.
+/// logged: a replay does not bring an erased person's `exclusion_log` rows back. Exclusions are
+/// keyed by token digest: version 2 names devices only by digest, and its rows take the token
+/// from `push.subscriptions` while the device is there (NULL otherwise); version 1 (old history)
+/// keeps the token it carries (docs/database.md, `exclusion_log`).
 package struct DeliveryProjection: EnvelopeProjection {
     package enum Event: Sendable {
         case accepted(DeliveryAccepted)
         case rejected(DeliveryRejected)
         case started(DeliveryPlanningStarted)
-        case exclusions(DeliveryExclusionsRecorded)
+        /// `tokens`: the tokens of a version-1 event, in the order of its exclusions (nil for
+        /// version 2, which carries none).
+        case exclusions(DeliveryExclusionsRecorded, tokens: [String]?)
         case planned(DeliveryPlanned)
         /// Cancelled, paused or resumed by an operator: the new state of `delivery_controls`.
         case control(deliveryId: String, state: String, at: Date, eventId: UUID)
@@ -32,7 +37,8 @@ package struct DeliveryProjection: EnvelopeProjection {
         decoder.register(DeliveryAccepted.self) { event, _ in .accepted(event) }
         decoder.register(DeliveryRejected.self) { event, _ in .rejected(event) }
         decoder.register(DeliveryPlanningStarted.self) { event, _ in .started(event) }
-        decoder.register(DeliveryExclusionsRecorded.self) { event, _ in .exclusions(event) }
+        decoder.register(DeliveryExclusionsRecorded.self) { event, _ in .exclusions(event, tokens: nil) }
+        decoder.register(DeliveryExclusionsRecordedV1.self) { event, _ in .exclusions(event.upcast, tokens: event.exclusions.map(\.registrationToken)) }
         decoder.register(DeliveryPlanned.self) { event, _ in .planned(event) }
         decoder.register(DeliveryCancelled.self) { event, metadata in
             .control(deliveryId: event.deliveryId, state: "cancelled", at: event.cancelledAt, eventId: metadata.id)
@@ -110,21 +116,25 @@ package struct DeliveryProjection: EnvelopeProjection {
                     """,
                     logger: logger
                 )
-            case .exclusions(let recorded):
+            case .exclusions(let recorded, let tokens):
                 let apps = recorded.exclusions.map(\.appId)
-                let tokens = recorded.exclusions.map(\.registrationToken)
+                let digests = recorded.exclusions.map(\.tokenDigest)
+                // '' for "not in the event": a registration token is never empty.
+                let tokens = tokens ?? Array(repeating: "", count: recorded.exclusions.count)
                 let platforms = recorded.exclusions.map(\.platform.rawValue)
                 let reasons = recorded.exclusions.map(\.reason)
                 try await connection.query(
                     """
-                    INSERT INTO push.exclusion_log (delivery_id, app_id, registration_token, platform, reason, excluded_at, log_month)
-                    SELECT \(recorded.deliveryId), a, t, p, r, \(recorded.excludedAt),
+                    INSERT INTO push.exclusion_log (delivery_id, app_id, token_digest, registration_token, platform, reason, excluded_at, log_month)
+                    SELECT \(recorded.deliveryId), a, d,
+                           coalesce(nullif(t, ''), (SELECT s.registration_token FROM push.subscriptions s WHERE s.app_id = x.a AND s.token_digest = x.d LIMIT 1)),
+                           p, r, \(recorded.excludedAt),
                            date_trunc('month', coalesce((SELECT send_at FROM push.deliveries WHERE delivery_id = \(recorded.deliveryId)),
                                                         \(recorded.excludedAt)) AT TIME ZONE 'UTC')::date
-                    FROM unnest(\(apps)::uuid[], \(tokens)::text[], \(platforms)::text[], \(reasons)::text[]) AS x(a, t, p, r)
+                    FROM unnest(\(apps)::uuid[], \(digests)::text[], \(tokens)::text[], \(platforms)::text[], \(reasons)::text[]) AS x(a, d, t, p, r)
                     WHERE NOT EXISTS (
                         SELECT 1 FROM push.erased_devices e
-                        WHERE e.app_id = x.a AND e.token_digest = push.token_digest(x.t) AND \(recorded.excludedAt) <= e.erased_at)
+                        WHERE e.app_id = x.a AND e.token_digest = x.d AND \(recorded.excludedAt) <= e.erased_at)
                     ON CONFLICT DO NOTHING
                     """,
                     logger: logger

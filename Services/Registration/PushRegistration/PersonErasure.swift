@@ -141,7 +141,10 @@ package struct PersonErasure: Sendable {
                 on: connection)
             let exclusions = try await count(
                 """
-                WITH d AS (DELETE FROM push.exclusion_log WHERE (app_id, registration_token) IN (SELECT * FROM unnest(\(apps)::uuid[], \(tokens)::text[])) RETURNING 1)
+                WITH d AS (
+                    DELETE FROM push.exclusion_log
+                    WHERE (app_id, token_digest) IN (SELECT * FROM unnest(\(apps)::uuid[], \(digests)::text[]))
+                    RETURNING 1)
                 SELECT count(*)::int FROM d
                 """,
                 on: connection)

@@ -28,7 +28,7 @@
 #      push_sender_held_records (its peak is printed: what MAX_HELD let it hold). Messages/s from the
 #      first sample above 0 to the sample reaching N (the group join is not measured). At the
 #      sample of the highest RSS, where the resident memory is (/proc/PID/smaps: the main heap,
-#      the other anonymous mappings: glibc's thread arenas and the thread stacks, and the mapped
+#      the other anonymous mappings: jemalloc's arenas and the thread stacks, and the mapped
 #      files: code); at the end VmHWM, the kernel's own peak (it catches what falls between
 #      samples), which is the figure held against the goal.
 #   3. The simulator's counters are checked: N notifications accepted (FCM's counter adds its
@@ -56,7 +56,7 @@ while (($#)); do
         --set) [[ ${2:?} == *=* ]] || die "--set takes VAR=VALUE, got $2"; SETTINGS+=("$2"); shift 2 ;;
         --no-build) BUILD=0; shift ;;
         --postgres-url) DATABASE="${2:?}"; shift 2 ;;
-        -h|--help) sed -n '2,32p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,35p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown option $1" ;;
     esac
 done
@@ -109,9 +109,9 @@ sent_and_held() {
                /^push_sender_held_records/ && /lane="bulk"/ { held = $NF }
                END { printf "%d %d", sum, held }' || true
 }
-# Resident MiB of the main heap, of the other anonymous mappings (glibc's thread arenas, thread
-# stacks) and of the mapped files (code, libraries), and how many anonymous mappings hold more
-# than 1 MiB (about one per glibc arena in use).
+# Resident MiB of the main heap, of the other anonymous mappings (the allocator's arenas: the
+# services link jemalloc; thread stacks) and of the mapped files (code, libraries), and how many
+# anonymous mappings hold more than 1 MiB.
 where_mib() {
     awk '/^[0-9a-f]+-[0-9a-f]+ / { name = (NF >= 6 ? $6 : "") }
          /^Rss:/ { if (name == "[heap]") heap += $2; else if (name == "" || name ~ /^\[anon/) { anon += $2; if ($2 > 1024) big++ } else files += $2 }
@@ -187,7 +187,7 @@ EOF
     done
     [[ -n $end ]] || die "the $provider sender did not send $MESSAGES messages within 1800 s (sent $last); see $dir/sender.log"
     hwm="$(hwm_mib "$SENDER_PID")"
-    read -r heap anon files arenas <<<"$peak_where"
+    read -r heap anon files bigmaps <<<"$peak_where"
     kill -TERM "$SENDER_PID"; wait "$SENDER_PID" 2>/dev/null || true
     seconds="$(echo "$end - $start" | bc)"
     rate="$(echo "($MESSAGES - $start_count) / $seconds" | bc)"
@@ -200,9 +200,9 @@ EOF
     curl -fsS --http2 --cacert "$CA" "https://127.0.0.1:$PORT/_control/log?limit=10000" >"$dir/log.json"
     distinct="$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["entries"]; print(len(e) == len({x.get("mId") for x in e}))' "$dir/log.json")"
     echo "simulator: $accepted notifications accepted; the newest 10,000 distinct: $distinct" >&2
-    RESULT[$provider]="$(printf '%-5s %9d %10d %8d %6s %9d %10d %9d %9d %7d' "$provider" "$rate" "$peak" "$hwm" "$verdict" "$peak_held" "$heap" "$anon" "$files" "$arenas")"
+    RESULT[$provider]="$(printf '%-5s %9d %10d %8d %6s %9d %10d %9d %9d %7d' "$provider" "$rate" "$peak" "$hwm" "$verdict" "$peak_held" "$heap" "$anon" "$files" "$bigmaps")"
     printf '%s: %d messages/s; peak RSS %d MiB, VmHWM %d MiB (goal %d: %s); most records held %d; at the peak: heap %d MiB, other anonymous %d MiB (%d mappings > 1 MiB), files %d MiB\n' \
-        "$provider" "$rate" "$peak" "$hwm" "$GOAL_MIB" "$verdict" "$peak_held" "$heap" "$anon" "$arenas" "$files"
+        "$provider" "$rate" "$peak" "$hwm" "$GOAL_MIB" "$verdict" "$peak_held" "$heap" "$anon" "$bigmaps" "$files"
     # (FCM's counter also counts the OAuth token requests: one, or a few if a token expired)
     [[ $accepted -ge $MESSAGES && $accepted -le $((MESSAGES + 10)) && $distinct == True ]] || die "the $provider simulator accepted $accepted notifications of $MESSAGES (newest distinct: $distinct)"
     kill "$SIM_PID" 2>/dev/null || true; wait "$SIM_PID" 2>/dev/null || true
@@ -211,5 +211,5 @@ done
 
 echo
 echo "command: $COMMAND_LINE"
-printf '%-5s %9s %10s %8s %6s %9s %10s %9s %9s %7s\n' provider "sent/s" "peak MiB" "HWM MiB" "goal" "held" "heap MiB" "anon MiB" "files MiB" "arenas"
+printf '%-5s %9s %10s %8s %6s %9s %10s %9s %9s %7s\n' provider "sent/s" "peak MiB" "HWM MiB" "goal" "held" "heap MiB" "anon MiB" "files MiB" "maps>1MiB"
 for provider in $PROVIDERS; do echo "${RESULT[$provider]}"; done

@@ -182,12 +182,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         self.suspensions = suspensions
         self.controls = controls
         self.throttle = throttle
-        var configuration = consumer
-        configuration.groupID = settings.group
-        configuration.topics = [topics.messages, topics.retries]
-        // A sender may wait up to a retry delay for room before it reads again (see `maxHeld`).
-        configuration.maxPollIntervalMilliseconds = max(configuration.maxPollIntervalMilliseconds, settings.retryMaxMilliseconds + 300_000)
-        self.consumerConfiguration = configuration
+        self.consumerConfiguration = settings.consumer(consumer, messages: topics.messages, retries: topics.retries)
         var logger = logger
         logger[metadataKey: "sender"] = .string(transport.provider)
         logger[metadataKey: "lane"] = .string(settings.lane.rawValue)

@@ -1,3 +1,4 @@
+import Kafka
 import PushEvents
 import PushRuntime
 
@@ -43,9 +44,15 @@ package struct SenderSettings: Sendable, Hashable {
     package var transactionalMaxInFlight: Int = 50
     /// Records held by the transactional lane per instance (`<PREFIX>_TRANSACTIONAL_MAX_HELD`).
     package var transactionalMaxHeld: Int = 1_000
+    /// KiB of records each lane's consumer pre-fetches ahead of the reader
+    /// (`<PREFIX>_FETCH_QUEUE_KB`, librdkafka `queued.max.messages.kbytes`, one queue for all
+    /// the lane's partitions; it also caps a fetch response, at least 1,000,000 bytes).
+    /// librdkafka's own 65,536 KiB (and 100,000 records) held a backlog's first 64 MiB and more
+    /// in memory (docs/senders.md, "Memory").
+    package var fetchQueueKilobytes: Int = 2_048
 
     package init(
-        group: String, maxInFlight: Int, maxHeld: Int = 20_000, retryBaseMilliseconds: Int = 1_000,
+        group: String, maxInFlight: Int, maxHeld: Int = 5_000, retryBaseMilliseconds: Int = 1_000,
         retryMaxMilliseconds: Int = 300_000, credentialCooldownMilliseconds: Int = 60_000, credentialCacheMilliseconds: Int = 30_000
     ) {
         self.group = group
@@ -77,6 +84,24 @@ package struct SenderSettings: Sendable, Hashable {
             "\(prefix)_TRANSACTIONAL_MAX_IN_FLIGHT", default: defaults.transactionalMaxInFlight, in: 1...100_000)
         transactionalMaxHeld = try environment.int(
             "\(prefix)_TRANSACTIONAL_MAX_HELD", default: max(defaults.transactionalMaxHeld, transactionalMaxInFlight), in: transactionalMaxInFlight...1_000_000)
+        fetchQueueKilobytes = try environment.int("\(prefix)_FETCH_QUEUE_KB", default: defaults.fetchQueueKilobytes, in: 64...2_097_151)
+    }
+
+    /// The consumer of one lane: `base` (brokers, timeouts, `KAFKA_CONSUMER_PROPERTY_*`) with the
+    /// lane's group and topics, a poll interval that outlasts a wait for room, and the bounded
+    /// fetch queue. A `KAFKA_CONSUMER_PROPERTY_QUEUED_MAX_MESSAGES_KBYTES` (or `_QUEUED_MIN_MESSAGES`)
+    /// still wins, as every such property does.
+    package func consumer(_ base: KafkaConsumerConfiguration, messages: String, retries: String) -> KafkaConsumerConfiguration {
+        var configuration = base
+        configuration.groupID = group
+        configuration.topics = [messages, retries]
+        // A sender may wait up to a retry delay for room before it reads again (see `maxHeld`).
+        configuration.maxPollIntervalMilliseconds = max(configuration.maxPollIntervalMilliseconds, retryMaxMilliseconds + 300_000)
+        configuration.fetchQueueKilobytes = fetchQueueKilobytes
+        // The bytes bound the queue; librdkafka's record count (100,000) would let small records
+        // pile up their per-record overhead (about 250 bytes each) beyond it.
+        configuration.fetchQueueMinRecords = max(1_000, fetchQueueKilobytes)
+        return configuration
     }
 
     /// The settings of the transactional lane's `MessageSender`: its own group, in-flight and held

@@ -118,6 +118,14 @@ package struct KafkaConsumerConfiguration: Sendable, Hashable {
     /// against what this member has read), so the gauge stays current while nothing is read: a
     /// stalled or paused reader shows its lag growing. Default 10 s.
     package var lagRefreshIntervalMilliseconds: Int = 10_000
+    /// `queued.max.messages.kbytes`: the most record bytes librdkafka pre-fetches into this
+    /// member's queue (one queue for all its partitions) ahead of the reader. Nil: librdkafka's
+    /// 65,536 KiB, which a backlog fills. It also caps `fetch.max.bytes` (at least
+    /// `message.max.bytes`, 1,000,000), so one fetch response never holds more.
+    package var fetchQueueKilobytes: Int?
+    /// `queued.min.messages`: pre-fetching goes on while the queue holds fewer records than this
+    /// (and fewer bytes than `fetchQueueKilobytes`). Nil: librdkafka's 100,000.
+    package var fetchQueueMinRecords: Int?
 
     package init(
         client: KafkaClientConfiguration,
@@ -143,7 +151,8 @@ package struct KafkaConsumerConfiguration: Sendable, Hashable {
         self.maxBatchSize = maxBatchSize
     }
 
-    var rdKafkaProperties: [String: String] {
+    /// The librdkafka properties the consumer is created with.
+    package var rdKafkaProperties: [String: String] {
         var properties = client.baseProperties
         properties["group.id"] = groupID
         properties["partition.assignment.strategy"] = assignmentStrategy
@@ -159,6 +168,8 @@ package struct KafkaConsumerConfiguration: Sendable, Hashable {
         // `queued.min.messages`; a consumer that drains the queue in batches then sits idle for
         // most of that second (bench/kafka.sh: 169k records/s at 1000 ms, 678k at 10 ms).
         properties["fetch.queue.backoff.ms"] = "10"
+        if let fetchQueueKilobytes { properties["queued.max.messages.kbytes"] = String(fetchQueueKilobytes) }
+        if let fetchQueueMinRecords { properties["queued.min.messages"] = String(fetchQueueMinRecords) }
         properties.merge(client.properties) { _, override in override }
         return properties
     }

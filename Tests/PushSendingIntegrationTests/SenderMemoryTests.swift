@@ -1,0 +1,77 @@
+import Foundation
+import ProviderSimulatorCore
+import PushEvents
+import PushTestSupport
+import Testing
+
+/// A sender's resident memory is bounded by its settings, not by the backlog on its topic
+/// (docs/senders.md, "Memory"): the real fcm-sender executable drains a backlog many times larger
+/// than what its settings let it hold, and the kernel's own peak of its resident set (VmHWM, which
+/// no sampling interval can miss) stays within its footprint before the backlog plus that much.
+@Suite("Sender memory", .serialized)
+struct SenderMemoryTests {
+    /// Records of the backlog: about 20 MB of record values, ten times the fetch queue and held
+    /// records the settings below allow.
+    static let backlog = 40_000
+    static let fetchQueueKilobytes = 1_024
+    static let maxHeld = 1_000
+
+    /// What the settings let the process hold on top of its footprint before the backlog, in
+    /// bytes: per lane a full fetch queue plus one fetch response past it (a response is capped
+    /// at the queue's size or librdkafka's 1,000,000-byte floor, whichever is larger); per held
+    /// record 4 KiB (its record, decoded message, request and answer: about 4 KiB measured by
+    /// bench/sender-memory.sh); and 16 MiB for what does not grow with the backlog (the
+    /// allocator's retained pages, the TLS and HTTP/2 buffers of the sends in flight, the
+    /// producer's result events). Measured (debug build): 16 MiB over the footprint; with
+    /// librdkafka's own fetch queue (65,536 KiB, 100,000 records) 55 MiB, so the test fails if
+    /// the setting does not reach the consumers.
+    static var allowance: Int {
+        let queue = fetchQueueKilobytes * 1024
+        return 2 * (queue + max(queue, 1_000_000)) + maxHeld * 4096 + 16 * 1024 * 1024
+    }
+
+    @Test("the fcm-sender drains a 40,000-record backlog with its VmHWM within its footprint plus its fetch queues and held records")
+    func boundedBySettings() async throws {
+        try await FCMSenderHarness.with { h in
+            let opsPort = try EphemeralPort.next()
+            let sender = try h.startExecutable(
+                opsPort: opsPort,
+                settings: [
+                    "FCM_SENDER_FETCH_QUEUE_KB": String(Self.fetchQueueKilobytes), "FCM_SENDER_MAX_HELD": String(Self.maxHeld),
+                    "FCM_SENDER_MAX_IN_FLIGHT": "50",
+                ])
+            defer { sender.killIfRunning() }
+            // The footprint: joined, connected, its access token fetched, one message sent.
+            let first = h.message(token: FCMSenderHarness.token())
+            try await h.publish([first])
+            try await h.eventually(within: .seconds(60), "the first message reaches FCM") { h.arrivals([first]) == [1] }
+            let footprint = try Self.kilobytes("VmHWM", of: sender.processIdentifier) * 1024
+
+            // A slow provider while the backlog is published: the sender reads only what it may
+            // hold; the rest stays on the broker (or, unbounded, in librdkafka's queue).
+            _ = h.simulator.state.updateFaults { $0.latencyMs = 500 }
+            let backlog = (0..<Self.backlog).map { _ in h.message(token: FCMSenderHarness.token()) }
+            try await h.publish(backlog)
+            _ = h.simulator.state.updateFaults { $0.latencyMs = 0 }
+            let deadline = ContinuousClock.now + .seconds(300)
+            while h.delivered < Self.backlog + 1, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            #expect(h.delivered == Self.backlog + 1, "\(sender.logTail())")
+            let peak = try Self.kilobytes("VmHWM", of: sender.processIdentifier) * 1024
+            let mib = { (bytes: Int) in String(format: "%.1f MiB", Double(bytes) / 1_048_576) }
+            #expect(
+                peak <= footprint + Self.allowance,
+                "VmHWM \(mib(peak)) against a footprint of \(mib(footprint)) plus \(mib(Self.allowance)) the settings allow")
+            await sender.terminate()
+            #expect(sender.terminationStatus == 0, "\(sender.logTail())")
+        }
+    }
+
+    /// A `/proc/PID/status` field in KiB (`VmHWM`, `VmRSS`).
+    static func kilobytes(_ field: String, of pid: Int32) throws -> Int {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix(field + ":") }, "no \(field) in /proc/\(pid)/status")
+        return try #require(Int(line.split(whereSeparator: \.isWhitespace).dropFirst().first ?? ""), "\(line)")
+    }
+}

@@ -23,6 +23,9 @@ package struct TrackingLogProjection: EnvelopeProjection {
     package let name: String
     package let topics: [String]
     package let decoder: EventDecoder<TrackingHitRecorded>
+    /// Up to 5,000 records a batch (the consumer's default is 500): the batch is one `COPY` and
+    /// one merge, so its round trips and offsets are paid per batch (docs/benchmarks.md).
+    package var batchSize: Int? { 5_000 }
 
     package init(name: String = "push-tracking-log-projection", topic: String) {
         self.name = name

@@ -102,7 +102,7 @@ let package = Package(
         // MARK: Shared: PostgreSQL settings, migrations, the exactly-once projection runner, dead letters
         .target(
             name: "PushStore",
-            dependencies: ["Kafka", "PushEvents", postgresNIO, nioSSL, logging, metrics, serviceLifecycle],
+            dependencies: ["Kafka", "PushEvents", "PushWire", nioCore, postgresNIO, nioSSL, logging, metrics, serviceLifecycle],
             path: "Shared/PushStore",
             swiftSettings: swiftSettings
         ),

@@ -5,18 +5,20 @@
 #   bench/projections.sh [--results 200000] [--hits 200000] [--no-build]
 #
 # Steps:
-#   1. scripts/stack up; release build of pushctl (--scratch-path .build-bench).
+#   1. scripts/stack up (skipped with BENCH_STACK_UP=0, for a stack already up); release build of
+#      pushctl (--scratch-path .build-bench).
 #   2. Two fresh topics of this run (12 partitions each, as push.message-results and
 #      push.tracking): N MessageSent events (one delivery, distinct messages; a result alone
 #      writes its broad_log row) and M TrackingHitRecorded events (received and opened hits of
 #      those messages), produced with kcat from lines written by Python.
-#   3. A scratch database (push_bench_projections, migrated, dropped at the end), and
+#   3. A scratch database (push_bench_projections_<run>, migrated, dropped at the end), and
 #      `pushctl projections replay --only broad-log`, then `--only tracking-log`: the services'
 #      own projections (with the delivery indicator counters) read the topics from the
 #      beginning. The rate is pushctl's own: records from the first position stored to the last.
-#   4. Ceiling: the rows the projections wrote are exported (\copy TO) and loaded with
-#      `\copy FROM` into an empty table created LIKE the projection's table (same columns,
-#      indexes and constraints), timed by psql.
+#   4. Ceiling: the rows the projections wrote are exported (\copy (SELECT ...) TO: both tables
+#      are partitioned) and loaded with `\copy FROM` into an empty table created LIKE the
+#      projection's table (same columns, indexes and constraints; one plain table, not
+#      partitioned), timed by psql.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)"
 cd "$ROOT"
@@ -31,7 +33,10 @@ while [[ $# -gt 0 ]]; do
 done
 log() { echo "bench: $*" >&2; }
 
-scripts/stack up >&2
+# BENCH_STACK_UP=0: the stack is already up and this user may not start it (e.g. a shared one).
+if [[ "${BENCH_STACK_UP:-1}" != 0 ]]; then
+    scripts/stack up >&2
+fi
 # shellcheck disable=SC1091
 source .local/stack.env
 BIN="$ROOT/.build-bench/release"
@@ -43,7 +48,7 @@ fi
 
 RUN="$(date +%s)"
 RESULTS_TOPIC="bench.results.$RUN" TRACKING_TOPIC="bench.tracking.$RUN"
-DB=push_bench_projections
+DB=push_bench_projections_$RUN
 BASE="${POSTGRES_URL%/*}"
 psql -X -q "$POSTGRES_URL" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
 WORK="$(mktemp -d)"
@@ -101,7 +106,7 @@ replay() {
 # Loads the projection's rows into an empty copy of its table; prints the seconds psql took.
 copy_rows() {
     local table="$1"
-    psql -X -q -v ON_ERROR_STOP=1 "$POSTGRES_URL" -c "\\copy push.$table TO '$WORK/$table.copy'" \
+    psql -X -q -v ON_ERROR_STOP=1 "$POSTGRES_URL" -c "\\copy (SELECT * FROM push.$table) TO '$WORK/$table.copy'" \
         -c "CREATE TABLE push.bench_$table (LIKE push.$table INCLUDING ALL)" >/dev/null
     psql -X -q -v ON_ERROR_STOP=1 "$POSTGRES_URL" -c "\\timing on" -c "\\copy push.bench_$table FROM '$WORK/$table.copy'" |
         awk '/^Time:/ { printf "%.3f\n", $2 / 1000 }'

@@ -163,3 +163,7 @@ extension APNSMessagePlanned: SingleEventDecodable {
 extension FCMMessagePlanned: SingleEventDecodable {
     package static func decodeRecord(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Self> { try decodeSingle(bytes) }
 }
+
+extension TrackingHitRecorded: SingleEventDecodable {
+    package static func decodeRecord(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Self> { try decodeSingle(bytes) }
+}

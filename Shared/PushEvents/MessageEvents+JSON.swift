@@ -234,3 +234,152 @@ extension TrackingHitRecorded: EventJSONWritable {
         writer.uuid("trackingId", trackingId)
     }
 }
+
+// Readers of the result events and the tracking hit: the projections read one per message
+// (`push.broad_log`, `push.tracking_log`).
+
+extension MessageReference: EventJSONReadable {
+    package init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
+        var messageId: UUID?
+        var broadLogId: Int32??
+        var deliveryId: String?
+        var appId: UUID?
+        var registrationToken: String?
+        var platform: String?
+        try reader.members { reader, key throws(EventJSONReader.Unsupported) in
+            switch key {
+            case "messageId": try EventJSONReader.once(&messageId, try reader.uuid())
+            case "broadLogId": try EventJSONReader.once(&broadLogId, try reader.optionalInt32())
+            case "deliveryId": try EventJSONReader.once(&deliveryId, try reader.string())
+            case "appId": try EventJSONReader.once(&appId, try reader.uuid())
+            case "registrationToken": try EventJSONReader.once(&registrationToken, try reader.string())
+            case "platform": try EventJSONReader.once(&platform, try reader.string())
+            default: try reader.skipValue()
+            }
+        }
+        // A platform the enum does not have is the decoder's to name.
+        guard let platform = Platform(rawValue: try EventJSONReader.required(platform)) else { throw EventJSONReader.Unsupported() }
+        self.init(
+            messageId: try EventJSONReader.required(messageId), broadLogId: broadLogId ?? nil, deliveryId: try EventJSONReader.required(deliveryId),
+            appId: try EventJSONReader.required(appId), registrationToken: try EventJSONReader.required(registrationToken), platform: platform)
+    }
+}
+
+/// The members every result event has; each reader adds its own.
+private struct ResultMembers {
+    typealias Unsupported = EventJSONReader.Unsupported
+
+    var message: MessageReference?
+    var attempts: Int?
+
+    /// Reads `key` when it is a shared member; false (nothing read) otherwise.
+    mutating func read(_ key: EventJSONReader.Key, from reader: inout EventJSONReader) throws(Unsupported) -> Bool {
+        switch key {
+        case "message": try EventJSONReader.once(&message, try MessageReference(reading: &reader))
+        case "attempts": try EventJSONReader.once(&attempts, try reader.int())
+        default: return false
+        }
+        return true
+    }
+}
+
+extension MessageSent: EventJSONReadable {
+    package init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
+        var common = ResultMembers()
+        var providerMessageId: String?
+        var sentAt: Date?
+        try reader.members { reader, key throws(EventJSONReader.Unsupported) in
+            switch key {
+            case "providerMessageId": try EventJSONReader.once(&providerMessageId, try reader.string())
+            case "sentAt": try EventJSONReader.once(&sentAt, try reader.date())
+            default: if try !common.read(key, from: &reader) { try reader.skipValue() }
+            }
+        }
+        self.init(
+            message: try EventJSONReader.required(common.message), providerMessageId: try EventJSONReader.required(providerMessageId),
+            attempts: try EventJSONReader.required(common.attempts), sentAt: try EventJSONReader.required(sentAt))
+    }
+}
+
+extension MessageFailed: EventJSONReadable {
+    package init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
+        var common = ResultMembers()
+        var failureType: String?
+        var reason: String?
+        var failedAt: Date?
+        try reader.members { reader, key throws(EventJSONReader.Unsupported) in
+            switch key {
+            case "failureType": try EventJSONReader.once(&failureType, try reader.string())
+            case "reason": try EventJSONReader.once(&reason, try reader.string())
+            case "failedAt": try EventJSONReader.once(&failedAt, try reader.date())
+            default: if try !common.read(key, from: &reader) { try reader.skipValue() }
+            }
+        }
+        self.init(
+            message: try EventJSONReader.required(common.message), failureType: try EventJSONReader.required(failureType),
+            reason: try EventJSONReader.required(reason), attempts: try EventJSONReader.required(common.attempts),
+            failedAt: try EventJSONReader.required(failedAt))
+    }
+}
+
+extension MessageExpired: EventJSONReadable {
+    package init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
+        var common = ResultMembers()
+        var expiredAt: Date?
+        try reader.members { reader, key throws(EventJSONReader.Unsupported) in
+            switch key {
+            case "expiredAt": try EventJSONReader.once(&expiredAt, try reader.date())
+            default: if try !common.read(key, from: &reader) { try reader.skipValue() }
+            }
+        }
+        self.init(
+            message: try EventJSONReader.required(common.message), attempts: try EventJSONReader.required(common.attempts),
+            expiredAt: try EventJSONReader.required(expiredAt))
+    }
+}
+
+extension MessageCancelled: EventJSONReadable {
+    package init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
+        var common = ResultMembers()
+        var cancelledAt: Date?
+        try reader.members { reader, key throws(EventJSONReader.Unsupported) in
+            switch key {
+            case "cancelledAt": try EventJSONReader.once(&cancelledAt, try reader.date())
+            default: if try !common.read(key, from: &reader) { try reader.skipValue() }
+            }
+        }
+        self.init(
+            message: try EventJSONReader.required(common.message), attempts: try EventJSONReader.required(common.attempts),
+            cancelledAt: try EventJSONReader.required(cancelledAt))
+    }
+}
+
+extension TrackingHitRecorded: EventJSONReadable {
+    package init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
+        var trackingId: UUID?
+        var messageId: String?
+        var messageIdForm: String?
+        var deliveryId: String?
+        var tagId: Int32?
+        var kind: String?
+        var occurredAt: Date?
+        try reader.members { reader, key throws(EventJSONReader.Unsupported) in
+            switch key {
+            case "trackingId": try EventJSONReader.once(&trackingId, try reader.uuid())
+            case "messageId": try EventJSONReader.once(&messageId, try reader.string())
+            case "messageIdForm": try EventJSONReader.once(&messageIdForm, try reader.string())
+            case "deliveryId": try EventJSONReader.once(&deliveryId, try reader.string())
+            case "tagId":
+                guard let tag = Int32(exactly: try reader.int()) else { throw EventJSONReader.Unsupported() }
+                try EventJSONReader.once(&tagId, tag)
+            case "kind": try EventJSONReader.once(&kind, try reader.string())
+            case "occurredAt": try EventJSONReader.once(&occurredAt, try reader.date())
+            default: try reader.skipValue()
+            }
+        }
+        self.init(
+            trackingId: try EventJSONReader.required(trackingId), messageId: try EventJSONReader.required(messageId),
+            messageIdForm: try EventJSONReader.required(messageIdForm), deliveryId: try EventJSONReader.required(deliveryId),
+            tagId: try EventJSONReader.required(tagId), kind: try EventJSONReader.required(kind), occurredAt: try EventJSONReader.required(occurredAt))
+    }
+}

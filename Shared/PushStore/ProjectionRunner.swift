@@ -26,10 +26,16 @@ package protocol Projection: Sendable {
     /// visible to other connections, so a part of the same process that reads it (an outbox
     /// publisher) can be woken here instead of polling. Does nothing by default.
     func didCommit()
+
+    /// Records a batch may hold at most, when this projection wants more than the consumer's
+    /// `maxBatchSize` (a projection that writes a batch with `COPY` and one merge pays its
+    /// round trips per batch, not per record). Nil by default: the consumer's setting.
+    var batchSize: Int? { get }
 }
 
 extension Projection {
     package func didCommit() {}
+    package var batchSize: Int? { nil }
 }
 
 /// An event with the Kafka coordinates of the record it came from.
@@ -76,6 +82,7 @@ package final class ProjectionRunner<P: Projection>: Service {
         var configuration = consumer
         configuration.groupID = brokerGroup ?? projection.name
         configuration.topics = projection.topics
+        if let size = projection.batchSize { configuration.maxBatchSize = max(configuration.maxBatchSize, size) }
         self.consumerConfiguration = configuration
         self.deadLetters = deadLetters
         var logger = logger

@@ -159,6 +159,45 @@ struct EventJSONTests {
         }
     }
 
+    @Test("the results and hits the projections read: the decoder's values, for 500 random records each")
+    func projectedValues() throws {
+        var values = Values(state: 5)
+        for _ in 0..<500 {
+            try Self.expectSameValue(
+                Self.codable(
+                    values.envelope(MessageSent(message: values.reference(), providerMessageId: values.text(), attempts: values.int(), sentAt: values.date()))),
+                as: MessageSent.self)
+            try Self.expectSameValue(
+                Self.codable(
+                    values.envelope(
+                        MessageFailed(
+                            message: values.reference(), failureType: values.text(), reason: values.text(), attempts: values.int(), failedAt: values.date()))),
+                as: MessageFailed.self)
+            try Self.expectSameValue(
+                Self.codable(values.envelope(MessageExpired(message: values.reference(), attempts: values.int(), expiredAt: values.date()))),
+                as: MessageExpired.self)
+            try Self.expectSameValue(
+                Self.codable(values.envelope(MessageCancelled(message: values.reference(), attempts: values.int(), cancelledAt: values.date()))),
+                as: MessageCancelled.self)
+            try Self.expectSameValue(
+                Self.codable(
+                    values.envelope(
+                        TrackingHitRecorded(
+                            trackingId: values.uuid(), messageId: values.text(), messageIdForm: values.text(), deliveryId: values.text(),
+                            tagId: Int32(truncatingIfNeeded: values.int()), kind: values.text(), occurredAt: values.date()))),
+                as: TrackingHitRecorded.self)
+        }
+        // A platform the enum does not have is left to the decoder, which names it.
+        let sent = MessageSent(message: values.reference(), providerMessageId: "p", attempts: 1, sentAt: values.date())
+        let bytes = Array(
+            String(decoding: try Self.codable(values.envelope(sent)), as: UTF8.self)
+                .replacingOccurrences(of: #""platform":"\#(sent.message.platform.rawValue)""#, with: #""platform":"windows""#).utf8)
+        #expect(throws: EventJSONReader.Unsupported.self) { try EventEnvelope<MessageSent>.read(bytes) }
+        var decoder = EventDecoder<MessageSent>()
+        decoder.register(MessageSent.self) { payload, _ in payload }
+        #expect(throws: EventDecodingError.self) { try decoder.decode(bytes) }
+    }
+
     static let sample = #"""
         {"causationId":null,"correlationId":"d-1","data":{"appId":"6B6499A8-9D43-4BC5-ACF0-B6AEB96846F6","attempt":1,"collapseId":null,
         "credential":{"credentialId":"1b6499a8-9d43-4bc5-acf0-b6aeb96846f6","fingerprint":"f","kind":"apns-token"},"deliveryId":"d-1",

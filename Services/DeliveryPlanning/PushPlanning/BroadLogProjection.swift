@@ -11,8 +11,9 @@ import PushStore
 /// The topics are read by one consumer but their records arrive in no particular order
 /// relative to each other, so both kinds of write are upserts: a result may create the row
 /// before its planned message is seen; a final status (`sent`, `failed`, `expired`, `cancelled`) is never
-/// overwritten by `pending` or by a later result. Rows are written in bulk (one statement per
-/// kind per batch).
+/// overwritten by `pending` or by a later result. A batch is merged per message (a planned
+/// message and its result in one batch are one row, written once), copied into a staging table
+/// with `COPY` and merged by one statement (docs/architecture.md, "Projections through COPY").
 ///
 /// It also keeps the outcome counters of `push.delivery_indicator_counts` (sent, failed by type,
 /// expired, cancelled) in the same statement as the results: only a row that this batch creates in, or moves
@@ -49,6 +50,9 @@ package struct BroadLogProjection: EnvelopeProjection {
     package let name: String
     package let topics: [String]
     package let decoder: EventDecoder<Event>
+    /// Up to 5,000 records a batch (the consumer's default is 500): the batch is one `COPY` and
+    /// one merge, so its round trips and offsets are paid per batch (docs/benchmarks.md).
+    package var batchSize: Int? { 5_000 }
 
     package init(name: String = "push-broad-log-projection", catalog: TopicCatalog) {
         self.name = name
@@ -84,109 +88,180 @@ package struct BroadLogProjection: EnvelopeProjection {
         self.decoder = decoder
     }
 
-    package func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
-        var planned: [(MessageReference, Date)] = []
-        // The first result per message in this batch wins, as it would row by row.
-        var results: [UUID: (MessageReference, Outcome)] = [:]
-        var resultOrder: [UUID] = []
+    /// A message's events in one batch: its earliest planned event and its first result (the
+    /// first result per message wins, as it would record by record).
+    struct MessageEvents {
+        var message: MessageReference
+        var plannedAt: Date?
+        var outcome: Outcome?
+    }
+
+    /// The batch's events merged per message, in the order their messages first appear: a
+    /// planned message and its result in one batch become one row to write, and the same event
+    /// read twice (a replay) one.
+    static func merged(_ events: [ProjectedEvent<Event>]) -> [MessageEvents] {
+        var position: [UUID: Int] = [:]
+        position.reserveCapacity(events.count)
+        var merged: [MessageEvents] = []
+        merged.reserveCapacity(events.count)
         for projected in events {
             switch projected.event {
             case .planned(let message, let at):
-                planned.append((message, at))
+                if let index = position[message.messageId] {
+                    merged[index].plannedAt = min(merged[index].plannedAt ?? at, at)
+                    if merged[index].message.broadLogId == nil { merged[index].message.broadLogId = message.broadLogId }
+                } else {
+                    position[message.messageId] = merged.count
+                    merged.append(MessageEvents(message: message, plannedAt: at))
+                }
             case .result(let message, let outcome):
-                if results[message.messageId] == nil {
-                    results[message.messageId] = (message, outcome)
-                    resultOrder.append(message.messageId)
+                if let index = position[message.messageId] {
+                    if merged[index].outcome == nil { merged[index].outcome = outcome }
+                    if merged[index].message.broadLogId == nil { merged[index].message.broadLogId = message.broadLogId }
+                } else {
+                    position[message.messageId] = merged.count
+                    merged.append(MessageEvents(message: message, outcome: outcome))
                 }
             }
         }
+        return merged
+    }
+
+    package func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
+        let messages = Self.merged(events)
         // The partition key of every delivery this batch names, fixed by the first batch that
         // writes a row of it (the month its fan-out may start, `deliveries.send_at`, when the deliveries projection has it,
-        // else of the batch's earliest event of it) and read back by the inserts below: all of a
+        // else of the batch's earliest event of it) and read back by the merge below: all of a
         // delivery's rows share one `log_month`, whichever of its events comes first.
         var firstSeen: [String: Date] = [:]
-        for (message, at) in planned { firstSeen[message.deliveryId] = min(firstSeen[message.deliveryId] ?? at, at) }
-        for id in resultOrder {
-            let (message, outcome) = results[id]!
-            firstSeen[message.deliveryId] = min(firstSeen[message.deliveryId] ?? outcome.at, outcome.at)
+        for entry in messages {
+            let at = [entry.plannedAt, entry.outcome?.at].compactMap { $0 }.min()!
+            firstSeen[entry.message.deliveryId] = min(firstSeen[entry.message.deliveryId] ?? at, at)
         }
-        if !firstSeen.isEmpty {
-            let deliveries = firstSeen.keys.sorted()
-            try await connection.query(
-                """
-                INSERT INTO push.broad_log_deliveries (delivery_id, log_month)
-                SELECT x.d, date_trunc('month', coalesce(dl.send_at, x.at) AT TIME ZONE 'UTC')::date
-                FROM unnest(\(deliveries)::text[], \(deliveries.map { firstSeen[$0]! })::timestamptz[]) AS x(d, at)
-                LEFT JOIN push.deliveries dl ON dl.delivery_id = x.d
-                ORDER BY x.d
-                ON CONFLICT (delivery_id) DO NOTHING
+        guard !firstSeen.isEmpty else { return }
+        let deliveries = firstSeen.keys.sorted()
+        try await connection.query(
+            """
+            INSERT INTO push.broad_log_deliveries (delivery_id, log_month)
+            SELECT x.d, date_trunc('month', coalesce(dl.send_at, x.at) AT TIME ZONE 'UTC')::date
+            FROM unnest(\(deliveries)::text[], \(deliveries.map { firstSeen[$0]! })::timestamptz[]) AS x(d, at)
+            LEFT JOIN push.deliveries dl ON dl.delivery_id = x.d
+            ORDER BY x.d
+            ON CONFLICT (delivery_id) DO NOTHING
+            """,
+            logger: logger
+        )
+
+        // The batch, one row per message, is copied into this connection's staging table (COPY:
+        // no parameters per message), then merged by one statement.
+        var rows = CopyTextRows(capacity: messages.count * 256)
+        for entry in messages {
+            let message = entry.message
+            rows.uuid(message.messageId)
+            rows.int(message.broadLogId)
+            rows.text(message.deliveryId)
+            rows.uuid(message.appId)
+            rows.text(message.registrationToken)
+            rows.text(message.platform.rawValue)
+            rows.timestamp(entry.plannedAt)
+            rows.text(entry.outcome?.status)
+            rows.text(entry.outcome?.failureType)
+            rows.text(entry.outcome?.reason)
+            rows.text(entry.outcome?.providerMessageId)
+            if let outcome = entry.outcome { rows.int(outcome.attempts) } else { rows.null() }
+            rows.timestamp(entry.outcome?.at)
+            rows.endRow()
+        }
+        try await connection.stage(
+            rows, into: "broad_log_stage",
+            definition: """
+                message_id uuid, broad_log_id integer, delivery_id text, app_id uuid, registration_token text, platform text, planned_at timestamptz,
+                status text, failure_type text, failure_reason text, provider_message_id text, attempts integer, result_at timestamptz
                 """,
-                logger: logger
-            )
-        }
-        if !planned.isEmpty {
-            try await connection.query(
-                """
-                INSERT INTO push.broad_log (message_id, broad_log_id, delivery_id, app_id, registration_token, platform, status, attempts, created_at, updated_at,
-                                            log_month)
-                SELECT m, nullif(b, 0), d, a, t, p, 'pending', 0, c, c, k.log_month
-                FROM unnest(\(planned.map(\.0.messageId))::uuid[], \(planned.map { $0.0.broadLogId ?? 0 })::int[], \(planned.map(\.0.deliveryId))::text[],
-                            \(planned.map(\.0.appId))::uuid[], \(planned.map(\.0.registrationToken))::text[], \(planned.map(\.0.platform.rawValue))::text[],
-                            \(planned.map(\.1))::timestamptz[]) AS x(m, b, d, a, t, p, c)
-                JOIN push.broad_log_deliveries k ON k.delivery_id = x.d
-                WHERE NOT EXISTS (
-                    SELECT 1 FROM push.erased_devices e WHERE e.app_id = x.a AND e.token_digest = push.token_digest(x.t) AND x.c <= e.erased_at)
-                ON CONFLICT (message_id, log_month) DO UPDATE SET created_at = least(push.broad_log.created_at, excluded.created_at),
-                    broad_log_id = coalesce(push.broad_log.broad_log_id, excluded.broad_log_id)
-                """,
-                logger: logger
-            )
-        }
-        if !resultOrder.isEmpty {
-            let rows = resultOrder.map { results[$0]! }
-            // The CTE returns only the rows this statement created or moved out of `pending`: a
-            // result for a message already final is skipped by the WHERE and returns nothing, so
-            // each message adds to its delivery's counters exactly once. Deliveries are locked in
-            // key order (no deadlock with the tracking projection's increments).
-            try await connection.query(
-                """
-                WITH changed AS (
+            columns: [
+                "message_id", "broad_log_id", "delivery_id", "app_id", "registration_token", "platform", "planned_at", "status", "failure_type",
+                "failure_reason", "provider_message_id", "attempts", "result_at",
+            ], logger: logger)
+
+        // `planned`: the planned event applies unless the device was erased at or after it was
+        // planned. `final`: the result applies when the row exists or is created by this batch's
+        // planned event, or else unless the device was erased and the delivery not accepted
+        // after the erasure. A message's row is then written once: pending, or already final.
+        //
+        // On a conflict only a `pending` row changes (a final status is never overwritten, by a
+        // pending row or a later result); `changed` returns the rows this statement created or
+        // moved out of `pending`, so each message adds to its delivery's counters exactly once.
+        // A planned event of a message already final still lowers its `created_at` and fills its
+        // broadLog id (`touched`), as the planned upsert always did. Deliveries' counters are
+        // locked in key order (no deadlock with the tracking projection's increments).
+        try await connection.query(
+            """
+            WITH staged AS (
+                SELECT s.*, k.log_month,
+                       s.planned_at IS NOT NULL AND NOT EXISTS (
+                           SELECT 1 FROM push.erased_devices e
+                           WHERE e.app_id = s.app_id AND e.token_digest = push.token_digest(s.registration_token) AND s.planned_at <= e.erased_at
+                       ) AS planned
+                FROM broad_log_stage s JOIN push.broad_log_deliveries k ON k.delivery_id = s.delivery_id
+            ), merged AS (
+                SELECT staged.*, status IS NOT NULL AND (
+                           planned
+                           OR NOT EXISTS (
+                               SELECT 1 FROM push.erased_devices e
+                               WHERE e.app_id = staged.app_id AND e.token_digest = push.token_digest(staged.registration_token)
+                                 AND NOT EXISTS (SELECT 1 FROM push.deliveries dl WHERE dl.delivery_id = staged.delivery_id AND dl.accepted_at > e.erased_at))
+                           OR EXISTS (SELECT 1 FROM push.broad_log r WHERE r.message_id = staged.message_id AND r.log_month = staged.log_month)
+                       ) AS final
+                FROM staged
+            ), changed AS (
                 INSERT INTO push.broad_log AS b (message_id, broad_log_id, delivery_id, app_id, registration_token, platform, status, failure_type,
                                                  failure_reason, provider_message_id, attempts, created_at, updated_at, sent_at, log_month)
-                SELECT m, nullif(bl, 0), d, a, t, p, s, nullif(ft, ''), nullif(fr, ''), nullif(pm, ''), n, at, at, CASE WHEN s = 'sent' THEN at END,
-                       k.log_month
-                FROM unnest(\(rows.map(\.0.messageId))::uuid[], \(rows.map { $0.0.broadLogId ?? 0 })::int[], \(rows.map(\.0.deliveryId))::text[], \(rows.map(\.0.appId))::uuid[],
-                            \(rows.map(\.0.registrationToken))::text[], \(rows.map(\.0.platform.rawValue))::text[], \(rows.map(\.1.status))::text[],
-                            \(rows.map { $0.1.failureType ?? "" })::text[], \(rows.map { $0.1.reason ?? "" })::text[], \(rows.map { $0.1.providerMessageId ?? "" })::text[],
-                            \(rows.map(\.1.attempts))::int[], \(rows.map(\.1.at))::timestamptz[]) AS x(m, bl, d, a, t, p, s, ft, fr, pm, n, at)
-                JOIN push.broad_log_deliveries k ON k.delivery_id = x.d
-                WHERE EXISTS (SELECT 1 FROM push.broad_log r WHERE r.message_id = x.m AND r.log_month = k.log_month)
-                   OR NOT EXISTS (
-                       SELECT 1 FROM push.erased_devices e
-                       WHERE e.app_id = x.a AND e.token_digest = push.token_digest(x.t)
-                         AND NOT EXISTS (SELECT 1 FROM push.deliveries dl WHERE dl.delivery_id = x.d AND dl.accepted_at > e.erased_at))
-                ON CONFLICT (message_id, log_month) DO UPDATE SET status = excluded.status, broad_log_id = coalesce(b.broad_log_id, excluded.broad_log_id),
-                    failure_type = excluded.failure_type,
-                    failure_reason = excluded.failure_reason, provider_message_id = excluded.provider_message_id,
-                    attempts = excluded.attempts, updated_at = excluded.updated_at, sent_at = excluded.sent_at
+                SELECT message_id, broad_log_id, delivery_id, app_id, registration_token, platform,
+                       CASE WHEN final THEN status ELSE 'pending' END,
+                       CASE WHEN final THEN failure_type END, CASE WHEN final THEN failure_reason END, CASE WHEN final THEN provider_message_id END,
+                       CASE WHEN final THEN attempts ELSE 0 END,
+                       CASE WHEN planned AND final THEN least(planned_at, result_at) WHEN planned THEN planned_at ELSE result_at END,
+                       CASE WHEN final THEN result_at ELSE planned_at END,
+                       CASE WHEN final AND status = 'sent' THEN result_at END,
+                       log_month
+                FROM merged WHERE planned OR final
+                ORDER BY message_id
+                ON CONFLICT (message_id, log_month) DO UPDATE SET
+                    -- A planned event lowers created_at (a result alone leaves it: created_at = updated_at).
+                    created_at = CASE WHEN excluded.status = 'pending' OR excluded.created_at < excluded.updated_at
+                                      THEN least(b.created_at, excluded.created_at) ELSE b.created_at END,
+                    broad_log_id = coalesce(b.broad_log_id, excluded.broad_log_id),
+                    status = excluded.status,
+                    failure_type = CASE WHEN excluded.status <> 'pending' THEN excluded.failure_type ELSE b.failure_type END,
+                    failure_reason = CASE WHEN excluded.status <> 'pending' THEN excluded.failure_reason ELSE b.failure_reason END,
+                    provider_message_id = CASE WHEN excluded.status <> 'pending' THEN excluded.provider_message_id ELSE b.provider_message_id END,
+                    attempts = CASE WHEN excluded.status <> 'pending' THEN excluded.attempts ELSE b.attempts END,
+                    updated_at = CASE WHEN excluded.status <> 'pending' THEN excluded.updated_at ELSE b.updated_at END,
+                    sent_at = CASE WHEN excluded.status <> 'pending' THEN excluded.sent_at ELSE b.sent_at END
                 WHERE b.status = 'pending'
-                RETURNING b.delivery_id, b.status, b.failure_type
-                )
-                INSERT INTO push.delivery_indicator_counts AS c (delivery_id, sent, failed, failed_hard, failed_soft, failed_ignored, expired, cancelled,
-                                                                 updated_at)
-                SELECT delivery_id, count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'),
-                       count(*) FILTER (WHERE failure_type = 'hard'), count(*) FILTER (WHERE failure_type = 'soft'),
-                       count(*) FILTER (WHERE failure_type = 'ignored'), count(*) FILTER (WHERE status = 'expired'),
-                       count(*) FILTER (WHERE status = 'cancelled'), now()
-                FROM changed GROUP BY delivery_id ORDER BY delivery_id
-                ON CONFLICT (delivery_id) DO UPDATE SET
-                    sent = c.sent + excluded.sent, failed = c.failed + excluded.failed,
-                    failed_hard = c.failed_hard + excluded.failed_hard, failed_soft = c.failed_soft + excluded.failed_soft,
-                    failed_ignored = c.failed_ignored + excluded.failed_ignored, expired = c.expired + excluded.expired,
-                    cancelled = c.cancelled + excluded.cancelled, updated_at = excluded.updated_at
-                """,
-                logger: logger
+                  AND (excluded.status <> 'pending' OR excluded.created_at < b.created_at OR (b.broad_log_id IS NULL AND excluded.broad_log_id IS NOT NULL))
+                RETURNING b.message_id, b.delivery_id, b.status, b.failure_type
+            ), touched AS (
+                UPDATE push.broad_log b SET created_at = least(b.created_at, m.planned_at), broad_log_id = coalesce(b.broad_log_id, m.broad_log_id)
+                FROM merged m
+                WHERE m.planned AND b.message_id = m.message_id AND b.log_month = m.log_month AND b.status <> 'pending'
+                  AND NOT EXISTS (SELECT 1 FROM changed c WHERE c.message_id = m.message_id)
+                  AND (m.planned_at < b.created_at OR (b.broad_log_id IS NULL AND m.broad_log_id IS NOT NULL))
             )
-        }
+            INSERT INTO push.delivery_indicator_counts AS c (delivery_id, sent, failed, failed_hard, failed_soft, failed_ignored, expired, cancelled,
+                                                             updated_at)
+            SELECT delivery_id, count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'),
+                   count(*) FILTER (WHERE failure_type = 'hard'), count(*) FILTER (WHERE failure_type = 'soft'),
+                   count(*) FILTER (WHERE failure_type = 'ignored'), count(*) FILTER (WHERE status = 'expired'),
+                   count(*) FILTER (WHERE status = 'cancelled'), now()
+            FROM changed WHERE status <> 'pending' GROUP BY delivery_id ORDER BY delivery_id
+            ON CONFLICT (delivery_id) DO UPDATE SET
+                sent = c.sent + excluded.sent, failed = c.failed + excluded.failed,
+                failed_hard = c.failed_hard + excluded.failed_hard, failed_soft = c.failed_soft + excluded.failed_soft,
+                failed_ignored = c.failed_ignored + excluded.failed_ignored, expired = c.expired + excluded.expired,
+                cancelled = c.cancelled + excluded.cancelled, updated_at = excluded.updated_at
+            """,
+            logger: logger
+        )
     }
 }

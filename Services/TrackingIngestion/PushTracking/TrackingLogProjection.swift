@@ -23,6 +23,9 @@ package struct TrackingLogProjection: EnvelopeProjection {
     package let name: String
     package let topics: [String]
     package let decoder: EventDecoder<TrackingHitRecorded>
+    /// Up to 5,000 records a batch (the consumer's default is 500): the batch is one `COPY` and
+    /// one merge, so its round trips and offsets are paid per batch (docs/benchmarks.md).
+    package var batchSize: Int? { 5_000 }
 
     package init(name: String = "push-tracking-log-projection", topic: String) {
         self.name = name
@@ -33,7 +36,8 @@ package struct TrackingLogProjection: EnvelopeProjection {
     }
 
     package func decode(_ record: KafkaConsumerRecord) throws -> TrackingHitRecorded? {
-        switch try decoder.decode(record.value) {
+        // The hand-written reader, one parse per hit (the decoder only for what it does not read).
+        switch try TrackingHitRecorded.decodeRecord(record.value) {
         case .known(let hit, _):
             // The table's CHECK would refuse these and stall the runner on retries; a record
             // that can never be stored belongs in the dead-letter topic instead.
@@ -50,7 +54,33 @@ package struct TrackingLogProjection: EnvelopeProjection {
     }
 
     package func apply(_ events: [ProjectedEvent<TrackingHitRecorded>], on connection: PostgresConnection, logger: Logger) async throws {
-        let hits = events.map(\.event)
+        // The batch is copied into this connection's staging table (COPY, no parameters per
+        // hit), then merged by one statement.
+        var rows = CopyTextRows(capacity: events.count * 200)
+        for projected in events {
+            let hit = projected.event
+            rows.uuid(hit.trackingId)
+            rows.text(hit.messageId)
+            rows.text(hit.messageIdForm)
+            rows.int(hit.broadLogId)
+            rows.text(hit.deliveryId)
+            rows.int(Int(hit.tagId))
+            rows.text(hit.kind)
+            rows.timestamp(hit.occurredAt)
+            rows.int(Int(projected.partition))
+            rows.int(Int(projected.offset))
+            rows.endRow()
+        }
+        try await connection.stage(
+            rows, into: "tracking_log_stage",
+            definition: """
+                tracking_id uuid, message_id text, message_id_form text, broad_log_id integer, delivery_id text, tag_id integer, kind text,
+                occurred_at timestamptz, kafka_partition integer, kafka_offset bigint
+                """,
+            columns: [
+                "tracking_id", "message_id", "message_id_form", "broad_log_id", "delivery_id", "tag_id", "kind", "occurred_at", "kafka_partition",
+                "kafka_offset",
+            ], logger: logger)
         // One statement: the hits, then the (delivery, message, kind) pairs seen for the first
         // time among the rows really inserted, then those firsts added to the delivery's
         // impressions and opens (locked in key order, as every writer of the counters does).
@@ -59,11 +89,8 @@ package struct TrackingLogProjection: EnvelopeProjection {
             WITH hits AS (
                 INSERT INTO push.tracking_log (
                     tracking_id, message_id, message_id_form, broad_log_id, delivery_id, tag_id, kind, occurred_at, kafka_partition, kafka_offset)
-                SELECT t, m, f, nullif(b, 0), d, g, k, o, p, n FROM unnest(
-                    \(hits.map(\.trackingId))::uuid[], \(hits.map(\.messageId))::text[], \(hits.map(\.messageIdForm))::text[],
-                    \(hits.map { $0.broadLogId ?? 0 })::int[], \(hits.map(\.deliveryId))::text[], \(hits.map(\.tagId))::int[], \(hits.map(\.kind))::text[],
-                    \(hits.map(\.occurredAt))::timestamptz[], \(events.map(\.partition))::int[], \(events.map(\.offset))::bigint[]
-                ) AS x(t, m, f, b, d, g, k, o, p, n)
+                SELECT tracking_id, message_id, message_id_form, broad_log_id, delivery_id, tag_id, kind, occurred_at, kafka_partition, kafka_offset
+                FROM tracking_log_stage
                 ON CONFLICT (tracking_id, occurred_at) DO NOTHING
                 RETURNING delivery_id, message_id, kind, occurred_at
             ), firsts AS (

@@ -25,17 +25,33 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     package typealias Message = Transport.Message
 
     package struct Topics: Sendable {
+        /// What this sender reads first-hand: a lane's message topic, or the throttled topic.
         package var messages: String
+        /// Where retries and paused deliveries' messages go (and, read here too unless this is
+        /// the throttled topic's sender, come back from).
         package var retries: String
+        /// Where a message is set aside until its throttle slot (`push.<p>.throttled`).
+        package var throttled: String
         package var results: String
         package var subscriptions: String
 
-        package init(messages: String, retries: String, results: String, subscriptions: String) {
+        package init(messages: String, retries: String, throttled: String, results: String, subscriptions: String) {
             self.messages = messages
             self.retries = retries
+            self.throttled = throttled
             self.results = results
             self.subscriptions = subscriptions
         }
+
+        /// The throttled topic's sender reads that topic only: its records come back there.
+        var readsThrottled: Bool { messages == throttled }
+
+        /// The topics the consumer reads.
+        var read: [String] { readsThrottled ? [throttled] : [messages, retries] }
+
+        /// Where a record waiting in memory is re-appended when this instance stops or loses its
+        /// partition: the topic it came through (the retry topic stands for a lane's two).
+        var handBack: String { readsThrottled ? throttled : retries }
     }
 
     let transport: Transport
@@ -184,9 +200,11 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         self.throttle = throttle
         var configuration = consumer
         configuration.groupID = settings.group
-        configuration.topics = [topics.messages, topics.retries]
-        // A sender may wait up to a retry delay for room before it reads again (see `maxHeld`).
-        configuration.maxPollIntervalMilliseconds = max(configuration.maxPollIntervalMilliseconds, settings.retryMaxMilliseconds + 300_000)
+        configuration.topics = topics.read
+        // A sender may wait up to a retry delay for room before it reads again (see `maxHeld`);
+        // the throttled topic's, until the earliest slot it holds comes.
+        configuration.maxPollIntervalMilliseconds = max(
+            configuration.maxPollIntervalMilliseconds, settings.retryMaxMilliseconds + 300_000, topics.readsThrottled ? 3_600_000 : 0)
         self.consumerConfiguration = configuration
         var logger = logger
         logger[metadataKey: "sender"] = .string(transport.provider)

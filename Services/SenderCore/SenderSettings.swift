@@ -1,6 +1,17 @@
 import PushEvents
 import PushRuntime
 
+/// What one `MessageSender` of a sender process reads (docs/senders.md, "Lanes"): the metrics'
+/// and logs' label `lane`.
+package enum SenderLane: String, Sendable, Hashable {
+    /// `push.<p>.transactional.messages` and `.retries`.
+    case transactional
+    /// `push.<p>.messages` and `.retries`.
+    case bulk
+    /// `push.<p>.throttled`: both lanes' messages set aside until their throttle slot.
+    case throttled
+}
+
 /// One sender's settings, read from `<PREFIX>_*` variables (`APNS_SENDER_*`, `FCM_SENDER_*`;
 /// docs/configuration.md). The two senders share the shape and differ in defaults.
 package struct SenderSettings: Sendable, Hashable {
@@ -33,7 +44,7 @@ package struct SenderSettings: Sendable, Hashable {
     /// at again (`<PREFIX>_PAUSE_RECHECK_MS`): a resume reaches waiting messages within this time.
     package var pauseRecheckMilliseconds: Int = 5_000
     /// The lane this instance's `MessageSender` reads (set by `transactionalLane`).
-    package var lane: DeliveryPriority = .bulk
+    package var lane: SenderLane = .bulk
     /// Consumer group of the transactional lane's consumers (`<PREFIX>_TRANSACTIONAL_GROUP`,
     /// default `<group>.transactional`): a group of its own, so that its partitions are never
     /// behind a bulk backlog in one consumer's fetch queue.
@@ -43,6 +54,11 @@ package struct SenderSettings: Sendable, Hashable {
     package var transactionalMaxInFlight: Int = 50
     /// Records held by the transactional lane per instance (`<PREFIX>_TRANSACTIONAL_MAX_HELD`).
     package var transactionalMaxHeld: Int = 1_000
+    /// Records of the throttled topic held per instance (`<PREFIX>_MAX_HELD_THROTTLED`): waiting
+    /// for their slot, in flight or publishing. When reached, only the throttled topic's reading
+    /// pauses; it goes on as records are sent (their slots come in about the order they were
+    /// set aside).
+    package var throttledMaxHeld: Int = 1_000
 
     package init(
         group: String, maxInFlight: Int, maxHeld: Int = 20_000, retryBaseMilliseconds: Int = 1_000,
@@ -77,6 +93,7 @@ package struct SenderSettings: Sendable, Hashable {
             "\(prefix)_TRANSACTIONAL_MAX_IN_FLIGHT", default: defaults.transactionalMaxInFlight, in: 1...100_000)
         transactionalMaxHeld = try environment.int(
             "\(prefix)_TRANSACTIONAL_MAX_HELD", default: max(defaults.transactionalMaxHeld, transactionalMaxInFlight), in: transactionalMaxInFlight...1_000_000)
+        throttledMaxHeld = try environment.int("\(prefix)_MAX_HELD_THROTTLED", default: defaults.throttledMaxHeld, in: 1...1_000_000)
     }
 
     /// The settings of the transactional lane's `MessageSender`: its own group, in-flight and held
@@ -87,6 +104,18 @@ package struct SenderSettings: Sendable, Hashable {
         lane.group = transactionalGroup ?? "\(group).transactional"
         lane.maxInFlight = transactionalMaxInFlight
         lane.maxHeld = transactionalMaxHeld
+        return lane
+    }
+
+    /// The settings of the throttled topic's `MessageSender`: the group `<group>.throttled`, its
+    /// own held budget, at most as many sends in flight as the bulk lane (over the bulk lane's
+    /// connections); the rest as the bulk lane's.
+    package var throttledLane: SenderSettings {
+        var lane = self
+        lane.lane = .throttled
+        lane.group = "\(group).throttled"
+        lane.maxHeld = throttledMaxHeld
+        lane.maxInFlight = min(maxInFlight, throttledMaxHeld)
         return lane
     }
 

@@ -87,7 +87,8 @@ struct APNSSenderHarness: SenderHarness {
             suffix: suffix,
             topics: [
                 ("APNS_MESSAGES", "apns", 4), ("APNS_RETRIES", "apns-retries", 2), ("APNS_TRANSACTIONAL_MESSAGES", "apns-tx", 2),
-                ("APNS_TRANSACTIONAL_RETRIES", "apns-tx-retries", 1), ("MESSAGE_RESULTS", "results", 2), ("SUBSCRIPTIONS", "subscriptions", 2),
+                ("APNS_TRANSACTIONAL_RETRIES", "apns-tx-retries", 1), ("APNS_THROTTLED", "apns-throttled", 2), ("MESSAGE_RESULTS", "results", 2),
+                ("SUBSCRIPTIONS", "subscriptions", 2),
             ],
             settings: [
                 "APNS_SENDER_GROUP": "test.apns-sender.\(suffix)",

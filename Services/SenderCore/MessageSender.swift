@@ -9,7 +9,8 @@ import ServiceLifecycle
 import Synchronization
 
 /// A sender instance: a member of the sender's consumer group on the message topic and the retry
-/// topic, sending each record through a provider transport and publishing what became of it.
+/// topic (or, for the throttled lane, on the throttled topic alone), sending each record through
+/// a provider transport and publishing what became of it.
 ///
 /// Guarantees (docs/senders.md):
 /// - A record's offset is stored only once the events of its outcome (`MessageSent`,

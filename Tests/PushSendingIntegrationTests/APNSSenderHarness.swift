@@ -106,8 +106,8 @@ struct APNSSenderHarness: SenderHarness {
         let catalog = configuration.topics
         try await Self.createTopics(
             [
-                catalog.apnsMessages, catalog.apnsRetries, catalog.apnsTransactionalMessages, catalog.apnsTransactionalRetries, catalog.messageResults,
-                catalog.subscriptions,
+                catalog.apnsMessages, catalog.apnsRetries, catalog.apnsTransactionalMessages, catalog.apnsTransactionalRetries, catalog.apnsThrottled,
+                catalog.messageResults, catalog.subscriptions,
             ], configuration: configuration, logger: logger)
         do {
             let result = try await Self.withPostgres(configuration: configuration, simulator: simulator, logger: logger) { postgres in

@@ -1,8 +1,10 @@
 import Foundation
+import Kafka
 import Logging
 import PostgresNIO
 import PushEvents
 import PushSending
+import PushStore
 import PushTestSupport
 import Synchronization
 import Testing
@@ -170,6 +172,55 @@ struct ThrottleTests {
             #expect((h.arrivals(throttled) + h.arrivals(free)).allSatisfy { $0 >= 1 }, "every message reached FCM")
             #expect(mostHeld > 0, "the throttled topic's reader held the set-aside records")
             #expect(mostHeld <= Double(budget), "\(Int(mostHeld)) throttled records held at once (budget \(budget))")
+            await sender.terminate()
+            #expect(sender.terminationStatus == 0, "\(sender.logTail())")
+        }
+    }
+
+    @Test(
+        "records an older fcm-sender set aside on the retry topic for their throttle slot (notBefore, header push-throttle-slot) are still read back there and sent: each once, none before its slot, at most 20 a second"
+    )
+    func olderRetryTopicRecords() async throws {
+        try await FCMSenderHarness.with { h in
+            let rate = 20
+            var messages = Self.messages(h, count: 100, deliveryId: "older-\(h.suffix)", throttle: rate)
+            // As the previous version wrote them: slots 1 / (0.9 × 20) s apart, a few seconds ahead.
+            let start = Date().addingTimeInterval(4)
+            var slots: [UUID: Int64] = [:]
+            let producer = try KafkaProducer(configuration: h.configuration.producer, logger: h.logger)
+            var records: [KafkaProducerRecord] = []
+            for index in messages.indices {
+                let slot = start.addingTimeInterval(Double(index) / (0.9 * Double(rate)))
+                let milliseconds = Int64((slot.timeIntervalSince1970 * 1000).rounded(.up))
+                messages[index].notBefore = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+                slots[messages[index].messageId] = milliseconds
+                var record = try KafkaProducerRecord(
+                    topic: h.retryTopic.name, event: EventEnvelope(key: messages[index].recordKey, payload: messages[index]))
+                record.headers.append(KafkaHeader(name: "push-throttle-slot", string: String(milliseconds)))
+                records.append(record)
+            }
+            for result in await producer.send(records) { _ = try result.get() }
+            await producer.close()
+            // The previous version took those slots from the delivery's timeline: a slot taken
+            // now (one of those went stale before the sender read it) comes after them.
+            let end = start.addingTimeInterval(Double(messages.count) / (0.9 * Double(rate)))
+            try await h.postgres.query(
+                "INSERT INTO push.delivery_throttle (delivery_id, next_slot, per_second) VALUES (\(messages[0].deliveryId), \(end), \(rate))", logger: h.logger)
+
+            let opsPort = try EphemeralPort.next()
+            let sender = try h.startExecutable(opsPort: opsPort)
+            defer { sender.killIfRunning() }
+            let results = try await h.waitForResults(messages.count, within: .seconds(90))
+            #expect(Set(results.filter { $0.type == "MessageSent" }.map(\.messageId)).count == messages.count, "every message ends MessageSent")
+            #expect(h.arrivals(messages) == Array(repeating: 1, count: messages.count), "each message reached FCM once")
+            let early = h.simulator.state.notifications(limit: 1_000_000).filter { entry in
+                guard let id = entry.mId.flatMap({ UUID(uuidString: $0) }), let slot = slots[id] else { return false }
+                return entry.receivedAtMs < slot
+            }
+            #expect(early.isEmpty, "\(early.count) messages reached FCM before their slot")
+            let peak = Self.peakPerSecond(Self.arrivalTimes(h, messages))
+            print("older retry-topic records: peak \(peak)/s over \(messages.count) arrivals, \(early.count) before their slot")
+            #expect(peak <= rate, "the throttled delivery reached FCM \(peak) times in one second (rate \(rate))")
             await sender.terminate()
             #expect(sender.terminationStatus == 0, "\(sender.logTail())")
         }

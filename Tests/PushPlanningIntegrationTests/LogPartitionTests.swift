@@ -185,4 +185,30 @@ struct LogPartitionTests {
             #expect(error?.description.contains("PUSH_LOG_RETENTION_DAYS") == true)
         }
     }
+    @Test(
+        "the planner's maintenance run deletes the throttle timelines whose next slot is more than a minute past (the same as no row) and keeps the others"
+    )
+    func pastThrottleTimelines() async throws {
+        try await DeliveryIndicatorTests.run { h in
+            let suffix = UUID().uuidString.prefix(8)
+            let (past, recent, ahead) = ("throttle-past-\(suffix)", "throttle-recent-\(suffix)", "throttle-ahead-\(suffix)")
+            try await h.postgres.query(
+                """
+                INSERT INTO push.delivery_throttle (delivery_id, next_slot, per_second, updated_at) VALUES
+                    (\(past), clock_timestamp() - interval '2 minutes', 10, clock_timestamp() - interval '3 minutes'),
+                    (\(recent), clock_timestamp() - interval '20 seconds', 10, clock_timestamp() - interval '30 seconds'),
+                    (\(ahead), clock_timestamp() + interval '1 hour', 10, clock_timestamp())
+                """, logger: h.logger)
+            await LogPartitionMaintenance(postgres: h.postgres, retentionDays: 0, logger: h.logger).runOnce()
+            let rows = try await h.postgres.query(
+                "SELECT delivery_id FROM push.delivery_throttle WHERE delivery_id IN (\(past), \(recent), \(ahead)) ORDER BY delivery_id", logger: h.logger)
+            var left: [String] = []
+            for try await id in rows.decode(String.self) { left.append(id) }
+            #expect(left == [ahead, recent].sorted(), "rows left: \(left)")
+            // Deleting again finds nothing of these; the remaining past row goes once it is a minute old.
+            let again = try await h.postgres.withConnection { try await ThrottleTimelines.deletePast(margin: .seconds(10), on: $0, logger: h.logger) }
+            #expect(again >= 1, "the row 20 s past is deleted with a 10 s margin")
+            try await h.postgres.query("DELETE FROM push.delivery_throttle WHERE delivery_id IN (\(past), \(recent), \(ahead))", logger: h.logger)
+        }
+    }
 }

@@ -11,6 +11,10 @@ import ServiceLifecycle
 /// finds its partition gone does nothing. A failure (PostgreSQL away, a lock not granted in
 /// time) is logged and tried again at the next run: rows never wait for it, since a month
 /// without its partition is held by the default partition.
+///
+/// Each run also deletes the throttled deliveries' timelines that are past
+/// (`ThrottleTimelines.deletePast`: `push.delivery_throttle` rows whose `next_slot` is more than a
+/// minute ago, the same as no row), so that the table holds only the deliveries sending lately.
 package struct LogPartitionMaintenance: Service {
     let postgres: PostgresClient
     let retentionDays: Int
@@ -55,6 +59,13 @@ package struct LogPartitionMaintenance: Service {
         } catch is CancellationError {
         } catch {
             logger.warning("Log partition maintenance failed; trying again at the next run", metadata: ["error": "\(error)"])
+        }
+        do {
+            let deleted = try await postgres.withConnection { try await ThrottleTimelines.deletePast(on: $0, logger: logger) }
+            if deleted > 0 { logger.info("Deleted past throttle timelines", metadata: ["rows": "\(deleted)"]) }
+        } catch is CancellationError {
+        } catch {
+            logger.warning("Deleting past throttle timelines failed; trying again at the next run", metadata: ["error": "\(error)"])
         }
     }
 }

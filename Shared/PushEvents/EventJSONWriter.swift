@@ -224,13 +224,14 @@ package struct EventJSONWriter {
     }
 }
 
-/// Calendar arithmetic for event dates (proleptic Gregorian, UTC).
-enum EventJSONDate {
+/// Calendar arithmetic for event dates (proleptic Gregorian, UTC); also the COPY rows'
+/// timestamps (`CopyTextRows`).
+package enum EventJSONDate {
     /// Seconds from 1970-01-01 to 2001-01-01, Foundation's reference date.
     static let referenceDateSince1970 = 978_307_200
 
     /// (year, month, day) of the day `days` after 1970-01-01.
-    static func civil(fromDays days: Int) -> (Int, Int, Int) {
+    package static func civil(fromDays days: Int) -> (Int, Int, Int) {
         let shifted = days + 719_468
         let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
         let dayOfEra = shifted - era * 146_097

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
+import PushEvents
 import PushWire
 
 /// Rows in the text format of PostgreSQL's `COPY ... FROM STDIN`, written straight into the
@@ -102,7 +103,7 @@ package struct CopyTextRows: Sendable {
         }
         let days = Int(seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400)
         let ofDay = Int(seconds) - days * 86_400
-        let (year, month, day) = CivilDate.civil(fromDays: days)
+        let (year, month, day) = EventJSONDate.civil(fromDays: days)
         guard (1...9999).contains(year) else {
             // Outside four digits (no event date is): PostgreSQL's own reading of the epoch.
             buffer.writeString("epoch")
@@ -149,22 +150,6 @@ package struct CopyTextRows: Sendable {
             } while rest > 0 || count < width
             buffer.writeBytes(UnsafeRawBufferPointer(rebasing: digits[(24 - count)...]))
         }
-    }
-}
-
-/// Calendar arithmetic (proleptic Gregorian, UTC) for the rows' timestamps.
-enum CivilDate {
-    /// (year, month, day) of the day `days` after 1970-01-01.
-    static func civil(fromDays days: Int) -> (Int, Int, Int) {
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 }
 

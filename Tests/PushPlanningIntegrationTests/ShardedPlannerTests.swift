@@ -28,6 +28,12 @@ struct ShardedPlannerTests {
         environment["PLANNER_SHARD_SIZE"] = "4000"
         environment["PLANNER_POLL_INTERVAL_MS"] = "100"
         environment["PLANNER_IDLE_WAIT_MS"] = "500"
+        // The test stops its planners one after the other: the last one's consumers close while
+        // their groups rebalance after the others left, and librdkafka's close then blocks for up
+        // to the session timeout (6 s here). With the 7 s default, that and the other consumers'
+        // closes outlasted the grace on CI (stop 33: status 70, the planner group closed 8 s
+        // after SIGTERM). The shutdown's budget is the platform's choice (docs/configuration.md).
+        environment["PUSH_SHUTDOWN_GRACE_MS"] = "20000"
         return try BuiltExecutable("delivery-planning", environment: environment)
     }
 

@@ -82,6 +82,12 @@ extension MessageSender {
             // The control that withdrew it decides; active again already (a resume in between):
             // sent again at once, without counting an attempt.
             if let controlled = try controlled(work, at: now) { return controlled }
+            // Active: its throttle slot went stale while it waited for a stream (`send`). Read
+            // back from the retry topic at once, where it takes a new slot.
+            if let slot = work.slot, !ThrottleRate.usable(slot, now: now) {
+                metrics.throttled(.late)
+                return try consequences(of: .deferred(reason: "throttle-late", until: now), for: work)
+            }
             return try consequences(of: .deferred(reason: "withdrawn", until: now), for: work)
         case .deferred(let reason, let until):
             guard until < message.validUntil else { return ([try expired(work, at: now)], Tally(outcome: "expired", reason: reason)) }

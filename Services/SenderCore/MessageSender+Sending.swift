@@ -16,9 +16,17 @@ extension MessageSender {
         sending.wrappingAdd(1, ordering: .relaxed)
         let started = ContinuousClock.now
         // Asked again just before the request is written: a send that waited for a stream while
-        // its delivery was cancelled or paused is withdrawn instead of reaching the provider.
+        // its delivery was cancelled or paused is withdrawn instead of reaching the provider, and
+        // so is one whose throttle slot went stale meanwhile (the first sends of a delivery wait
+        // for the connection's TLS handshake: written together once it is up, they would reach
+        // the provider faster than the rate). A stale slot's message takes a new slot.
         let deliveryId = work.message.deliveryId
-        let stillWanted: @Sendable () -> Bool = { [controls] in controls.state(of: deliveryId) == .active }
+        let slot = work.slot
+        let stillWanted: @Sendable () -> Bool = { [controls, now] in
+            guard controls.state(of: deliveryId) == .active else { return false }
+            guard let slot else { return true }
+            return ThrottleRate.usable(slot, now: now())
+        }
         transport.send(work.message, waiting: waitingSends, stillWanted: stillWanted) { [self] outcome in
             metrics.sendLatency.recordNanoseconds(Int64((ContinuousClock.now - started) / .nanoseconds(1)))
             let wake = waiting.withLock { waiting in

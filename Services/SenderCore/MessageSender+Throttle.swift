@@ -52,7 +52,8 @@ extension MessageSender {
                     work = work.with(slot: nil)
                     continue
                 }
-                send(work)
+                // The slot rides with the request: checked again when it is written (`send`).
+                send(work.with(slot: slot))
                 return nil
             }
         }

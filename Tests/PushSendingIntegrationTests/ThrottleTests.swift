@@ -109,6 +109,8 @@ struct ThrottleTests {
             let deferred = try await h.metric("push_sender_throttle_waits_total", labels: [#"wait="deferred""#], opsPort: portB) ?? 0
             let held = try await h.metric("push_sender_throttle_waits_total", labels: [#"wait="held""#], opsPort: portB) ?? 0
             #expect(deferred + held > 0, "the surviving instance paced throttled messages")
+            let late = try await h.metric("push_sender_throttle_waits_total", labels: [#"wait="late""#], opsPort: portB) ?? 0
+            print("throttle run, surviving instance: \(Int(held)) held, \(Int(deferred)) deferred, \(Int(late)) late (a new slot taken)")
             await second.terminate()
             await third.terminate()
             #expect(second.terminationStatus == 0, "\(second.logTail())")

@@ -37,13 +37,13 @@ struct SenderCoreTests {
         #expect(plain.throttledLane.group == "push-fcm-sender.throttled")
         #expect(plain.throttledLane.maxHeld == 1_000)
         #expect(plain.throttledLane.maxInFlight == 200)
-        #expect(plain.maxHeld == 20_000)
+        #expect(plain.maxHeld == 5_000)
         let small = try SenderSettings(
             prefix: "FCM_SENDER", defaults: defaults, environment: EnvironmentSettings(["FCM_SENDER_MAX_HELD_THROTTLED": "100", "FCM_SENDER_GROUP": "g"]))
         #expect(small.throttledLane.maxHeld == 100)
         #expect(small.throttledLane.maxInFlight == 100)
         #expect(small.throttledLane.group == "g.throttled")
-        #expect(small.maxHeld == 20_000, "the bulk lane's budget is its own")
+        #expect(small.maxHeld == 5_000, "the bulk lane's budget is its own")
         let error = #expect(throws: ConfigurationError.self) {
             try SenderSettings(prefix: "FCM_SENDER", defaults: defaults, environment: EnvironmentSettings(["FCM_SENDER_MAX_HELD_THROTTLED": "0"]))
         }

@@ -41,7 +41,8 @@ struct ThrottleTests {
         var buckets = [Int](repeating: 0, count: 20)
         for time in sorted where time >= from && time < best.start + 1000 { buckets[Int((time - from) / 100)] += 1 }
         let offset = Double(best.start - (sorted.first ?? 0)) / 1000
-        return "peak window \(offset) s after the first arrival; per 100 ms from 1 s before it: \(buckets.prefix(10).map(String.init).joined(separator: " ")) | \(buckets.suffix(10).map(String.init).joined(separator: " "))"
+        return
+            "peak window \(offset) s after the first arrival; per 100 ms from 1 s before it: \(buckets.prefix(10).map(String.init).joined(separator: " ")) | \(buckets.suffix(10).map(String.init).joined(separator: " "))"
     }
 
     /// When each arrival of `messages` reached the simulator (ms since the epoch), re-sends included.

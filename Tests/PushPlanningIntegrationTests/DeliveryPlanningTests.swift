@@ -167,12 +167,21 @@ struct DeliveryPlanningTests {
             #expect(badges.count == 3)
             for payload in badges { #expect(payload["aps"] as? [String: Int] == ["badge": 5]) }
 
-            try await h.eventually("the undeclared sound rejected") {
-                try await h.deliveryEvents().contains { event in
-                    event["type"] as? String == "DeliveryRejected"
-                        && ((event["data"] as? [String: Any])?["reason"] as? String)?.contains(
-                            "content.ios.sound 'horn.caf' is not declared by iOS app '\(ios.integrationKey)' (declared: gate-chime.caf") == true
+            // What was seen, for the failure's message (CI once timed out here; not reproduced).
+            var seen: [String] = []
+            do {
+                try await h.eventually("the undeclared sound rejected") {
+                    seen = try await h.deliveryEvents().map { event in
+                        "\(event["type"] as? String ?? "?") \(((event["data"] as? [String: Any])?["reason"] as? String) ?? "")"
+                    }
+                    return seen.contains {
+                        $0.contains("content.ios.sound 'horn.caf' is not declared by iOS app '\(ios.integrationKey)' (declared: gate-chime.caf")
+                    }
                 }
+            } catch {
+                let status = try await h.deliveryStatus(requestId: "horn-\(h.suffix)") ?? "no row"
+                Issue.record("delivery events seen: \(seen); the horn request's status in push.deliveries: \(status)")
+                throw error
             }
         }
     }

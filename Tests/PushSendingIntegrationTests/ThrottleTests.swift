@@ -13,28 +13,28 @@ import Testing
 /// beside it goes at the senders' own pace.
 @Suite("Throttle at the provider", .serialized)
 struct ThrottleTests {
-    /// The most arrivals in any one-second window `[t, t + 1 s)` starting at an arrival (ms times).
-    static func peakPerSecond(_ times: [Int64]) -> Int {
-        let sorted = times.sorted()
-        var peak = 0
-        var end = 0
-        for start in sorted.indices {
-            while end < sorted.count, sorted[end] < sorted[start] + 1000 { end += 1 }
-            peak = max(peak, end - start)
-        }
-        return peak
-    }
-
-    /// The arrivals per 100 ms from a second before the busiest one-second window to its end: what
-    /// a failed peak shows (a burst, or arrivals bunched by the host's scheduling).
-    static func peakHistogram(_ times: [Int64]) -> String {
-        let sorted = times.sorted()
+    /// The busiest one-second window `[t, t + 1 s)` starting at an arrival (ms times): its start
+    /// and how many arrivals it holds.
+    static func peakWindow(_ sorted: [Int64]) -> (start: Int64, count: Int) {
         var best = (start: Int64(0), count: 0)
         var end = 0
         for start in sorted.indices {
             while end < sorted.count, sorted[end] < sorted[start] + 1000 { end += 1 }
             if end - start > best.count { best = (sorted[start], end - start) }
         }
+        return best
+    }
+
+    /// The most arrivals in any one-second window starting at an arrival (ms times).
+    static func peakPerSecond(_ times: [Int64]) -> Int {
+        peakWindow(times.sorted()).count
+    }
+
+    /// The arrivals per 100 ms from a second before the busiest one-second window to its end: what
+    /// a failed peak shows (a burst, or arrivals bunched by the host's scheduling).
+    static func peakHistogram(_ times: [Int64]) -> String {
+        let sorted = times.sorted()
+        let best = peakWindow(sorted)
         let from = best.start - 1000
         var buckets = [Int](repeating: 0, count: 20)
         for time in sorted where time >= from && time < best.start + 1000 { buckets[Int((time - from) / 100)] += 1 }

@@ -18,7 +18,7 @@ extension MessageSender {
         // Asked again just before the request is written: a send that waited for a stream while
         // its delivery was cancelled or paused is withdrawn instead of reaching the provider, and
         // so is one whose throttle slot went stale meanwhile (the first sends of a delivery wait
-        // for the connection's TLS handshake: written together once it is up, they would reach
+        // for the connection's TLS handshake: written together once it is up, they could reach
         // the provider faster than the rate). A stale slot's message takes a new slot.
         let deliveryId = work.message.deliveryId
         let slot = work.slot

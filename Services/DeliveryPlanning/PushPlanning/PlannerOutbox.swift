@@ -51,8 +51,12 @@ package enum PlannerOutbox {
     }
 }
 
-/// Publishes the outbox in order and deletes what the broker stored. One instance publishes at
-/// a time (a transaction-scoped advisory lock), so events of one key keep their order.
+/// Publishes the committed rows of the outbox in `seq` order and deletes exactly the rows the
+/// broker stored. One instance publishes at a time (a transaction-scoped advisory lock). Rows
+/// of concurrent transactions may commit out of `seq` order; a row committed after a batch of
+/// higher ones was read goes out in the next batch. The events of one key keep their order:
+/// they are written by transactions that follow one another (a delivery is accepted, then
+/// planned) or by one transaction.
 ///
 /// It does not poll the table: the outbox is written by this same process (the intake and the
 /// fan-out), which raises `outboxWritten` after each transaction that wrote to it committed,
@@ -117,7 +121,7 @@ package final class PlannerOutboxPublisher: Service {
                 logger: logger
             )
             var records: [KafkaProducerRecord] = []
-            var last: Int64 = 0
+            var sent: [Int64] = []
             let decoder = JSONDecoder()
             for try await (seq, topic, key, value, headers) in rows.decode((Int64, String, ByteBuffer?, ByteBuffer, String).self) {
                 let stored = (try? decoder.decode([PlannerOutbox.StoredHeader].self, from: Data(headers.utf8))) ?? []
@@ -126,13 +130,15 @@ package final class PlannerOutboxPublisher: Service {
                         topic: topic, key: key.map { Array($0.readableBytesView) }, value: Array(value.readableBytesView),
                         headers: stored.map { KafkaHeader(name: $0.name, value: $0.value.flatMap { Data(base64Encoded: $0) }.map { Array($0) }) }
                     ))
-                last = seq
+                sent.append(seq)
             }
             guard !records.isEmpty else { return 0 }
             for result in await producer.send(records) {
                 _ = try result.get()
             }
-            try await connection.query("DELETE FROM push.planner_outbox WHERE seq <= \(last)", logger: logger)
+            // Exactly the rows sent, not `seq <= last`: a writer that took a lower seq may have
+            // committed while the batch was being sent, and this statement would see its row.
+            try await connection.query("DELETE FROM push.planner_outbox WHERE seq = ANY(\(sent))", logger: logger)
             return records.count
         }
         published.increment(by: count ?? 0)

@@ -5,9 +5,18 @@ import ServiceLifecycle
 import Synchronization
 
 /// The deliveries an operator cancelled or paused, as `push.delivery_controls` says (the
-/// deliveries projection of `push.delivery-events`), read every `refresh`: only the rows whose
-/// `version` grew since the last read, so a refresh costs one indexed query whatever the number
-/// of deliveries. The sender asks it about every message before sending (`MessageSender.take`).
+/// deliveries projection of `push.delivery-events`), read every `refresh`: only the rows written
+/// by a transaction that may have committed since the last read, so a refresh costs one indexed
+/// query whatever the number of deliveries. The sender asks it about every message before
+/// sending (`MessageSender.take`).
+///
+/// The cursor is not the highest `version` seen: versions are taken before their transactions
+/// commit, and two planner instances project in parallel, so a change with a lower version can
+/// commit after a higher one was read. It is the oldest transaction still running when the last
+/// read's snapshot was taken (`pg_snapshot_xmin`): every transaction that commits later has an
+/// id at or above it, and the trigger of migration 25 stamps each row with its writer's id. A
+/// row may be read twice (its transaction committed before the last read, but after an older
+/// one began); it holds the delivery's current state, so reading it again changes nothing.
 ///
 /// A sender reads no message before the first read succeeded (`loaded()`): after a restart, a
 /// cancelled delivery's messages are not sent while the table is being read.
@@ -19,8 +28,9 @@ package final class DeliveryControls: Service, Sendable {
     let postgres: PostgresClient
     let refresh: Duration
     let logger: Logger
-    /// Deliveries not active, and the highest version read.
-    private let known = Mutex<(states: [String: State], version: Int64, loaded: Bool)>(([:], 0, false))
+    /// Deliveries not active, and where the next read starts: the `xid8` (as text) of the oldest
+    /// transaction running at the last read.
+    private let known = Mutex<(states: [String: State], horizon: String, loaded: Bool)>(([:], "0", false))
     /// One per task waiting in `loaded()` (each lane's sender waits; a `Wakeup` has one waiter).
     private let firstReadWaiters = Mutex<[Wakeup]>([])
 
@@ -66,24 +76,36 @@ package final class DeliveryControls: Service, Sendable {
         }
     }
 
-    /// Reads what changed since the last read.
-    func read() async throws {
-        let since = known.withLock { $0.version }
+    /// Reads what may have changed since the last read (one statement: the rows and the horizon
+    /// come from the same snapshot).
+    package func read() async throws {
+        let since = known.withLock { $0.horizon }
         let rows = try await postgres.query(
-            "SELECT delivery_id, state, version FROM push.delivery_controls WHERE version > \(since) ORDER BY version", logger: logger)
-        var changes: [(String, State, Int64)] = []
-        for try await (deliveryId, state, version) in rows.decode((String, String, Int64).self) {
-            changes.append((deliveryId, State(rawValue: state) ?? .active, version))
+            """
+            SELECT h.horizon::text, c.delivery_id, c.state
+            FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS horizon) h
+            LEFT JOIN push.delivery_controls c ON c.writer_xid >= \(since)::xid8
+            ORDER BY c.version
+            """,
+            logger: logger)
+        var horizon = since
+        var changes: [(String, State)] = []
+        for try await (rowHorizon, deliveryId, state) in rows.decode((String, String?, String?).self) {
+            horizon = rowHorizon
+            if let deliveryId, let state { changes.append((deliveryId, State(rawValue: state) ?? .active)) }
         }
-        let first = known.withLock { known in
-            for (deliveryId, state, version) in changes {
+        // Only what differs from the state known: a row read again is not a change to log.
+        let (first, changed) = known.withLock { known in
+            var changed: [(String, State)] = []
+            for (deliveryId, state) in changes where state != (known.states[deliveryId] ?? .active) {
                 if state == .active { known.states[deliveryId] = nil } else { known.states[deliveryId] = state }
-                known.version = max(known.version, version)
+                changed.append((deliveryId, state))
             }
+            known.horizon = horizon
             defer { known.loaded = true }
-            return !known.loaded
+            return (!known.loaded, changed)
         }
-        for (deliveryId, state, _) in changes where !first {
+        for (deliveryId, state) in changed where !first {
             logger.notice("Delivery control", metadata: ["delivery.id": "\(deliveryId)", "state": "\(state.rawValue)"])
         }
         if first { for waiter in firstReadWaiters.withLock({ $0 }) { waiter.signal() } }

@@ -647,5 +647,31 @@ package enum Migrations {
                     'The device''s token: from push.subscriptions when the row was written from a v2 event and the device was still there, NULL otherwise (a device purged or erased before); rows from v1 events keep the token the event carried'
                 """,
             ]),
+        Migration(
+            version: 25, name: "delivery_controls: the transaction that wrote each change (the senders' read cursor)",
+            statements: [
+                // `version` orders changes but is taken before its transaction commits, so two
+                // projection transactions (two planner instances) can commit out of version order;
+                // a reader that resumes after the highest version it saw would skip the other
+                // forever. Readers resume from their last snapshot's oldest running transaction.
+                "ALTER TABLE push.delivery_controls ADD COLUMN writer_xid xid8 NOT NULL DEFAULT pg_current_xact_id()",
+                """
+                CREATE FUNCTION push.delivery_controls_writer() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                    NEW.writer_xid := pg_current_xact_id();
+                    RETURN NEW;
+                END
+                $$
+                """,
+                """
+                CREATE TRIGGER delivery_controls_writer BEFORE INSERT OR UPDATE ON push.delivery_controls
+                FOR EACH ROW EXECUTE FUNCTION push.delivery_controls_writer()
+                """,
+                "CREATE INDEX delivery_controls_writer ON push.delivery_controls (writer_xid)",
+                """
+                COMMENT ON COLUMN push.delivery_controls.writer_xid IS
+                    'The transaction that last wrote the row (set by a trigger): a reader that asks for rows with writer_xid at or above the oldest transaction running at its previous read (pg_snapshot_xmin) sees every change committed since, whatever the commit order'
+                """,
+            ]),
     ]
 }

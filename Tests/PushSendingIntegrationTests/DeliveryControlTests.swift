@@ -1,8 +1,12 @@
 import Foundation
 import PostgresNIO
 import PushEvents
+import PushPlanning
+import PushSending
 import PushTestSupport
 import Testing
+
+@testable import PushStore
 
 /// Cancel and pause as the senders see them: `push.delivery_controls` (what the deliveries
 /// projection writes from `DeliveryCancelled`, `DeliveryPaused`, `DeliveryResumed`; the planning
@@ -106,6 +110,58 @@ struct DeliveryControlTests {
             let results = try await h.withSender { try await h.waitForResults(messages.count, within: .seconds(120)) }
             #expect(results.allSatisfy { $0.type == "MessageSent" })
             #expect(h.arrivals(messages) == Array(repeating: 1, count: messages.count), "each message reached FCM exactly once")
+        }
+    }
+
+    /// Two planner instances project `push.delivery-events` in parallel: a cancellation whose
+    /// transaction took its version first can commit after a pause with a higher version was
+    /// read. The sender's reader must still see it (before migration 25 it resumed after the
+    /// highest version it had read, and never did).
+    @Test("a cancellation committed after a later change was read is still seen by the senders' reader")
+    func outOfOrderCommits() async throws {
+        try await FCMSenderHarness.with { h in
+            let (early, late) = ("early-\(h.suffix)", "late-\(h.suffix)")
+            let projection = DeliveryProjection(name: "test.controls.\(h.suffix)", topic: "t")
+            @Sendable func control(_ deliveryId: String, _ state: String, offset: Int64) -> [ProjectedEvent<DeliveryProjection.Event>] {
+                [ProjectedEvent(topic: "t", partition: 0, offset: offset, event: .control(deliveryId: deliveryId, state: state, at: Date(), eventId: UUID()))]
+            }
+            let controls = DeliveryControls(postgres: h.postgres, refresh: .seconds(60), logger: h.logger)
+            try await controls.read()
+            let (takenStream, tookVersion) = AsyncStream<Void>.makeStream()
+            let (commitStream, mayCommit) = AsyncStream<Void>.makeStream()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                // The cancellation: its version is taken, then its transaction waits.
+                group.addTask {
+                    try await h.postgres.withTransaction(logger: h.logger) { connection in
+                        try await projection.apply(control(early, "cancelled", offset: 0), on: connection, logger: h.logger)
+                        tookVersion.yield()
+                        for await _ in commitStream { break }
+                    }
+                }
+                for await _ in takenStream { break }
+                // The pause takes a higher version and commits first; the reader sees it.
+                try await h.postgres.withTransaction(logger: h.logger) { connection in
+                    try await projection.apply(control(late, "paused", offset: 1), on: connection, logger: h.logger)
+                }
+                let versions = try await h.postgres.query(
+                    "SELECT delivery_id, version FROM push.delivery_controls WHERE delivery_id IN (\(early), \(late))", logger: h.logger)
+                var byDelivery: [String: Int64] = [:]
+                for try await (deliveryId, version) in versions.decode((String, Int64).self) { byDelivery[deliveryId] = version }
+                #expect(byDelivery[early] == nil, "the cancellation is not committed yet")
+                try await controls.read()
+                #expect(controls.state(of: late) == .paused)
+                #expect(controls.state(of: early) == .active)
+                // Now the cancellation commits, with the lower version.
+                mayCommit.yield()
+                try await group.waitForAll()
+            }
+            let versions = try await h.postgres.query(
+                "SELECT (SELECT version FROM push.delivery_controls WHERE delivery_id = \(early)) < (SELECT version FROM push.delivery_controls WHERE delivery_id = \(late))",
+                logger: h.logger)
+            for try await lower in versions.decode(Bool.self) { #expect(lower, "the cancellation's version is the lower one: it committed out of order") }
+            try await controls.read()
+            #expect(controls.state(of: early) == .cancelled, "the late-committed cancellation is seen")
+            #expect(controls.state(of: late) == .paused)
         }
     }
 }

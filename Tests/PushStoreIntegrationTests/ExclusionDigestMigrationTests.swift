@@ -50,7 +50,7 @@ struct ExclusionDigestMigrationTests {
                     logger: logger)
 
                 let applied = try await Migrator(client: client, logger: logger).migrate()
-                #expect(applied == [24])
+                #expect(applied == Migrations.all.map(\.version).filter { $0 >= 24 }, "24 and the later ones")
 
                 #expect(
                     try await strings("SELECT registration_token || ' ' || token_digest FROM push.exclusion_log ORDER BY 1") == [

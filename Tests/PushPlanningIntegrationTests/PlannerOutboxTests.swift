@@ -3,7 +3,6 @@ import Kafka
 import PostgresNIO
 import PushPlanning
 import PushRuntime
-import Synchronization
 import Testing
 
 /// The planner's outbox against the real broker and PostgreSQL.
@@ -18,7 +17,7 @@ struct PlannerOutboxTests {
         let (writers, perWriter) = (8, 25)
         try await PlanningHarness.run(
             planner: false,
-            more: { configuration, postgres, producer, logger in
+            more: { _, postgres, producer, logger in
                 [PlannerOutboxPublisher(postgres: postgres, producer: producer, outboxWritten: written, busyRetry: .milliseconds(20), logger: logger)]
             },
             { h in

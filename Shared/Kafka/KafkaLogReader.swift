@@ -57,11 +57,13 @@ package final class KafkaLogReader: Sendable {
     /// beginning for a partition not named) up to the partition's end at the time of reading,
     /// in offset order per partition.
     ///
-    /// The end is the high watermark the broker reports with fetched data (partition EOF), not
-    /// the answer to a ListOffsets request: Tansu 0.6 answers ListOffsets(latest) with the base
-    /// offset of the last batch + 1, which is short of the end when that batch holds several
-    /// records. (`endOffsets` may therefore be low on Tansu, which is safe for a mark taken
-    /// before writing: reading back from it reads a little more, never less.)
+    /// The end is the high watermark the broker reports with fetched data (the one that came
+    /// with a partition's first record, or partition EOF), so a topic still being written is
+    /// read to where it stood, not chased. It is not the answer to a ListOffsets request:
+    /// Tansu 0.6 answers ListOffsets(latest) with the base offset of the last batch + 1, which
+    /// is short of the end when that batch holds several records. (`endOffsets` may therefore
+    /// be low on Tansu, which is safe for a mark taken before writing: reading back from it
+    /// reads a little more, never less.)
     package func read(
         topic: String, from start: [Int32: Int64] = [:],
         timeout: Duration = .seconds(60),
@@ -93,6 +95,11 @@ package final class KafkaLogReader: Sendable {
             defer { _ = rd_kafka_assign(client.handle, nil) }
 
             var remaining = Set(0..<count)
+            // Each partition's end, fixed at its first fetched record: the high watermark of the
+            // fetch response that carried it (librdkafka caches it per partition). Partition EOF
+            // alone is not enough while a writer keeps appending: the consumer can trail a
+            // moving end for as long as the writes go on.
+            var ends: [Int32: Int64] = [:]
             while !remaining.isEmpty {
                 guard ContinuousClock.now < deadline else {
                     throw KafkaError(code: .consumer, reason: "reading \(topic) back did not reach the end of every partition in time", isRetriable: true)
@@ -112,7 +119,16 @@ package final class KafkaLogReader: Sendable {
                         logger.warning("Kafka fetch error while reading back", metadata: ["error": "\(KafkaError(code: .consumer, err))"])
                         continue
                     }
+                    let partition = message.pointee.partition
+                    if ends[partition] == nil {
+                        var low: Int64 = 0
+                        var high: Int64 = 0
+                        if rd_kafka_get_watermark_offsets(client.handle, topic, partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR, high > 0 {
+                            ends[partition] = high
+                        }
+                    }
                     records.append(KafkaConsumer.record(from: message))
+                    if let end = ends[partition], message.pointee.offset + 1 >= end { remaining.remove(partition) }
                 }
                 if !records.isEmpty { try body(records) }
             }

@@ -16,29 +16,52 @@ enum TargetingQuery {
     ) async throws -> [TargetedSubscription] {
         let filter = try AudienceFilter(delivery)
         // Bounds: strictly after the cursor, and up to `end` (the recorded end of an interrupted
-        // chunk, or the last key of the shard), at most `limit` rows.
-        let endApp = end?.appId ?? UUID(uuid: (255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255, 255))
-        let bounded = end != nil
-        let endToken = end?.token ?? ""
-        let rowLimit = limit
+        // chunk, or the last key of the shard), at most `limit` rows: one app's range at a time,
+        // in the primary key's order (a UUID's text sorts as its bytes do).
+        //
+        // Per app, because PostgreSQL (15, 16) does not start an index scan at a row comparison
+        // `(app_id, registration_token) > (a, t)` when `app_id = ANY(...)` is also given, nor stop
+        // at `(app_id, registration_token) <= (a, t)`: each page then walked the app's index from
+        // its first entry to the cursor and on to its last (docs/benchmarks.md, "The targeting
+        // page"). `app_id = $1 AND registration_token > $2 AND registration_token <= $3` starts
+        // and stops where it should.
+        let key = { (app: UUID) in app.uuidString }
+        var result: [TargetedSubscription] = []
+        for app in filter.apps.sorted(by: { key($0) < key($1) }) where key(app) >= key(cursor.appId) {
+            if let end, key(app) > key(end.appId) { break }
+            let remaining = limit - result.count
+            guard remaining > 0 else { break }
+            result += try await page(
+                of: app, after: app == cursor.appId ? cursor.token : "", through: app == end?.appId ? end?.token : nil,
+                limit: remaining, filter: filter, withParams: withParams, on: connection, logger: logger)
+        }
+        return result
+    }
+
+    /// Up to `limit` subscriptions of one app with a token after `after` and (when given) up to
+    /// `through`, in token order. Every token is non-empty, so `after: ""` is the app's start.
+    private static func page(
+        of app: UUID, after: String, through: String?, limit: Int, filter: AudienceFilter, withParams: Bool,
+        on connection: PostgresConnection, logger: Logger
+    ) async throws -> [TargetedSubscription] {
         let rows = try await connection.query(
             """
             SELECT app_id, registration_token, user_key, CASE WHEN \(withParams) THEN params::text ELSE '{}' END,
                    disabled OR unsubscribed_at IS NOT NULL,
                    CASE WHEN unsubscribed_at IS NOT NULL THEN 'unsubscribed' ELSE 'quarantined: ' || coalesce(disabled_reason, 'disabled') END
             FROM push.subscriptions
-            WHERE app_id = ANY(\(filter.apps))
-              AND (app_id, registration_token) > (\(cursor.appId), \(cursor.token))
-              AND (NOT \(bounded) OR (app_id, registration_token) <= (\(endApp), \(endToken)))
+            WHERE app_id = \(app)
+              AND registration_token > \(after)
+              AND (\(through)::text IS NULL OR registration_token <= \(through))
               AND CASE WHEN \(filter.isProof) THEN user_key = ANY(\(filter.proofUserKeys)) OR registration_token = ANY(\(filter.proofTokens))
                   ELSE (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys))) AND params @> \(filter.conditions)::jsonb END
-            ORDER BY app_id, registration_token
-            LIMIT \(rowLimit)
+            ORDER BY registration_token
+            LIMIT \(limit)
             """,
             logger: logger
         )
         var result: [TargetedSubscription] = []
-        result.reserveCapacity(min(rowLimit, 10_000))
+        result.reserveCapacity(min(limit, 10_000))
         let decoder = JSONDecoder()
         for try await (appId, token, userKey, params, disabled, reason) in rows.decode((UUID, String, String, String, Bool, String?).self) {
             let values = withParams ? ((try? decoder.decode([String: String].self, from: Data(params.utf8))) ?? [:]) : [:]

@@ -42,8 +42,8 @@ echo "bench: loading $MESSAGES pending messages of one delivery" >&2
 # its messages; broad_log_flat is an unpartitioned copy (primary key message_id, the same
 # indexes), the table as it was before migration 18, for the comparison.
 run -c "INSERT INTO push.broad_log_deliveries (delivery_id, log_month) VALUES ('bench', date_trunc('month', now() AT TIME ZONE 'UTC')::date)" \
-    -c "INSERT INTO push.broad_log (message_id, delivery_id, app_id, registration_token, platform, status, attempts, created_at, updated_at, log_month)
-        SELECT gen_random_uuid(), 'bench', gen_random_uuid(), 't' || g, 'ios', 'pending', 0, now(), now(), date_trunc('month', now() AT TIME ZONE 'UTC')::date
+    -c "INSERT INTO push.broad_log (message_id, delivery_id, app_id, registration_token, token_digest, platform, status, attempts, created_at, updated_at, log_month)
+        SELECT gen_random_uuid(), 'bench', gen_random_uuid(), 't' || g, push.token_digest('t' || g), 'ios', 'pending', 0, now(), now(), date_trunc('month', now() AT TIME ZONE 'UTC')::date
         FROM generate_series(1, $MESSAGES) g" \
     -c "CREATE TABLE push.broad_log_flat (LIKE push.broad_log INCLUDING DEFAULTS INCLUDING CONSTRAINTS)" \
     -c "INSERT INTO push.broad_log_flat SELECT * FROM push.broad_log" \

@@ -35,9 +35,10 @@ extension MessageSender {
             let sent = MessageSent(message: message.reference, providerMessageId: providerMessageId, attempts: message.attempt, sentAt: now)
             return ([try result(sent, of: work)], Tally(outcome: "sent"))
         case .tokenInvalid(let reason, let invalidSince):
-            let failed = MessageFailed(message: message.reference, failureType: "hard", reason: reason, attempts: message.attempt, failedAt: now)
+            let reference = message.reference
+            let failed = MessageFailed(message: reference, failureType: "hard", reason: reason, attempts: message.attempt, failedAt: now)
             // The device by its token's digest (version 2): push.subscriptions is kept forever.
-            let digest = TokenDigest.of(message.registrationToken)
+            let digest = reference.tokenDigest
             let disabled = SubscriptionDisabled(appId: message.appId, tokenDigest: digest, reason: reason, invalidSince: invalidSince ?? now)
             let envelope = EventEnvelope(
                 key: TokenDigest.subscriptionKey(appId: message.appId, tokenDigest: digest), payload: disabled,

@@ -19,9 +19,11 @@ package protocol OutgoingMessage: SingleEventDecodable {
 }
 
 extension OutgoingMessage {
+    /// What the results say of the message: the device by its token's digest (one SHA-256).
     package var reference: MessageReference {
         MessageReference(
-            messageId: messageId, broadLogId: broadLogId, deliveryId: deliveryId, appId: appId, registrationToken: registrationToken, platform: Self.platform)
+            messageId: messageId, broadLogId: broadLogId, deliveryId: deliveryId, appId: appId, tokenDigest: TokenDigest.of(registrationToken),
+            platform: Self.platform)
     }
 
     /// The key of the message's records: `<appId>:<token>`, so one device's records share a partition.

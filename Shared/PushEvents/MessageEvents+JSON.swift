@@ -175,7 +175,7 @@ extension MessageReference: EventJSONWritable {
         writer.string("deliveryId", deliveryId)
         writer.uuid("messageId", messageId)
         writer.string("platform", platform.rawValue)
-        writer.string("registrationToken", registrationToken)
+        writer.string("tokenDigest", tokenDigest)
     }
 }
 
@@ -244,6 +244,7 @@ extension MessageReference: EventJSONReadable {
         var broadLogId: Int32??
         var deliveryId: String?
         var appId: UUID?
+        var tokenDigest: String?
         var registrationToken: String?
         var platform: String?
         try reader.members { reader, key throws(EventJSONReader.Unsupported) in
@@ -252,16 +253,20 @@ extension MessageReference: EventJSONReadable {
             case "broadLogId": try EventJSONReader.once(&broadLogId, try reader.optionalInt32())
             case "deliveryId": try EventJSONReader.once(&deliveryId, try reader.string())
             case "appId": try EventJSONReader.once(&appId, try reader.uuid())
+            case "tokenDigest": try EventJSONReader.once(&tokenDigest, try reader.string())
+            // Version 1 results: the token in clear, read as its digest.
             case "registrationToken": try EventJSONReader.once(&registrationToken, try reader.string())
             case "platform": try EventJSONReader.once(&platform, try reader.string())
             default: try reader.skipValue()
             }
         }
+        let digest: String
+        if let tokenDigest { digest = tokenDigest } else { digest = TokenDigest.of(try EventJSONReader.required(registrationToken)) }
         // A platform the enum does not have is the decoder's to name.
         guard let platform = Platform(rawValue: try EventJSONReader.required(platform)) else { throw EventJSONReader.Unsupported() }
         self.init(
             messageId: try EventJSONReader.required(messageId), broadLogId: broadLogId ?? nil, deliveryId: try EventJSONReader.required(deliveryId),
-            appId: try EventJSONReader.required(appId), registrationToken: try EventJSONReader.required(registrationToken), platform: platform)
+            appId: try EventJSONReader.required(appId), tokenDigest: digest, platform: platform)
     }
 }
 

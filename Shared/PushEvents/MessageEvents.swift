@@ -133,30 +133,62 @@ package struct FCMMessagePlanned: PushEvent, Hashable {
     }
 }
 
-/// What every message result says about the message it concerns.
-package struct MessageReference: Codable, Sendable, Hashable {
+/// What every message result says about the message it concerns. Since version 2 of the
+/// results the device is named by its token's digest (`TokenDigest`), never by its token: the
+/// results topic keeps no readable trace of an erased person (docs/architecture.md, "Erasure").
+/// A version-1 result (`registrationToken` in clear) is read by hashing the token.
+package struct MessageReference: Sendable, Hashable {
     package var messageId: UUID
     /// The payload's `_mId` (absent for messages planned before it existed).
     package var broadLogId: Int32?
     package var deliveryId: String
     package var appId: UUID
-    package var registrationToken: String
+    /// Lowercase hex SHA-256 of the device's token (`push.subscriptions.token_digest`).
+    package var tokenDigest: String
     package var platform: Platform
 
-    package init(messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, registrationToken: String, platform: Platform) {
+    package init(messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, tokenDigest: String, platform: Platform) {
         self.messageId = messageId
         self.broadLogId = broadLogId
         self.deliveryId = deliveryId
         self.appId = appId
-        self.registrationToken = registrationToken
+        self.tokenDigest = tokenDigest
         self.platform = platform
+    }
+}
+
+extension MessageReference: Codable {
+    private enum CodingKeys: String, CodingKey {
+        case messageId, broadLogId, deliveryId, appId, tokenDigest, registrationToken, platform
+    }
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let digest =
+            try container.decodeIfPresent(String.self, forKey: .tokenDigest)
+            ?? TokenDigest.of(try container.decode(String.self, forKey: .registrationToken))
+        self.init(
+            messageId: try container.decode(UUID.self, forKey: .messageId), broadLogId: try container.decodeIfPresent(Int32.self, forKey: .broadLogId),
+            deliveryId: try container.decode(String.self, forKey: .deliveryId), appId: try container.decode(UUID.self, forKey: .appId),
+            tokenDigest: digest, platform: try container.decode(Platform.self, forKey: .platform))
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(messageId, forKey: .messageId)
+        try container.encodeIfPresent(broadLogId, forKey: .broadLogId)
+        try container.encode(deliveryId, forKey: .deliveryId)
+        try container.encode(appId, forKey: .appId)
+        try container.encode(tokenDigest, forKey: .tokenDigest)
+        try container.encode(platform, forKey: .platform)
     }
 }
 
 /// The provider accepted the message: `push.message-results`, key = messageId.
 package struct MessageSent: PushEvent, Hashable {
     package static let eventType = "MessageSent"
-    package static let eventVersion = 1
+    /// 2: `message` names the device by `tokenDigest` (1: by `registrationToken`, still read).
+    package static let eventVersion = 2
 
     package var message: MessageReference
     /// APNs `apns-id` or the FCM message `name`.
@@ -175,7 +207,8 @@ package struct MessageSent: PushEvent, Hashable {
 /// The message will not be delivered: `push.message-results`, key = messageId.
 package struct MessageFailed: PushEvent, Hashable {
     package static let eventType = "MessageFailed"
-    package static let eventVersion = 1
+    /// 2: `message` names the device by `tokenDigest` (1: by `registrationToken`, still read).
+    package static let eventVersion = 2
 
     /// `hard` (the device is unreachable for good: token quarantined), `soft` (this message
     /// cannot be sent: payload too large, configuration), `ignored` (given up on a transient
@@ -199,7 +232,8 @@ package struct MessageFailed: PushEvent, Hashable {
 /// The message's `validUntil` passed before a provider accepted it: `push.message-results`.
 package struct MessageExpired: PushEvent, Hashable {
     package static let eventType = "MessageExpired"
-    package static let eventVersion = 1
+    /// 2: `message` names the device by `tokenDigest` (1: by `registrationToken`, still read).
+    package static let eventVersion = 2
 
     package var message: MessageReference
     package var attempts: Int
@@ -216,7 +250,8 @@ package struct MessageExpired: PushEvent, Hashable {
 /// did not send it (`push.message-results`). A final status, like `MessageExpired`.
 package struct MessageCancelled: PushEvent, Hashable {
     package static let eventType = "MessageCancelled"
-    package static let eventVersion = 1
+    /// 2: `message` names the device by `tokenDigest` (1: by `registrationToken`, still read).
+    package static let eventVersion = 2
 
     package var message: MessageReference
     package var attempts: Int

@@ -673,5 +673,25 @@ package enum Migrations {
                     'The transaction that last wrote the row (set by a trigger): a reader that asks for rows with writer_xid at or above the oldest transaction running at its previous read (pg_snapshot_xmin) sees every change committed since, whatever the commit order'
                 """,
             ]),
+        Migration(
+            version: 26, name: "broad_log names the device by token digest (message results v2)",
+            statements: [
+                // Results name the device by digest since version 2: a row a result creates takes
+                // its token from push.subscriptions, and a device purged or erased has none.
+                "ALTER TABLE push.broad_log ADD COLUMN token_digest text",
+                "UPDATE push.broad_log SET token_digest = push.token_digest(registration_token)",
+                "ALTER TABLE push.broad_log ALTER COLUMN token_digest SET NOT NULL",
+                "ALTER TABLE push.broad_log ALTER COLUMN registration_token DROP NOT NULL",
+                // What an erasure deletes by (PersonErasure), and the analysts' join to subscriptions.
+                "CREATE INDEX broad_log_device_digest ON push.broad_log (app_id, token_digest)",
+                """
+                COMMENT ON COLUMN push.broad_log.token_digest IS
+                    'Lowercase hex SHA-256 of the device''s registration token (push.token_digest, push.subscriptions.token_digest): how the results (v2) name the device'
+                """,
+                """
+                COMMENT ON COLUMN push.broad_log.registration_token IS
+                    'The device''s token: from the planned message record, or, for a row a result created first, from push.subscriptions while the device was there; NULL when neither had it (a device purged or erased before)'
+                """,
+            ]),
     ]
 }

@@ -62,7 +62,7 @@ struct EventJSONTests {
 
         mutating func reference() -> MessageReference {
             MessageReference(
-                messageId: uuid(), broadLogId: broadLogId(), deliveryId: text(), appId: uuid(), registrationToken: text(),
+                messageId: uuid(), broadLogId: broadLogId(), deliveryId: text(), appId: uuid(), tokenDigest: text(),
                 platform: Platform.allCases.randomElement(using: &self)!)
         }
 
@@ -271,6 +271,24 @@ struct EventJSONTests {
         case (let ours, let theirs):
             Issue.record("\(problem): the sender's decoder gave \(ours), the Codable decoder \(theirs)")
         }
+    }
+
+    @Test("a version-1 result names the device by its token: read (hand-written and Codable) as the token's digest; version 2 writes no token")
+    func resultVersions() throws {
+        let v1 =
+            #"{"causationId":null,"correlationId":"d","data":{"attempts":1,"message":{"appId":"5D76E9B2-6E0E-4205-9A03-8178AEF77AF4","#
+            + #""deliveryId":"d","messageId":"239802AA-B5A1-8AB0-A59B-36BF6E8D10C7","platform":"ios","registrationToken":"secret-token"},"#
+            + #""providerMessageId":"p","sentAt":"2026-11-22T10:00:00.125Z"},"id":"3f0c2a7e-5b1d-4c8e-9a64-0d2f7c1b9e55","key":"k","occurredAt":"2026-11-22T10:00:00.125Z","#
+            + #""type":"MessageSent","version":1}"#
+        let digest = TokenDigest.of("secret-token")
+        #expect(try EventEnvelope<MessageSent>.read(Array(v1.utf8)).payload.message.tokenDigest == digest)
+        let codable = try EventJSON.decoder.decode(EventEnvelope<MessageSent>.Wire.self, from: Data(v1.utf8))
+        #expect(codable.data.message.tokenDigest == digest)
+
+        let written = EventEnvelope(key: "k", payload: codable.data).encoded(writing: codable.data)
+        let text = String(decoding: written, as: UTF8.self)
+        #expect(text.contains(#""version":2"#) && text.contains(#""tokenDigest":"\#(digest)""#))
+        #expect(!text.contains("secret-token") && !text.contains("registrationToken"))
     }
 
     @Test("throttlePerSecond: a record without it (planned before it existed) reads as unthrottled; with it, its value")

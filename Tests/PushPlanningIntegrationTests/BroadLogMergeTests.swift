@@ -20,12 +20,18 @@ struct BroadLogMergeTests {
     static let sent = planned.addingTimeInterval(2.5)
 
     static func message(_ deliveryId: String, broadLogId: Int32? = nil) -> MessageReference {
-        MessageReference(
-            messageId: UUID(), broadLogId: broadLogId, deliveryId: deliveryId, appId: UUID(), registrationToken: "token-\(UUID().uuidString)",
+        let messageId = UUID()
+        return MessageReference(
+            messageId: messageId, broadLogId: broadLogId, deliveryId: deliveryId, appId: UUID(), tokenDigest: TokenDigest.of(token(messageId)),
             platform: .ios)
     }
 
-    static func planned(_ message: MessageReference, at: Date = planned) -> BroadLogProjection.Event { .planned(message, at) }
+    /// A test message's token: a function of its id (its reference holds only the digest).
+    static func token(_ messageId: UUID) -> String { "token-\(messageId.uuidString)" }
+
+    static func planned(_ message: MessageReference, at: Date = planned) -> BroadLogProjection.Event {
+        .planned(message, token: token(message.messageId), at)
+    }
 
     static func sentResult(_ message: MessageReference, at: Date = sent, provider: String = "p") -> BroadLogProjection.Event {
         .result(message, .init(status: "sent", providerMessageId: provider, attempts: 1, at: at))
@@ -132,7 +138,7 @@ struct BroadLogMergeTests {
                 [
                     Self.planned(
                         MessageReference(
-                            messageId: a.messageId, broadLogId: 12, deliveryId: a.deliveryId, appId: a.appId, registrationToken: a.registrationToken,
+                            messageId: a.messageId, broadLogId: 12, deliveryId: a.deliveryId, appId: a.appId, tokenDigest: a.tokenDigest,
                             platform: a.platform))
                 ])
             let expected = Row(
@@ -201,7 +207,7 @@ struct BroadLogMergeTests {
             let topic = h.topics.messageResults.name
             let good = (0..<20).map { _ in Self.message(delivery) }
             var nul = Self.message(delivery)
-            nul.registrationToken = "token\u{0}nul"
+            nul.tokenDigest = "digest\u{0}nul"
             func record(_ message: MessageReference) throws -> KafkaProducerRecord {
                 try KafkaProducerRecord(
                     topic: topic,

@@ -238,10 +238,10 @@ struct DeliveryIndicatorTests {
         try await Self.run { h in
             let deliveryId = "early\(h.suffix)"
             let app = UUID()
-            let refs = (1...3).map { n in
+            let tokens = (1...3).map { n in String(repeating: "a\(n)", count: 32) }
+            let refs = tokens.enumerated().map { n, token in
                 MessageReference(
-                    messageId: UUID(), broadLogId: Int32(n), deliveryId: deliveryId, appId: app, registrationToken: String(repeating: "a\(n)", count: 32),
-                    platform: .ios)
+                    messageId: UUID(), broadLogId: Int32(n + 1), deliveryId: deliveryId, appId: app, tokenDigest: TokenDigest.of(token), platform: .ios)
             }
             let broadLogGroup = "test.broad-log.\(h.suffix)"
             let early = [
@@ -254,13 +254,13 @@ struct DeliveryIndicatorTests {
                 try await Self.indicators(h, deliveryId).map { [$0.sent, $0.expired, $0.processed, $0.toDeliver] } == [1, 1, 2, -1],
                 "counted before any planned message; to_deliver unknown (null)")
 
-            let planned = try refs.map { ref in
+            let planned = try zip(refs, tokens).map { ref, token in
                 try KafkaProducerRecord(
                     topic: h.topics.apnsMessages.name,
                     event: EventEnvelope(
-                        key: "\(app):\(ref.registrationToken)",
+                        key: "\(app):\(token)",
                         payload: APNSMessagePlanned(
-                            messageId: ref.messageId, broadLogId: ref.broadLogId, deliveryId: deliveryId, appId: app, registrationToken: ref.registrationToken,
+                            messageId: ref.messageId, broadLogId: ref.broadLogId, deliveryId: deliveryId, appId: app, registrationToken: token,
                             environment: "production",
                             credential: nil, topic: "com.example.trips", pushType: "alert", priority: 10, collapseId: nil, payload: "{}",
                             validUntil: Date().addingTimeInterval(3600), attempt: 1, plannedAt: Date()

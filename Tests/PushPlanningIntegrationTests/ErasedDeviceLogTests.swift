@@ -128,7 +128,7 @@ struct ErasedDeviceLogTests {
             try await h.eventually("the second delivery logged") {
                 try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(after)") == 2
             }
-            let returning = try #require(try await h.plannedMessages(after).first { $0.registrationToken == erased })
+            let returning = try #require(try await h.plannedMessages(after).first { $0.tokenDigest == TokenDigest.of(erased) })
             try await DeliveryIndicatorTests.publish(
                 h,
                 [

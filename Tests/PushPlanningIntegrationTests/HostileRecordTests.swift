@@ -76,7 +76,7 @@ struct HostileRecordTests {
         let token = "hostile-token-\(suffix)"
         let requestId = "hostile-request-\(suffix)"
         let message = MessageReference(
-            messageId: UUID(), broadLogId: nil, deliveryId: "hostile-\(suffix)", appId: UUID(), registrationToken: token, platform: .android)
+            messageId: UUID(), broadLogId: nil, deliveryId: "hostile-\(suffix)", appId: UUID(), tokenDigest: TokenDigest.of(token), platform: .android)
         let tracking = TrackingHitRecorded(
             trackingId: UUID(), messageId: message.messageId.uuidString.lowercased(), messageIdForm: "uuid", deliveryId: message.deliveryId,
             tagId: 2, kind: "opened", occurredAt: at
@@ -129,7 +129,8 @@ struct HostileRecordTests {
                 records.append(KafkaProducerRecord(topic: entry.topic, key: Array(bad.name.utf8), value: bad.value))
             }
             // The good event with an unknown version: skipped, not a dead letter.
-            let future = String(decoding: entry.record.value, as: UTF8.self).replacingOccurrences(of: #""version":1"#, with: #""version":99"#)
+            let future = String(decoding: entry.record.value, as: UTF8.self).replacingOccurrences(
+                of: #""version":[0-9]+"#, with: #""version":99"#, options: .regularExpression)
             #expect(future.contains(#""version":99"#))
             records.append(KafkaProducerRecord(topic: entry.topic, key: Array("unknown version".utf8), value: Array(future.utf8)))
             records.append(entry.record)

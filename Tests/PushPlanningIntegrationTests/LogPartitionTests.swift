@@ -51,17 +51,19 @@ struct LogPartitionTests {
             }
             let deliveryId = "old-\(h.suffix)"
             let app = UUID()
-            let messages = (0..<3).map { i in
+            let tokens = (0..<3).map { i in "tok-\(h.suffix)-\(i)" }
+            let messages = tokens.map { token in
                 MessageReference(
                     messageId: UUID(), broadLogId: Int32.random(in: 1...Int32.max), deliveryId: deliveryId, appId: app,
-                    registrationToken: "tok-\(h.suffix)-\(i)", platform: .ios)
+                    tokenDigest: TokenDigest.of(token), platform: .ios)
             }
+            func token(_ m: MessageReference) -> String { tokens[messages.firstIndex { $0.messageId == m.messageId }!] }
             func planned(_ m: MessageReference) throws -> KafkaProducerRecord {
                 let event = APNSMessagePlanned(
-                    messageId: m.messageId, broadLogId: m.broadLogId, deliveryId: deliveryId, appId: app, registrationToken: m.registrationToken,
+                    messageId: m.messageId, broadLogId: m.broadLogId, deliveryId: deliveryId, appId: app, registrationToken: token(m),
                     environment: "sandbox", credential: nil, topic: "com.example.app", pushType: "alert", priority: 10, collapseId: nil,
                     payload: "{}", validUntil: old.addingTimeInterval(86_400), attempt: 1, plannedAt: old)
-                return try KafkaProducerRecord(topic: h.topics.apnsMessages.name, event: EventEnvelope(key: "\(app):\(m.registrationToken)", payload: event))
+                return try KafkaProducerRecord(topic: h.topics.apnsMessages.name, event: EventEnvelope(key: "\(app):\(token(m))", payload: event))
             }
             let broadLogGroup = "test.broad-log.\(h.suffix)"
             let deliveriesGroup = "test.deliveries.\(h.suffix)"

@@ -265,13 +265,13 @@ struct PlanningHarness: Sendable {
     func plannedMessages(_ deliveryId: String) async throws -> [MessageReference] {
         var messages: [MessageReference] = []
         let rows = try await postgres.query(
-            "SELECT message_id, broad_log_id, app_id, registration_token, platform FROM push.broad_log WHERE delivery_id = \(deliveryId) ORDER BY message_id",
+            "SELECT message_id, broad_log_id, app_id, token_digest, platform FROM push.broad_log WHERE delivery_id = \(deliveryId) ORDER BY message_id",
             logger: logger
         )
         for try await (id, broadLogId, app, token, platform) in rows.decode((UUID, Int32?, UUID, String, String).self) {
             messages.append(
                 MessageReference(
-                    messageId: id, broadLogId: broadLogId, deliveryId: deliveryId, appId: app, registrationToken: token,
+                    messageId: id, broadLogId: broadLogId, deliveryId: deliveryId, appId: app, tokenDigest: token,
                     platform: try #require(Platform(rawValue: platform))))
         }
         return messages

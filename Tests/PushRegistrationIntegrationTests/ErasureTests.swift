@@ -80,9 +80,9 @@ struct ErasureTests {
             for (token, message, broadLogId) in messages {
                 try await h.postgres.query(
                     """
-                    INSERT INTO push.broad_log (message_id, broad_log_id, delivery_id, app_id, registration_token, platform, status, attempts, created_at, updated_at, sent_at,
-                                                log_month)
-                    VALUES (\(message), \(broadLogId), \(delivery), \(app.appId), \(token), 'ios', 'sent', 1, now(), now(), now(),
+                    INSERT INTO push.broad_log (message_id, broad_log_id, delivery_id, app_id, registration_token, token_digest, platform, status, attempts, created_at,
+                                                updated_at, sent_at, log_month)
+                    VALUES (\(message), \(broadLogId), \(delivery), \(app.appId), \(token), push.token_digest(\(token)), 'ios', 'sent', 1, now(), now(), now(),
                             date_trunc('month', now() AT TIME ZONE 'UTC')::date)
                     """, logger: h.logger)
                 try await h.postgres.query(

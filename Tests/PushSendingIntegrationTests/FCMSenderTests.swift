@@ -51,6 +51,15 @@ struct FCMSenderTests {
                     #expect(!String(decoding: (record.key ?? []) + record.value, as: UTF8.self).contains(message.registrationToken))
                 }
             }
+            // The results (version 2) name each device by its token's digest, never by its token.
+            let resultRecords = try await h.records(h.topics.messageResults.name)
+            #expect(resultRecords.count >= 2 + cases.count)
+            for message in [data, notification] + cases.map(\.0) {
+                let bytes = resultRecords.filter { $0.key == Array(message.messageId.uuidString.lowercased().utf8) }
+                    .map { String(decoding: $0.value, as: UTF8.self) }
+                #expect(!bytes.isEmpty && bytes.allSatisfy { $0.contains(TokenDigest.of(message.registrationToken)) && $0.contains(#""version":2"#) })
+                #expect(!bytes.contains { $0.contains(message.registrationToken) }, "the results name \(message.registrationToken)")
+            }
             // The internal error was tried more than once before expiring.
             #expect(h.simulator.state.counters.byReason["INTERNAL", default: 0] >= 2)
         }

@@ -39,8 +39,9 @@ struct LogRetentionCommandTests {
                 let month = LogPartitions.name(table: "broad_log", month: old)
                 try await client.query(
                     """
-                    INSERT INTO push.broad_log (message_id, delivery_id, app_id, registration_token, platform, status, attempts, created_at, updated_at, log_month)
-                    VALUES (gen_random_uuid(), 'old', gen_random_uuid(), 't', 'ios', 'sent', 1, \(old), \(old), date_trunc('month', \(old) AT TIME ZONE 'UTC')::date)
+                    INSERT INTO push.broad_log (message_id, delivery_id, app_id, registration_token, token_digest, platform, status, attempts, created_at, updated_at,
+                                                log_month)
+                    VALUES (gen_random_uuid(), 'old', gen_random_uuid(), 't', push.token_digest('t'), 'ios', 'sent', 1, \(old), \(old), date_trunc('month', \(old) AT TIME ZONE 'UTC')::date)
                     """,
                     logger: logger)
                 func count() async throws -> Int {

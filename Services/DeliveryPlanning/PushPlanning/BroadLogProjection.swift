@@ -34,7 +34,8 @@ import PushStore
 /// deliveries.
 package struct BroadLogProjection: EnvelopeProjection {
     package enum Event: Sendable {
-        case planned(MessageReference, Date)
+        /// The message, its device's token (the planned records carry it), when it was planned.
+        case planned(MessageReference, token: String, Date)
         case result(MessageReference, Outcome)
     }
 
@@ -62,28 +63,34 @@ package struct BroadLogProjection: EnvelopeProjection {
             .planned(
                 MessageReference(
                     messageId: event.messageId, broadLogId: event.broadLogId, deliveryId: event.deliveryId, appId: event.appId,
-                    registrationToken: event.registrationToken, platform: .ios),
-                event.plannedAt)
+                    tokenDigest: TokenDigest.of(event.registrationToken), platform: .ios),
+                token: event.registrationToken, event.plannedAt)
         }
         decoder.register(FCMMessagePlanned.self) { event, _ in
             .planned(
                 MessageReference(
                     messageId: event.messageId, broadLogId: event.broadLogId, deliveryId: event.deliveryId, appId: event.appId,
-                    registrationToken: event.registrationToken, platform: .android
-                ), event.plannedAt)
+                    tokenDigest: TokenDigest.of(event.registrationToken), platform: .android),
+                token: event.registrationToken, event.plannedAt)
         }
-        decoder.register(MessageSent.self) { event, _ in
-            .result(event.message, Outcome(status: "sent", providerMessageId: event.providerMessageId, attempts: event.attempts, at: event.sentAt))
-        }
-        decoder.register(MessageFailed.self) { event, _ in
-            .result(
-                event.message, Outcome(status: "failed", failureType: event.failureType, reason: event.reason, attempts: event.attempts, at: event.failedAt))
-        }
-        decoder.register(MessageExpired.self) { event, _ in
-            .result(event.message, Outcome(status: "expired", attempts: event.attempts, at: event.expiredAt))
-        }
-        decoder.register(MessageCancelled.self) { event, _ in
-            .result(event.message, Outcome(status: "cancelled", attempts: event.attempts, at: event.cancelledAt))
+        // Results of both versions: version 1 named the device by its token, which the reader
+        // turns into its digest (`MessageReference`); the row's token comes from the planned
+        // record or from `push.subscriptions`.
+        for version in 1...2 {
+            decoder.register(MessageSent.self, version: version) { event, _ in
+                .result(event.message, Outcome(status: "sent", providerMessageId: event.providerMessageId, attempts: event.attempts, at: event.sentAt))
+            }
+            decoder.register(MessageFailed.self, version: version) { event, _ in
+                .result(
+                    event.message,
+                    Outcome(status: "failed", failureType: event.failureType, reason: event.reason, attempts: event.attempts, at: event.failedAt))
+            }
+            decoder.register(MessageExpired.self, version: version) { event, _ in
+                .result(event.message, Outcome(status: "expired", attempts: event.attempts, at: event.expiredAt))
+            }
+            decoder.register(MessageCancelled.self, version: version) { event, _ in
+                .result(event.message, Outcome(status: "cancelled", attempts: event.attempts, at: event.cancelledAt))
+            }
         }
         self.decoder = decoder
     }
@@ -92,6 +99,8 @@ package struct BroadLogProjection: EnvelopeProjection {
     /// first result per message wins, as it would record by record).
     struct MessageEvents {
         var message: MessageReference
+        /// The token, from the planned record (results carry only its digest).
+        var token: String?
         var plannedAt: Date?
         var outcome: Outcome?
     }
@@ -106,13 +115,14 @@ package struct BroadLogProjection: EnvelopeProjection {
         merged.reserveCapacity(events.count)
         for projected in events {
             switch projected.event {
-            case .planned(let message, let at):
+            case .planned(let message, let token, let at):
                 if let index = position[message.messageId] {
                     merged[index].plannedAt = min(merged[index].plannedAt ?? at, at)
+                    merged[index].token = token
                     if merged[index].message.broadLogId == nil { merged[index].message.broadLogId = message.broadLogId }
                 } else {
                     position[message.messageId] = merged.count
-                    merged.append(MessageEvents(message: message, plannedAt: at))
+                    merged.append(MessageEvents(message: message, token: token, plannedAt: at))
                 }
             case .result(let message, let outcome):
                 if let index = position[message.messageId] {
@@ -161,7 +171,8 @@ package struct BroadLogProjection: EnvelopeProjection {
             rows.int(message.broadLogId)
             rows.text(message.deliveryId)
             rows.uuid(message.appId)
-            rows.text(message.registrationToken)
+            rows.text(entry.token)
+            rows.text(message.tokenDigest)
             rows.text(message.platform.rawValue)
             rows.timestamp(entry.plannedAt)
             rows.text(entry.outcome?.status)
@@ -175,11 +186,13 @@ package struct BroadLogProjection: EnvelopeProjection {
         try await connection.stage(
             rows, into: "broad_log_stage",
             definition: """
-                message_id uuid, broad_log_id integer, delivery_id text, app_id uuid, registration_token text, platform text, planned_at timestamptz,
+                message_id uuid, broad_log_id integer, delivery_id text, app_id uuid, registration_token text, token_digest text, platform text,
+                planned_at timestamptz,
                 status text, failure_type text, failure_reason text, provider_message_id text, attempts integer, result_at timestamptz
                 """,
             columns: [
-                "message_id", "broad_log_id", "delivery_id", "app_id", "registration_token", "platform", "planned_at", "status", "failure_type",
+                "message_id", "broad_log_id", "delivery_id", "app_id", "registration_token", "token_digest", "platform", "planned_at", "status",
+                "failure_type",
                 "failure_reason", "provider_message_id", "attempts", "result_at",
             ], logger: logger)
 
@@ -192,7 +205,9 @@ package struct BroadLogProjection: EnvelopeProjection {
         // pending row or a later result); `changed` returns the rows this statement created or
         // moved out of `pending`, so each message adds to its delivery's counters exactly once.
         // A planned event of a message already final still lowers its `created_at` and fills its
-        // broadLog id (`touched`), as the planned upsert always did. Deliveries' counters are
+        // broadLog id (`touched`), as the planned upsert always did, and its token when the
+        // result that wrote the row (by digest) found no subscription to take it from (a replay
+        // into an empty database reads results before the subscriptions are back). Deliveries' counters are
         // locked in key order (no deadlock with the tracking projection's increments).
         try await connection.query(
             """
@@ -200,7 +215,7 @@ package struct BroadLogProjection: EnvelopeProjection {
                 SELECT s.*, k.log_month,
                        s.planned_at IS NOT NULL AND NOT EXISTS (
                            SELECT 1 FROM push.erased_devices e
-                           WHERE e.app_id = s.app_id AND e.token_digest = push.token_digest(s.registration_token) AND s.planned_at <= e.erased_at
+                           WHERE e.app_id = s.app_id AND e.token_digest = s.token_digest AND s.planned_at <= e.erased_at
                        ) AS planned
                 FROM broad_log_stage s JOIN push.broad_log_deliveries k ON k.delivery_id = s.delivery_id
             ), merged AS (
@@ -208,15 +223,19 @@ package struct BroadLogProjection: EnvelopeProjection {
                            planned
                            OR NOT EXISTS (
                                SELECT 1 FROM push.erased_devices e
-                               WHERE e.app_id = staged.app_id AND e.token_digest = push.token_digest(staged.registration_token)
+                               WHERE e.app_id = staged.app_id AND e.token_digest = staged.token_digest
                                  AND NOT EXISTS (SELECT 1 FROM push.deliveries dl WHERE dl.delivery_id = staged.delivery_id AND dl.accepted_at > e.erased_at))
                            OR EXISTS (SELECT 1 FROM push.broad_log r WHERE r.message_id = staged.message_id AND r.log_month = staged.log_month)
                        ) AS final
                 FROM staged
             ), changed AS (
-                INSERT INTO push.broad_log AS b (message_id, broad_log_id, delivery_id, app_id, registration_token, platform, status, failure_type,
-                                                 failure_reason, provider_message_id, attempts, created_at, updated_at, sent_at, log_month)
-                SELECT message_id, broad_log_id, delivery_id, app_id, registration_token, platform,
+                INSERT INTO push.broad_log AS b (message_id, broad_log_id, delivery_id, app_id, registration_token, token_digest, platform, status,
+                                                 failure_type, failure_reason, provider_message_id, attempts, created_at, updated_at, sent_at, log_month)
+                SELECT message_id, broad_log_id, delivery_id, app_id,
+                       -- A result alone names the device by digest: its token from the subscription while there is one.
+                       coalesce(registration_token, (SELECT d.registration_token FROM push.subscriptions d
+                                                     WHERE d.app_id = merged.app_id AND d.token_digest = merged.token_digest)),
+                       token_digest, platform,
                        CASE WHEN final THEN status ELSE 'pending' END,
                        CASE WHEN final THEN failure_type END, CASE WHEN final THEN failure_reason END, CASE WHEN final THEN provider_message_id END,
                        CASE WHEN final THEN attempts ELSE 0 END,
@@ -231,6 +250,7 @@ package struct BroadLogProjection: EnvelopeProjection {
                     created_at = CASE WHEN excluded.status = 'pending' OR excluded.created_at < excluded.updated_at
                                       THEN least(b.created_at, excluded.created_at) ELSE b.created_at END,
                     broad_log_id = coalesce(b.broad_log_id, excluded.broad_log_id),
+                    registration_token = coalesce(b.registration_token, excluded.registration_token),
                     status = excluded.status,
                     failure_type = CASE WHEN excluded.status <> 'pending' THEN excluded.failure_type ELSE b.failure_type END,
                     failure_reason = CASE WHEN excluded.status <> 'pending' THEN excluded.failure_reason ELSE b.failure_reason END,
@@ -242,11 +262,13 @@ package struct BroadLogProjection: EnvelopeProjection {
                   AND (excluded.status <> 'pending' OR excluded.created_at < b.created_at OR (b.broad_log_id IS NULL AND excluded.broad_log_id IS NOT NULL))
                 RETURNING b.message_id, b.delivery_id, b.status, b.failure_type
             ), touched AS (
-                UPDATE push.broad_log b SET created_at = least(b.created_at, m.planned_at), broad_log_id = coalesce(b.broad_log_id, m.broad_log_id)
+                UPDATE push.broad_log b SET created_at = least(b.created_at, m.planned_at), broad_log_id = coalesce(b.broad_log_id, m.broad_log_id),
+                                            registration_token = coalesce(b.registration_token, m.registration_token)
                 FROM merged m
                 WHERE m.planned AND b.message_id = m.message_id AND b.log_month = m.log_month AND b.status <> 'pending'
                   AND NOT EXISTS (SELECT 1 FROM changed c WHERE c.message_id = m.message_id)
-                  AND (m.planned_at < b.created_at OR (b.broad_log_id IS NULL AND m.broad_log_id IS NOT NULL))
+                  AND (m.planned_at < b.created_at OR (b.broad_log_id IS NULL AND m.broad_log_id IS NOT NULL)
+                       OR (b.registration_token IS NULL AND m.registration_token IS NOT NULL))
             )
             INSERT INTO push.delivery_indicator_counts AS c (delivery_id, sent, failed, failed_hard, failed_soft, failed_ignored, expired, cancelled,
                                                              updated_at)

@@ -122,7 +122,7 @@ package struct PersonErasure: Sendable {
                 """
                 WITH m AS (
                     SELECT delivery_id, message_id::text AS message_id, broad_log_id FROM push.broad_log
-                    WHERE (app_id, registration_token) IN (SELECT * FROM unnest(\(apps)::uuid[], \(tokens)::text[]))),
+                    WHERE (app_id, token_digest) IN (SELECT * FROM unnest(\(apps)::uuid[], \(digests)::text[]))),
                 f AS (
                     DELETE FROM push.tracking_firsts t USING m
                     WHERE t.delivery_id = m.delivery_id AND (t.message_id = m.message_id OR t.message_id = m.broad_log_id::text)),
@@ -135,7 +135,7 @@ package struct PersonErasure: Sendable {
                 on: connection)
             let broadLog = try await count(
                 """
-                WITH d AS (DELETE FROM push.broad_log WHERE (app_id, registration_token) IN (SELECT * FROM unnest(\(apps)::uuid[], \(tokens)::text[])) RETURNING 1)
+                WITH d AS (DELETE FROM push.broad_log WHERE (app_id, token_digest) IN (SELECT * FROM unnest(\(apps)::uuid[], \(digests)::text[])) RETURNING 1)
                 SELECT count(*)::int FROM d
                 """,
                 on: connection)

@@ -201,7 +201,14 @@ SELECT '00000000-0000-4000-8000-00000000a2d0',
        'android', 'user' || g,
        jsonb_build_object('tier', CASE WHEN g % 2 = 0 THEN 'gold' ELSE 'silver' END, 'city', 'Lisbon'), now(), now()
 FROM generate_series(1, $ANDROID) AS g;
+-- Each user's data key, as the registration service creates it at the first registration (the
+-- planner seals every message under it; without a row it would create the keys during the
+-- fan-out, a one-time cost of a first delivery to subscriptions older than the keys).
+INSERT INTO push.subject_keys (subject_id, service_id, subject, data_key)
+SELECT gen_random_uuid(), '00000000-0000-4000-8000-00000000b001', 'user:user' || g, decode(md5('k' || g) || md5('l' || g), 'hex')
+FROM generate_series(1, greatest($IOS, $ANDROID)) AS g;
 ANALYZE push.subscriptions;
+ANALYZE push.subject_keys;
 SQL
 echo "setup: $DEVICES subscriptions inserted in $(minus "$(now)" "$setup_start") s (token length iOS $(sql "SELECT max(length(registration_token)) FROM push.subscriptions WHERE platform = 'ios'"), Android $(sql "SELECT max(length(registration_token)) FROM push.subscriptions WHERE platform = 'android'"))"
 

@@ -48,6 +48,8 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     let controls: DeliveryControls
     /// The send slots of throttled deliveries, shared through PostgreSQL (`ThrottleSlots`).
     let throttle: ThrottleSlots
+    /// The data keys of sealed records, read per batch (`MessageKeys`).
+    let keys: MessageKeys
     let consumerConfiguration: KafkaConsumerConfiguration
     let logger: Logger
     let now: @Sendable () -> Date
@@ -172,7 +174,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     package init(
         transport: Transport, settings: SenderSettings, topics: Topics, producer: KafkaProducer,
         deadLetters: DeadLetterPublisher, suspensions: CredentialSuspensions, controls: DeliveryControls, throttle: ThrottleSlots,
-        consumer: KafkaConsumerConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+        keys: MessageKeys, consumer: KafkaConsumerConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.transport = transport
         self.settings = settings
@@ -182,6 +184,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         self.suspensions = suspensions
         self.controls = controls
         self.throttle = throttle
+        self.keys = keys
         self.consumerConfiguration = settings.consumer(consumer, messages: topics.messages, retries: topics.retries)
         var logger = logger
         logger[metadataKey: "sender"] = .string(transport.provider)
@@ -218,11 +221,15 @@ package final class MessageSender<Transport: MessageTransport>: Service {
                 // A reader waiting for room stops waiting when the sender is asked to stop.
                 try await withGracefulShutdownHandler {
                     reading: for try await batch in consumer.batches.cancelOnGracefulShutdown() {
-                        for record in batch {
+                        // Each record parsed once; the data keys of the sealed ones in one query.
+                        let decoded = batch.map { record in Result { () throws(EventDecodingError) in try Message.decodeRecord(record.value) } }
+                        let subjects = Set(decoded.compactMap { if case .success(.known(let message, _)) = $0 { message.sealing?.subjectId } else { nil } })
+                        let keys = try await self.keys.keys(of: subjects)
+                        for (record, decoded) in zip(batch, decoded) {
                             // Stopping while waiting for room: this record and the rest of the batch
                             // are not begun, so their offsets are not stored; they are read again.
                             guard try await waitForRoom() else { break reading }
-                            try await take(record, group: &group)
+                            try await take(record, decoded: decoded, keys: keys, group: &group)
                         }
                         updateGauges()
                     }
@@ -273,13 +280,28 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         }
     }
 
-    /// Begins a record (its permit is taken): sends it, schedules it, or sets it aside.
-    private func take(_ record: KafkaConsumerRecord, group: inout ThrowingDiscardingTaskGroup<any Error>) async throws {
+    /// Begins a record (its permit is taken): sends it, schedules it, or sets it aside. A
+    /// sealed record is opened with its subject's key from `keys`.
+    private func take(
+        _ record: KafkaConsumerRecord, decoded: Result<DecodedEvent<Message>, EventDecodingError>, keys: [UUID: [UInt8]],
+        group: inout ThrowingDiscardingTaskGroup<any Error>
+    ) async throws {
         state.withLock { $0.update(record.topicPartition) { $0.begin(record.offset) } }
         let work: Work
+        /// Why a sealed record cannot be opened: `erased` (its subject's key is gone) or
+        /// `unreadable` (the key does not open the box).
+        var unopened: String?
         do {
-            switch try Message.decodeRecord(record.value) {
-            case .known(let message, let metadata):
+            switch try decoded.get() {
+            case .known(let read, let metadata):
+                var message = read
+                if let sealing = read.sealing {
+                    if let key = keys[sealing.subjectId], let opened = read.opened(with: key) {
+                        message = opened
+                    } else {
+                        unopened = keys[sealing.subjectId] == nil ? "erased" : "unreadable"
+                    }
+                }
                 work = Work(record: record, message: message, metadata: metadata, slot: ThrottleHeader.slot(in: record.headers))
                 // A second record of a message held or finished here (written twice around a
                 // crash): the first decides; this one is finished without a send or an event.
@@ -298,7 +320,13 @@ package final class MessageSender<Transport: MessageTransport>: Service {
             return
         }
         let now = now()
-        if work.message.validUntil <= now {
+        if let reason = unopened {
+            // Not sent: the result names the device by the sealing's digest.
+            let failed = MessageFailed(message: work.message.reference, failureType: "soft", reason: reason, attempts: work.message.attempt - 1, failedAt: now)
+            let records = [try result(failed, of: work)]
+            decided(work, final: true)
+            group.addTask { await self.publishOutcome(of: work, records: records, count: Tally(outcome: "failed", reason: reason, failureType: "soft")) }
+        } else if work.message.validUntil <= now {
             let records = try expired(work, at: now)
             decided(work, final: true)
             group.addTask { await self.publishOutcome(of: work, records: [records], count: Tally(outcome: "expired")) }

@@ -3,12 +3,11 @@ import PushEvents
 import PushWire
 
 /// A planned message as a sender reads it from its message topic or its retry topic.
-package protocol OutgoingMessage: SingleEventDecodable {
+package protocol OutgoingMessage: SingleEventDecodable, SealableMessage {
     var messageId: UUID { get }
     var broadLogId: Int32? { get }
     var deliveryId: String { get }
     var appId: UUID { get }
-    var registrationToken: String { get }
     var validUntil: Date { get }
     var attempt: Int { get set }
     var notBefore: Date? { get set }
@@ -19,15 +18,17 @@ package protocol OutgoingMessage: SingleEventDecodable {
 }
 
 extension OutgoingMessage {
-    /// What the results say of the message: the device by its token's digest (one SHA-256).
+    /// What the results say of the message: the device by its token's digest (the sealing's, or
+    /// one SHA-256 of a token in clear).
     package var reference: MessageReference {
         MessageReference(
-            messageId: messageId, broadLogId: broadLogId, deliveryId: deliveryId, appId: appId, tokenDigest: TokenDigest.of(registrationToken),
+            messageId: messageId, broadLogId: broadLogId, deliveryId: deliveryId, appId: appId, tokenDigest: tokenDigest,
             platform: Self.platform)
     }
 
-    /// The key of the message's records: `<appId>:<token>`, so one device's records share a partition.
-    package var recordKey: String { "\(appId.lowercaseText):\(registrationToken)" }
+    /// The key of the message's records: `<appId>:<tokenDigest>` (`<appId>:<token>` for an
+    /// unsealed record, as version 1 had it), so one device's records share a partition.
+    package var recordKey: String { "\(appId.lowercaseText):\(sealing?.tokenDigest ?? registrationToken)" }
 }
 
 extension APNSMessagePlanned: OutgoingMessage {

@@ -80,7 +80,8 @@ struct SenderAssembly: Sendable {
                 topics: .init(
                     messages: lane.messages.name, retries: lane.retries.name, results: topics.messageResults.name, subscriptions: topics.subscriptions.name),
                 producer: producer, deadLetters: DeadLetterPublisher(producer: producer, catalog: topics, group: settings.group),
-                suspensions: suspensions, controls: controls, throttle: throttle, consumer: configuration.consumer(group: settings.group), logger: logger,
+                suspensions: suspensions, controls: controls, throttle: throttle, keys: MessageKeys(postgres: postgres, logger: logger),
+                consumer: configuration.consumer(group: settings.group), logger: logger,
                 now: now
             )
         }

@@ -146,22 +146,26 @@ extension SingleEventDecodable {
     /// The fast reader when it reads the whole record as this type and version; otherwise the
     /// same answer as `EventDecoder` (another type or version is `.unknown`, a malformed record
     /// an error naming the problem).
-    static func decodeSingle(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Self> {
-        if let envelope = try? EventEnvelope<Self>.read(bytes), envelope.metadata.type == eventType, envelope.metadata.version == eventVersion {
+    static func decodeSingle(_ bytes: [UInt8], versions: ClosedRange<Int>? = nil) throws(EventDecodingError) -> DecodedEvent<Self> {
+        let versions = versions ?? eventVersion...eventVersion
+        if let envelope = try? EventEnvelope<Self>.read(bytes), envelope.metadata.type == eventType, versions.contains(envelope.metadata.version) {
             return .known(envelope.payload, envelope.metadata)
         }
         var decoder = EventDecoder<Self>()
-        decoder.register(Self.self) { payload, _ in payload }
+        for version in versions { decoder.register(Self.self, version: version) { payload, _ in payload } }
         return try decoder.decode(bytes)
     }
 }
 
+// The message records: version 1 (token and content in clear) and version 2 (sealed, or in
+// clear on a retry of a version-1 record) are read by one reader.
+
 extension APNSMessagePlanned: SingleEventDecodable {
-    package static func decodeRecord(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Self> { try decodeSingle(bytes) }
+    package static func decodeRecord(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Self> { try decodeSingle(bytes, versions: 1...2) }
 }
 
 extension FCMMessagePlanned: SingleEventDecodable {
-    package static func decodeRecord(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Self> { try decodeSingle(bytes) }
+    package static func decodeRecord(_ bytes: [UInt8]) throws(EventDecodingError) -> DecodedEvent<Self> { try decodeSingle(bytes, versions: 1...2) }
 }
 
 extension TrackingHitRecorded: SingleEventDecodable {

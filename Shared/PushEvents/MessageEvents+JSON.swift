@@ -48,12 +48,17 @@ extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
         writer.string("environment", environment)
         writer.uuid("messageId", messageId)
         writer.date("notBefore", notBefore)
-        writer.string("payload", payload)
+        if sealing == nil { writer.string("payload", payload) }
         writer.date("plannedAt", plannedAt)
         writer.int("priority", priority)
         writer.string("pushType", pushType)
-        writer.string("registrationToken", registrationToken)
+        if sealing == nil { writer.string("registrationToken", registrationToken) }
+        if let sealing {
+            writer.string("sealed", sealing.sealed)
+            writer.uuid("subjectId", sealing.subjectId)
+        }
         writer.int("throttlePerSecond", throttlePerSecond)
+        if let sealing { writer.string("tokenDigest", sealing.tokenDigest) }
         writer.string("topic", topic)
         writer.date("validUntil", validUntil)
     }
@@ -77,14 +82,15 @@ extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
             default: try common.read(key, from: &reader)
             }
         }
+        let sealing = try common.sealing()
         self.init(
             messageId: try common.messageId(), broadLogId: common.broadLogId ?? nil, deliveryId: try common.deliveryId(), appId: try common.appId(),
-            registrationToken: try common.registrationToken(), environment: try EventJSONReader.required(environment),
+            registrationToken: try common.registrationToken(sealed: sealing != nil), environment: try EventJSONReader.required(environment),
             credential: common.credential ?? nil, topic: try EventJSONReader.required(topic),
             pushType: try EventJSONReader.required(pushType), priority: try EventJSONReader.required(priority),
-            collapseId: collapseId ?? nil, payload: try EventJSONReader.required(payload), validUntil: try common.validUntil(),
+            collapseId: collapseId ?? nil, payload: try PlannedMessageMembers.clear(payload, sealed: sealing != nil), validUntil: try common.validUntil(),
             attempt: try common.attempt(), plannedAt: try common.plannedAt(), notBefore: common.notBefore ?? nil,
-            throttlePerSecond: common.throttlePerSecond()
+            throttlePerSecond: common.throttlePerSecond(), sealing: sealing
         )
     }
 }
@@ -96,13 +102,18 @@ extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
         writer.int("broadLogId", broadLogId)
         if let credential { writer.object("credential", credential.writeMembers) }
         writer.string("deliveryId", deliveryId)
-        writer.string("message", message)
+        if sealing == nil { writer.string("message", message) }
         writer.uuid("messageId", messageId)
         writer.date("notBefore", notBefore)
         writer.date("plannedAt", plannedAt)
         writer.string("projectId", projectId)
-        writer.string("registrationToken", registrationToken)
+        if sealing == nil { writer.string("registrationToken", registrationToken) }
+        if let sealing {
+            writer.string("sealed", sealing.sealed)
+            writer.uuid("subjectId", sealing.subjectId)
+        }
         writer.int("throttlePerSecond", throttlePerSecond)
+        if let sealing { writer.string("tokenDigest", sealing.tokenDigest) }
         writer.date("validUntil", validUntil)
     }
 
@@ -117,12 +128,13 @@ extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
             default: try common.read(key, from: &reader)
             }
         }
+        let sealing = try common.sealing()
         self.init(
             messageId: try common.messageId(), broadLogId: common.broadLogId ?? nil, deliveryId: try common.deliveryId(), appId: try common.appId(),
-            registrationToken: try common.registrationToken(), projectId: try EventJSONReader.required(projectId),
-            credential: common.credential ?? nil, message: try EventJSONReader.required(message),
+            registrationToken: try common.registrationToken(sealed: sealing != nil), projectId: try EventJSONReader.required(projectId),
+            credential: common.credential ?? nil, message: try PlannedMessageMembers.clear(message, sealed: sealing != nil),
             validUntil: try common.validUntil(), attempt: try common.attempt(), plannedAt: try common.plannedAt(),
-            notBefore: common.notBefore ?? nil, throttlePerSecond: common.throttlePerSecond()
+            notBefore: common.notBefore ?? nil, throttlePerSecond: common.throttlePerSecond(), sealing: sealing
         )
     }
 }
@@ -136,6 +148,7 @@ struct PlannedMessageMembers {
     /// Absent (nil), null or a value.
     private(set) var credential: CredentialReference??, notBefore: Date??, broadLogId: Int32??
     private var throttlePerSecondValue: Int32??
+    private var subjectIdValue: UUID?, tokenDigestValue: String?, sealedValue: String?
 
     mutating func read(_ key: EventJSONReader.Key, from reader: inout EventJSONReader) throws(Unsupported) {
         switch key {
@@ -150,6 +163,9 @@ struct PlannedMessageMembers {
         case "plannedAt": try EventJSONReader.once(&plannedAtValue, try reader.date())
         case "notBefore": try EventJSONReader.once(&notBefore, try reader.optionalDate())
         case "throttlePerSecond": try EventJSONReader.once(&throttlePerSecondValue, try reader.optionalInt32())
+        case "subjectId": try EventJSONReader.once(&subjectIdValue, try reader.uuid())
+        case "tokenDigest": try EventJSONReader.once(&tokenDigestValue, try reader.string())
+        case "sealed": try EventJSONReader.once(&sealedValue, try reader.string())
         default: try reader.skipValue()
         }
     }
@@ -157,7 +173,16 @@ struct PlannedMessageMembers {
     func messageId() throws(Unsupported) -> UUID { try EventJSONReader.required(messageIdValue) }
     func deliveryId() throws(Unsupported) -> String { try EventJSONReader.required(deliveryIdValue) }
     func appId() throws(Unsupported) -> UUID { try EventJSONReader.required(appIdValue) }
-    func registrationToken() throws(Unsupported) -> String { try EventJSONReader.required(registrationTokenValue) }
+    /// The token: required in clear, empty (until opened) in a sealed record.
+    func registrationToken(sealed: Bool) throws(Unsupported) -> String { sealed ? "" : try EventJSONReader.required(registrationTokenValue) }
+    /// A content member: required in clear, empty (until opened) in a sealed record.
+    static func clear(_ value: String?, sealed: Bool) throws(Unsupported) -> String { sealed ? "" : try EventJSONReader.required(value) }
+    /// The sealing of a version-2 record (`sealed` present: `subjectId` and `tokenDigest` required).
+    func sealing() throws(Unsupported) -> MessageSealing? {
+        guard let sealedValue else { return nil }
+        return MessageSealing(
+            subjectId: try EventJSONReader.required(subjectIdValue), tokenDigest: try EventJSONReader.required(tokenDigestValue), sealed: sealedValue)
+    }
     func validUntil() throws(Unsupported) -> Date { try EventJSONReader.required(validUntilValue) }
     func attempt() throws(Unsupported) -> Int { try EventJSONReader.required(attemptValue) }
     func plannedAt() throws(Unsupported) -> Date { try EventJSONReader.required(plannedAtValue) }

@@ -15,11 +15,16 @@ package struct CredentialReference: Codable, Sendable, Hashable {
     }
 }
 
-/// One notification for one iOS device: `push.apns.messages`, key = `<appId>:<token>` (one
-/// device's messages stay in order on one partition). Everything the APNs sender needs.
+/// One notification for one iOS device: `push.apns.messages`, key = `<appId>:<tokenDigest>`
+/// (`<appId>:<token>` before version 2; one device's messages stay in order on one partition).
+/// Everything the APNs sender needs.
+///
+/// Version 2 records are sealed (`sealing`): the token and the payload are written only inside
+/// the box, and a record read from the wire has both empty until `opened(with:)`. A record
+/// without `sealing` (version 1, or a retry of one) carries them in clear.
 package struct APNSMessagePlanned: PushEvent, Hashable {
     package static let eventType = "APNSMessagePlanned"
-    package static let eventVersion = 1
+    package static let eventVersion = 2
 
     /// The message's identity in every event and table, and the `apns-id` header.
     package var messageId: UUID
@@ -58,11 +63,15 @@ package struct APNSMessagePlanned: PushEvent, Hashable {
     /// second across every instance (docs/senders.md, "Throttle"). Absent: unthrottled (also on
     /// records planned before it existed).
     package var throttlePerSecond: Int?
+    /// Version 2: the subject, the token's digest and the sealed token and payload. nil: token
+    /// and payload in clear (a record planned before version 2, or a retry of one).
+    package var sealing: MessageSealing?
 
     package init(
         messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, registrationToken: String, environment: String,
         credential: CredentialReference?, topic: String, pushType: String, priority: Int, collapseId: String?,
-        payload: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil, throttlePerSecond: Int? = nil
+        payload: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil, throttlePerSecond: Int? = nil,
+        sealing: MessageSealing? = nil
     ) {
         self.messageId = messageId
         self.broadLogId = broadLogId
@@ -81,13 +90,15 @@ package struct APNSMessagePlanned: PushEvent, Hashable {
         self.plannedAt = plannedAt
         self.notBefore = notBefore
         self.throttlePerSecond = throttlePerSecond
+        self.sealing = sealing
     }
 }
 
-/// One message for one Android device: `push.fcm.messages`, key = `<appId>:<token>`.
+/// One message for one Android device: `push.fcm.messages`, key = `<appId>:<tokenDigest>`;
+/// sealed like `APNSMessagePlanned` (the box holds the token and `message`).
 package struct FCMMessagePlanned: PushEvent, Hashable {
     package static let eventType = "FCMMessagePlanned"
-    package static let eventVersion = 1
+    package static let eventVersion = 2
 
     package var messageId: UUID
     /// `_mId` in the data (see `APNSMessagePlanned.broadLogId`).
@@ -111,11 +122,13 @@ package struct FCMMessagePlanned: PushEvent, Hashable {
     /// second across every instance (docs/senders.md, "Throttle"). Absent: unthrottled (also on
     /// records planned before it existed).
     package var throttlePerSecond: Int?
+    /// Version 2: as `APNSMessagePlanned.sealing` (the box holds the token and `message`).
+    package var sealing: MessageSealing?
 
     package init(
         messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, registrationToken: String, projectId: String,
         credential: CredentialReference?, message: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil,
-        throttlePerSecond: Int? = nil
+        throttlePerSecond: Int? = nil, sealing: MessageSealing? = nil
     ) {
         self.messageId = messageId
         self.broadLogId = broadLogId
@@ -130,6 +143,7 @@ package struct FCMMessagePlanned: PushEvent, Hashable {
         self.plannedAt = plannedAt
         self.notBefore = notBefore
         self.throttlePerSecond = throttlePerSecond
+        self.sealing = sealing
     }
 }
 

@@ -111,6 +111,8 @@ struct EventJSONTests {
         for _ in 0..<500 {
             try Self.expectSameBytes(values.envelope(values.apns()))
             try Self.expectSameBytes(values.envelope(values.fcm()))
+            try Self.expectSameBytes(values.envelope(values.apns().sealed(subjectId: values.uuid(), key: Self.key)))
+            try Self.expectSameBytes(values.envelope(values.fcm().sealed(subjectId: values.uuid(), key: Self.key)))
             try Self.expectSameBytes(
                 values.envelope(MessageSent(message: values.reference(), providerMessageId: values.text(), attempts: values.int(), sentAt: values.date())))
             try Self.expectSameBytes(
@@ -156,6 +158,8 @@ struct EventJSONTests {
         for _ in 0..<500 {
             try Self.expectSameValue(Self.codable(values.envelope(values.apns())), as: APNSMessagePlanned.self)
             try Self.expectSameValue(Self.codable(values.envelope(values.fcm())), as: FCMMessagePlanned.self)
+            try Self.expectSameValue(Self.codable(values.envelope(values.apns().sealed(subjectId: values.uuid(), key: Self.key))), as: APNSMessagePlanned.self)
+            try Self.expectSameValue(Self.codable(values.envelope(values.fcm().sealed(subjectId: values.uuid(), key: Self.key))), as: FCMMessagePlanned.self)
         }
     }
 
@@ -273,6 +277,52 @@ struct EventJSONTests {
         }
     }
 
+    static let key: [UInt8] = (0..<32).map { UInt8($0 * 7 & 0xff) }
+
+    @Test("a sealed message record: neither the token nor the content in its bytes; opened by its key only, for its own message only; a retry keeps the box")
+    func sealedRecord() throws {
+        var values = Values(state: 9)
+        let plain = values.fcm()
+        let sealed = try plain.sealed(subjectId: values.uuid(), key: Self.key)
+        let bytes = EventEnvelope(key: "k", payload: sealed).encoded(writing: sealed)
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text.contains(#""version":2"#) && text.contains(#""sealed":"#) && text.contains(TokenDigest.of(plain.registrationToken)))
+        #expect(!text.contains(#""registrationToken""#) && !text.contains(#""message":""#))
+
+        guard case .known(let read, let metadata) = try FCMMessagePlanned.decodeRecord(bytes) else {
+            Issue.record("a sealed record is not read")
+            return
+        }
+        #expect(metadata.version == 2 && read.registrationToken.isEmpty && read.message.isEmpty && read.sealing == sealed.sealing)
+        let opened = try #require(read.opened(with: Self.key))
+        #expect(opened.registrationToken == plain.registrationToken && opened.message == plain.message)
+        #expect(read.opened(with: SubjectKeyStub.other) == nil, "another subject's key")
+        var moved = read
+        moved.messageId = values.uuid()
+        #expect(moved.opened(with: Self.key) == nil, "the box moved into another message's record")
+
+        // A retry (attempt + 1, notBefore) written from the opened message carries the same box.
+        var retry = opened
+        retry.attempt += 1
+        retry.notBefore = Date(timeIntervalSince1970: 1_800_000_000)
+        let retried = String(decoding: EventEnvelope(key: "k", payload: retry).encoded(writing: retry), as: UTF8.self)
+        #expect(retried.contains(sealed.sealing!.sealed) && !retried.contains(#""registrationToken""#))
+
+        // Version 1 records (token and content in clear) are still read.
+        let v1 = text.replacingOccurrences(of: #""version":2"#, with: #""version":1"#)
+        #expect(throws: Never.self) { try FCMMessagePlanned.decodeRecord(Array(v1.utf8)) }
+        guard case .known(let old, _) = try FCMMessagePlanned.decodeRecord(Array(EventEnvelope(key: "k", payload: plain).encoded(writing: plain))) else {
+            Issue.record("a record in clear is not read")
+            return
+        }
+        #expect(old.sealing == nil && old.registrationToken == plain.registrationToken && old.message == plain.message)
+        #expect(old.opened(with: Self.key)?.message == plain.message, "a record in clear opens as it is")
+    }
+
+    enum SubjectKeyStub {
+        static let other: [UInt8] = Array(repeating: 1, count: 32)
+    }
+
     @Test("a version-1 result names the device by its token: read (hand-written and Codable) as the token's digest; version 2 writes no token")
     func resultVersions() throws {
         let v1 =
@@ -313,7 +363,7 @@ struct EventJSONTests {
         #expect(message.registrationToken == "t")
         #expect(metadata.type == "APNSMessagePlanned")
 
-        for (original, replacement) in [(#""version":1"#, #""version":2"#), (#""type":"APNSMessagePlanned""#, #""type":"FCMMessagePlanned""#)] {
+        for (original, replacement) in [(#""version":1"#, #""version":3"#), (#""type":"APNSMessagePlanned""#, #""type":"FCMMessagePlanned""#)] {
             let other = Array(Self.sample.replacingOccurrences(of: original, with: replacement).utf8)
             guard case .unknown(let metadata) = try APNSMessagePlanned.decodeRecord(other) else {
                 Issue.record("\(replacement): not unknown")

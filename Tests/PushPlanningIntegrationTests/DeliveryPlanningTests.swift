@@ -32,12 +32,29 @@ struct DeliveryPlanningTests {
             #expect(Set((apns + fcm).map { $0.headers.string("push-message-id") }).count == 200, "one message id per device")
             #expect(Set((apns + fcm).map { $0.headers.string("push-broad-log-id") }).count == 200, "one _mId per device")
             #expect(Int32(deliveryId).map { $0 > 0 } == true, "the delivery id is a positive 32-bit integer: \(deliveryId)")
+            // As written (version 2): the token and the payload only inside the sealed box.
+            let raw = try await h.records(h.topics.apnsMessages.name, openSealed: false) + h.records(h.topics.fcmMessages.name, openSealed: false)
+            #expect(raw.count == 200)
+            var tokens: [String: String] = [:]
+            for opened in apns + fcm {
+                let data = (try JSONSerialization.jsonObject(with: Data(opened.value)) as? [String: Any])?["data"] as? [String: Any]
+                tokens[opened.headers.string("push-message-id") ?? ""] = data?["registrationToken"] as? String
+            }
+            for record in raw {
+                let data = try #require((try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any])?["data"] as? [String: Any])
+                #expect(data["sealed"] is String && data["subjectId"] is String && data["registrationToken"] == nil)
+                #expect(data["payload"] == nil && data["message"] == nil)
+                let token = try #require(tokens[record.headers.string("push-message-id") ?? ""], "opened with its subject's key")
+                #expect(data["tokenDigest"] as? String == TokenDigest.of(token))
+                #expect(!String(decoding: (record.key ?? []) + record.value, as: UTF8.self).contains(token))
+                #expect(!String(decoding: record.value, as: UTF8.self).contains("Hi user"), "the personalised text is sealed")
+            }
             for record in apns + fcm {
                 let envelope = try #require(try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any])
                 let data = try #require(envelope["data"] as? [String: Any])
                 let appId = try #require(data["appId"] as? String)
                 let token = try #require(data["registrationToken"] as? String)
-                #expect(record.keyString == "\(appId.lowercased()):\(token)", "keyed by device")
+                #expect(record.keyString == "\(appId.lowercased()):\(TokenDigest.of(token))", "keyed by device, by its token's digest")
                 #expect(record.headers.string("push-delivery-id") == deliveryId)
                 #expect((data["messageId"] as? String)?.lowercased() == record.headers.string("push-message-id"))
                 // What an app written from the Campaign samples reads: `_mId` and `_dId` as

@@ -149,6 +149,17 @@ struct ErasedDeviceLogTests {
             for (what, token) in [("the excluded device", quarantined), ("the erased device", erased), ("the kept device", kept)] {
                 #expect(!Self.contains(bytes, token), "\(what)'s token in push.delivery-events")
             }
+            // Nor do the message records (sealed, version 2) and the results (by digest, version 2):
+            // every byte of them, keys and values, as written.
+            var written: [KafkaConsumerRecord] = []
+            for topic in h.topics.messageTopics + [h.topics.messageResults] { written += try await h.records(topic.name, openSealed: false) }
+            #expect(written.count >= 4, "both deliveries' messages and the results")
+            let writtenBytes = written.flatMap { ($0.key ?? []) + $0.value }
+            #expect(Self.contains(writtenBytes, TokenDigest.of(erased)), "the scan reads the erased device's records")
+            for (what, token) in [("the erased device", erased), ("the kept device", kept)] {
+                #expect(!Self.contains(writtenBytes, token), "\(what)'s token in the message or result topics")
+            }
+            #expect(!Self.contains(writtenBytes, "user1"), "the erased person's user key (in the payload's personalisation, if any)")
 
             // The rebuild: an empty database with the erased devices restored from the backup
             // (operations.md, "Data protection"), the deliveries replayed, then the broad log.
@@ -190,14 +201,18 @@ struct ErasedDeviceLogTests {
                     return found.sorted()
                 }
                 // The first delivery: only the kept device; no exclusion (the quarantined device was erased).
-                #expect(try await rows("SELECT registration_token || ' ' || status FROM push.broad_log WHERE delivery_id = \(before)") == ["\(kept) sent"])
+                // (By digest: the sealed planned records and the results carry no token, and this
+                // rebuild did not replay the subscriptions the tokens would come from.)
+                #expect(
+                    try await rows("SELECT token_digest || ' ' || status FROM push.broad_log WHERE delivery_id = \(before)") == ["\(TokenDigest.of(kept)) sent"]
+                )
                 #expect(try await rows("SELECT registration_token FROM push.exclusion_log WHERE delivery_id = \(before)") == [])
                 #expect(try await rows("SELECT registration_token FROM push.exclusion_log WHERE registration_token = \(quarantined)") == [])
                 #expect(try await rows("SELECT token_digest FROM push.exclusion_log WHERE token_digest = \(TokenDigest.of(quarantined))") == [])
                 // The second delivery: the returning person's message, sent, and the kept device's, pending.
                 #expect(
-                    try await rows("SELECT registration_token || ' ' || status FROM push.broad_log WHERE delivery_id = \(after)")
-                        == ["\(erased) sent", "\(kept) pending"].sorted())
+                    try await rows("SELECT token_digest || ' ' || status FROM push.broad_log WHERE delivery_id = \(after)")
+                        == ["\(TokenDigest.of(erased)) sent", "\(TokenDigest.of(kept)) pending"].sorted())
             }
         }
     }

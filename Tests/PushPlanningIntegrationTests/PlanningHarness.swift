@@ -193,12 +193,42 @@ struct PlanningHarness: Sendable {
         await producer.close()
     }
 
-    /// Every record of `topic` so far.
-    func records(_ topic: String) async throws -> [KafkaConsumerRecord] {
+    /// Every record of `topic` so far; sealed message records (version 2) opened with their
+    /// subjects' keys, as the senders open them, into the members a record in clear has
+    /// (`registrationToken`, `payload` or `message`), unless `openSealed` is false.
+    func records(_ topic: String, openSealed: Bool = true) async throws -> [KafkaConsumerRecord] {
         let reader = KafkaLogReader(configuration: configuration.kafka, logger: logger)
         let collected = Mutex<[KafkaConsumerRecord]>([])
         try await reader.read(topic: topic) { records in collected.withLock { $0 += records } }
-        return collected.withLock { $0 }
+        let records = collected.withLock { $0 }
+        guard openSealed, topics.messageTopics.contains(where: { $0.name == topic }) else { return records }
+        return try await opened(records)
+    }
+
+    /// `records` with each sealed message record's box opened (a box whose key is gone stays sealed).
+    func opened(_ records: [KafkaConsumerRecord]) async throws -> [KafkaConsumerRecord] {
+        var sealed: [Int: MessageSealing] = [:]
+        for (index, record) in records.enumerated() {
+            if case .known(let message, _) = try? APNSMessagePlanned.decodeRecord(record.value), let sealing = message.sealing {
+                sealed[index] = sealing
+            } else if case .known(let message, _) = try? FCMMessagePlanned.decodeRecord(record.value), let sealing = message.sealing {
+                sealed[index] = sealing
+            }
+        }
+        let keys = try await SubjectKeys.keys(Set(sealed.values.map(\.subjectId)), postgres: postgres, logger: logger)
+        var result = records
+        for (index, sealing) in sealed {
+            guard var envelope = try JSONSerialization.jsonObject(with: Data(records[index].value)) as? [String: Any],
+                var data = envelope["data"] as? [String: Any], let messageId = (data["messageId"] as? String).flatMap(UUID.init(uuidString:)),
+                let key = keys[sealing.subjectId], let (token, content) = sealing.open(messageId: messageId, key: key)
+            else { continue }
+            for member in ["sealed", "subjectId", "tokenDigest"] { data.removeValue(forKey: member) }
+            data["registrationToken"] = token
+            data[envelope["type"] as? String == APNSMessagePlanned.eventType ? "payload" : "message"] = content
+            envelope["data"] = data
+            result[index].value = Array(try JSONSerialization.data(withJSONObject: envelope, options: [.sortedKeys, .withoutEscapingSlashes]))
+        }
+        return result
     }
 
     /// The delivery events of this run, decoded loosely as JSON objects.

@@ -2,6 +2,7 @@ import Foundation
 import ProviderSimulatorCore
 import PushEvents
 import PushPlanning
+import PushStore
 import PushTestSupport
 import Synchronization
 import Testing
@@ -62,6 +63,51 @@ struct FCMSenderTests {
             }
             // The internal error was tried more than once before expiring.
             #expect(h.simulator.state.counters.byReason["INTERNAL", default: 0] >= 2)
+        }
+    }
+
+    @Test(
+        "sealed records (version 2): opened with the subject's key and sent, retried with the same box; a subject whose key is gone fails soft as erased, unsent; no byte of the message, retry or result topics names a token"
+    )
+    func sealedRecords() async throws {
+        try await FCMSenderHarness.with { h in
+            // Two subjects' data keys, as the registration service creates them.
+            let (kept, erased) = (UUID(), UUID())
+            let keys = [kept: SubjectKeys.freshKey(), erased: SubjectKeys.freshKey()]
+            for (id, key) in keys {
+                try await h.postgres.query(
+                    """
+                    INSERT INTO push.subject_keys (subject_id, service_id, subject, data_key)
+                    VALUES (\(id), gen_random_uuid(), \("user:sealed-\(id)"), decode(\(key.map { String(format: "%02x", $0) }.joined()), 'hex'))
+                    """, logger: h.logger)
+            }
+            let sent = try h.message(token: "sealed-ok-\(UUID())").sealed(subjectId: kept, key: keys[kept]!)
+            let retried = try h.message(token: "internal-\(UUID())", validFor: 20).sealed(subjectId: kept, key: keys[kept]!)
+            let forgotten = try h.message(token: "sealed-erased-\(UUID())").sealed(subjectId: erased, key: keys[erased]!)
+            let tokens = [sent, retried, forgotten].map(\.registrationToken)
+            // The erasure: the subject's key deleted before the sender reads its record.
+            try await h.postgres.query("DELETE FROM push.subject_keys WHERE subject_id = \(erased)", logger: h.logger)
+            try await h.publish([sent, retried, forgotten])
+
+            let results = try await h.withSender { try await h.waitForResults(3).byMessageId }
+            let id = { (message: FCMMessagePlanned) in message.messageId.uuidString.lowercased() }
+            #expect(results[id(sent)]?.type == "MessageSent")
+            #expect(h.simulator.state.notifications(mId: id(sent)).count == 1)
+            #expect(results[id(retried)]?.type == "MessageExpired")
+            #expect(h.simulator.state.counters.byReason["INTERNAL", default: 0] >= 2, "the retry record's box opened again")
+            #expect(results[id(forgotten)].map { [$0.type, $0.failureType, $0.reason] } == ["MessageFailed", "soft", "erased"])
+            #expect(h.simulator.state.notifications(mId: id(forgotten)).isEmpty)
+
+            // Every record the three messages produced, keys and values: no token in clear.
+            var scanned = 0
+            for topic in [h.messageTopic, h.retryTopic, h.topics.messageResults] {
+                for record in try await h.records(topic.name) {
+                    let bytes = String(decoding: (record.key ?? []) + record.value, as: UTF8.self)
+                    for token in tokens { #expect(!bytes.contains(token), "\(topic.name) names \(token)") }
+                    scanned += 1
+                }
+            }
+            #expect(scanned >= 3 + 2 + 3, "the messages, at least two retry records and the results")
         }
     }
 

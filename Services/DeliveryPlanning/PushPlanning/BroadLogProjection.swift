@@ -34,8 +34,9 @@ import PushStore
 /// deliveries.
 package struct BroadLogProjection: EnvelopeProjection {
     package enum Event: Sendable {
-        /// The message, its device's token (the planned records carry it), when it was planned.
-        case planned(MessageReference, token: String, Date)
+        /// The message, its device's token (in clear on version-1 records; nil from a sealed
+        /// one), when it was planned.
+        case planned(MessageReference, token: String?, Date)
         case result(MessageReference, Outcome)
     }
 
@@ -59,19 +60,23 @@ package struct BroadLogProjection: EnvelopeProjection {
         self.name = name
         self.topics = catalog.messageTopics.map(\.name) + [catalog.messageResults.name]
         var decoder = EventDecoder<Event>()
-        decoder.register(APNSMessagePlanned.self) { event, _ in
-            .planned(
-                MessageReference(
-                    messageId: event.messageId, broadLogId: event.broadLogId, deliveryId: event.deliveryId, appId: event.appId,
-                    tokenDigest: TokenDigest.of(event.registrationToken), platform: .ios),
-                token: event.registrationToken, event.plannedAt)
-        }
-        decoder.register(FCMMessagePlanned.self) { event, _ in
-            .planned(
-                MessageReference(
-                    messageId: event.messageId, broadLogId: event.broadLogId, deliveryId: event.deliveryId, appId: event.appId,
-                    tokenDigest: TokenDigest.of(event.registrationToken), platform: .android),
-                token: event.registrationToken, event.plannedAt)
+        // Planned records of both versions: a sealed one (version 2) names the device by digest
+        // only, and the row's token comes from `push.subscriptions`.
+        for version in 1...2 {
+            decoder.register(APNSMessagePlanned.self, version: version) { event, _ in
+                .planned(
+                    MessageReference(
+                        messageId: event.messageId, broadLogId: event.broadLogId, deliveryId: event.deliveryId, appId: event.appId,
+                        tokenDigest: event.tokenDigest, platform: .ios),
+                    token: event.sealing == nil ? event.registrationToken : nil, event.plannedAt)
+            }
+            decoder.register(FCMMessagePlanned.self, version: version) { event, _ in
+                .planned(
+                    MessageReference(
+                        messageId: event.messageId, broadLogId: event.broadLogId, deliveryId: event.deliveryId, appId: event.appId,
+                        tokenDigest: event.tokenDigest, platform: .android),
+                    token: event.sealing == nil ? event.registrationToken : nil, event.plannedAt)
+            }
         }
         // Results of both versions: version 1 named the device by its token, which the reader
         // turns into its digest (`MessageReference`); the row's token comes from the planned
@@ -99,7 +104,7 @@ package struct BroadLogProjection: EnvelopeProjection {
     /// first result per message wins, as it would record by record).
     struct MessageEvents {
         var message: MessageReference
-        /// The token, from the planned record (results carry only its digest).
+        /// The token, from an unsealed planned record (results and sealed records carry only its digest).
         var token: String?
         var plannedAt: Date?
         var outcome: Outcome?
@@ -118,7 +123,7 @@ package struct BroadLogProjection: EnvelopeProjection {
             case .planned(let message, let token, let at):
                 if let index = position[message.messageId] {
                     merged[index].plannedAt = min(merged[index].plannedAt ?? at, at)
-                    merged[index].token = token
+                    merged[index].token = merged[index].token ?? token
                     if merged[index].message.broadLogId == nil { merged[index].message.broadLogId = message.broadLogId }
                 } else {
                     position[message.messageId] = merged.count

@@ -99,7 +99,7 @@ extension DeliveryFanOut {
     /// exclusion. This is the per-message path: no I/O, one pass over the page. A message the
     /// broker already stored keeps its broadLog id; the others take the next of `ids`.
     func buildChunk(of fanOut: FanOutContext, from rows: [TargetedSubscription], pending: PendingChunk?, stored: StoredMessages, ids: inout BroadLogIdAssigner)
-        -> Chunk
+        throws -> Chunk
     {
         let plannedAt = Date()
         var messages: [PlannedMessage] = []
@@ -119,12 +119,32 @@ extension DeliveryFanOut {
             // `broadLogIds(for:)` reserved an id for every enabled row.
             guard let broadLogId = stored.broadLogIds[messageId] ?? ids.next() else { preconditionFailure("no broadLog id left for the chunk") }
             if let message = fanOut.factory.message(for: row, messageId: messageId, broadLogId: broadLogId, plannedAt: plannedAt) {
-                messages.append(message)
+                messages.append(try Self.sealed(message, for: row))
             }
         }
         // An empty page only comes with a pending chunk (otherwise the plan is finished).
         let end = rows.last.map { Cursor(appId: $0.appId, token: $0.registrationToken) } ?? pending!.end
         return Chunk(messages: messages, exclusions: exclusions, end: end, plannedAt: plannedAt)
+    }
+
+    /// The message as its record is written (version 2): token and content sealed under the
+    /// device's subject key, which the targeting read or created (docs/architecture.md, "Erasure").
+    static func sealed(_ message: PlannedMessage, for row: TargetedSubscription) throws -> PlannedMessage {
+        func key() throws -> TargetedSubscription.SubjectKey {
+            guard let key = row.subjectKey else { throw SubjectKeyMissing() }
+            return key
+        }
+        switch message {
+        case .apns(let apns): return .apns(try apns.sealed(subjectId: try key().id, key: try key().key))
+        case .fcm(let fcm): return .fcm(try fcm.sealed(subjectId: try key().id, key: try key().key))
+        case .failed: return message
+        }
+    }
+
+    /// A targeted device reached sealing without a data key (the targeting reads or creates one
+    /// for every enabled device first); the chunk is not published and is planned again.
+    struct SubjectKeyMissing: Error, CustomStringConvertible {
+        var description: String { "a targeted device has no data key to seal its message under" }
     }
 
     /// Records in the plan row that the chunk ending at `end` is being published, with the

@@ -54,7 +54,8 @@ extension DeliveryFanOut {
         return found.withLock { $0 }
     }
 
-    /// A message's record on its platform's topic of the delivery's lane, keyed by device, with
+    /// A message's record on its platform's topic of the delivery's lane, keyed by device
+    /// (`<appId>:<tokenDigest>`: the token is only inside the sealed box), with
     /// the delivery and message ids in headers; nil for a failure at planning.
     static func record(for message: PlannedMessage, catalog: TopicCatalog, lane: DeliveryPriority, correlationId: String) throws -> KafkaProducerRecord? {
         var record: KafkaProducerRecord
@@ -65,14 +66,14 @@ extension DeliveryFanOut {
             record = try KafkaProducerRecord(
                 topic: catalog.messages(.ios, lane: lane).name,
                 event: EventEnvelope(
-                    key: SubscriptionRegistered.key(appId: apns.appId, registrationToken: apns.registrationToken), payload: apns, correlationId: correlationId
+                    key: TokenDigest.subscriptionKey(appId: apns.appId, tokenDigest: apns.tokenDigest), payload: apns, correlationId: correlationId
                 ))
         case .fcm(let fcm):
             deliveryId = fcm.deliveryId
             record = try KafkaProducerRecord(
                 topic: catalog.messages(.android, lane: lane).name,
                 event: EventEnvelope(
-                    key: SubscriptionRegistered.key(appId: fcm.appId, registrationToken: fcm.registrationToken), payload: fcm, correlationId: correlationId
+                    key: TokenDigest.subscriptionKey(appId: fcm.appId, tokenDigest: fcm.tokenDigest), payload: fcm, correlationId: correlationId
                 ))
         case .failed:
             return nil

@@ -271,7 +271,7 @@ package final class DeliveryFanOut: Service {
             var stored = StoredMessages()
             if let pending = state.pending { stored = try await readBack(of: fanOut, since: pending) }
             var ids = try await broadLogIds(for: rows, of: fanOut, stored: stored, state: &state, on: connection)
-            let chunk = buildChunk(of: fanOut, from: rows, pending: state.pending, stored: stored, ids: &ids)
+            let chunk = try buildChunk(of: fanOut, from: rows, pending: state.pending, stored: stored, ids: &ids)
             // Records are built before the chunk is marked, so that the mark is held only
             // while publishing.
             var records = try messageRecords(of: fanOut, chunk)

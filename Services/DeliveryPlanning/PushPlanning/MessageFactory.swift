@@ -11,14 +11,32 @@ package struct TargetedSubscription: Sendable, Hashable {
     package var disabled: Bool
     /// Why, as `exclusion_log.reason` says it (`quarantined: Unregistered`, `unsubscribed`).
     package var exclusionReason: String?
+    /// The data key its message is sealed under (`push.subject_keys`: its person's, or its
+    /// own without a user key); nil until the targeting read or created it.
+    package var subjectKey: SubjectKey?
 
-    package init(appId: UUID, registrationToken: String, userKey: String, params: [String: String], disabled: Bool = false, exclusionReason: String? = nil) {
+    /// A subject's id and data key (32 bytes).
+    package struct SubjectKey: Sendable, Hashable {
+        package var id: UUID
+        package var key: [UInt8]
+
+        package init(id: UUID, key: [UInt8]) {
+            self.id = id
+            self.key = key
+        }
+    }
+
+    package init(
+        appId: UUID, registrationToken: String, userKey: String, params: [String: String], disabled: Bool = false, exclusionReason: String? = nil,
+        subjectKey: SubjectKey? = nil
+    ) {
         self.appId = appId
         self.registrationToken = registrationToken
         self.userKey = userKey
         self.params = params
         self.disabled = disabled
         self.exclusionReason = exclusionReason
+        self.subjectKey = subjectKey
     }
 }
 

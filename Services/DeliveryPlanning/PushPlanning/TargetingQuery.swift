@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import PushEvents
+import PushStore
 
 /// Reads a delivery's audience from `push.subscriptions` in (app_id, registration_token) order,
 /// one chunk at a time after a cursor (keyset pagination on the primary key: memory stays
@@ -33,23 +34,51 @@ enum TargetingQuery {
             guard remaining > 0 else { break }
             result += try await page(
                 of: app, after: app == cursor.appId ? cursor.token : "", through: app == end?.appId ? end?.token : nil,
-                limit: remaining, filter: filter, withParams: withParams, on: connection, logger: logger)
+                limit: remaining, filter: filter, withParams: withParams, serviceId: delivery.serviceId, on: connection, logger: logger)
         }
-        return result
+        return try await withKeys(result, serviceId: delivery.serviceId, on: connection, logger: logger)
+    }
+
+    /// The page with a data key for every enabled device: those registered before data keys
+    /// existed (or inserted by other means) get theirs created here, committed before any message
+    /// is sealed under it.
+    private static func withKeys(
+        _ rows: [TargetedSubscription], serviceId: UUID, on connection: PostgresConnection, logger: Logger
+    ) async throws -> [TargetedSubscription] {
+        func subject(_ row: TargetedSubscription) -> String {
+            SubjectKeys.subject(userKey: row.userKey, appId: row.appId, tokenDigest: TokenDigest.of(row.registrationToken))
+        }
+        var rows = rows
+        for _ in 0..<2 {
+            let missing = rows.indices.filter { !rows[$0].disabled && rows[$0].subjectKey == nil }
+            guard !missing.isEmpty else { return rows }
+            let subjects = missing.map { subject(rows[$0]) }
+            let keys = try await SubjectKeys.create(serviceId: serviceId, subjects: Array(Set(subjects)), on: connection, logger: logger)
+            for (index, subject) in zip(missing, subjects) {
+                rows[index].subjectKey = keys[subject].map { TargetedSubscription.SubjectKey(id: $0.id, key: $0.key) }
+            }
+        }
+        // A key another transaction was creating at that moment, twice: the chunk is planned again.
+        guard rows.allSatisfy({ $0.disabled || $0.subjectKey != nil }) else { throw DeliveryFanOut.SubjectKeyMissing() }
+        return rows
     }
 
     /// Up to `limit` subscriptions of one app with a token after `after` and (when given) up to
     /// `through`, in token order. Every token is non-empty, so `after: ""` is the app's start.
     private static func page(
-        of app: UUID, after: String, through: String?, limit: Int, filter: AudienceFilter, withParams: Bool,
+        of app: UUID, after: String, through: String?, limit: Int, filter: AudienceFilter, withParams: Bool, serviceId: UUID,
         on connection: PostgresConnection, logger: Logger
     ) async throws -> [TargetedSubscription] {
         let rows = try await connection.query(
             """
             SELECT app_id, registration_token, user_key, CASE WHEN \(withParams) THEN params::text ELSE '{}' END,
                    disabled OR unsubscribed_at IS NOT NULL,
-                   CASE WHEN unsubscribed_at IS NOT NULL THEN 'unsubscribed' ELSE 'quarantined: ' || coalesce(disabled_reason, 'disabled') END
-            FROM push.subscriptions
+                   CASE WHEN unsubscribed_at IS NOT NULL THEN 'unsubscribed' ELSE 'quarantined: ' || coalesce(disabled_reason, 'disabled') END,
+                   -- The data key of an enabled device's subject: its id and key as one text.
+                   CASE WHEN NOT (disabled OR unsubscribed_at IS NOT NULL) THEN (
+                       SELECT k.subject_id::text || encode(k.data_key, 'hex') FROM push.subject_keys k
+                       WHERE k.service_id = \(serviceId) AND k.subject = \(unescaped: SubjectKeys.subjectOfSubscription)) END
+            FROM push.subscriptions s
             WHERE app_id = \(app)
               AND registration_token > \(after)
               AND (\(through)::text IS NULL OR registration_token <= \(through))
@@ -63,12 +92,35 @@ enum TargetingQuery {
         var result: [TargetedSubscription] = []
         result.reserveCapacity(min(limit, 10_000))
         let decoder = JSONDecoder()
-        for try await (appId, token, userKey, params, disabled, reason) in rows.decode((UUID, String, String, String, Bool, String?).self) {
+        for try await (appId, token, userKey, params, disabled, reason, key) in rows.decode((UUID, String, String, String, Bool, String?, String?).self) {
             let values = withParams ? ((try? decoder.decode([String: String].self, from: Data(params.utf8))) ?? [:]) : [:]
             result.append(
                 TargetedSubscription(
-                    appId: appId, registrationToken: token, userKey: userKey, params: values, disabled: disabled, exclusionReason: disabled ? reason : nil))
+                    appId: appId, registrationToken: token, userKey: userKey, params: values, disabled: disabled, exclusionReason: disabled ? reason : nil,
+                    subjectKey: key.flatMap(subjectKey)))
         }
         return result
+    }
+
+    /// `<subject id><key in hex>` as the page query gives it.
+    private static func subjectKey(_ text: String) -> TargetedSubscription.SubjectKey? {
+        let bytes = Array(text.utf8)
+        guard bytes.count == 36 + 64, let id = UUID(uuidString: String(decoding: bytes[..<36], as: UTF8.self)) else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+            default: nil
+            }
+        }
+        var key: [UInt8] = []
+        key.reserveCapacity(32)
+        var index = 36
+        while index < bytes.count {
+            guard let high = nibble(bytes[index]), let low = nibble(bytes[index + 1]) else { return nil }
+            key.append(high << 4 | low)
+            index += 2
+        }
+        return TargetedSubscription.SubjectKey(id: id, key: key)
     }
 }

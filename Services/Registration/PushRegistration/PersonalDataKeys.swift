@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import PostgresNIO
 import PushEvents
+import PushStore
 
 /// The per-person data keys of crypto-shredding (docs/architecture.md, "Erasure"): the
 /// registration endpoints seal a registration's personal fields under the key of its person
@@ -28,7 +29,7 @@ package struct PersonalDataKeys: Sendable {
 
     /// The subject a registration's fields are sealed for.
     package static func subject(userKey: String, appId: UUID, tokenDigest: String) -> String {
-        userKey.isEmpty ? "device:\(appId.uuidString.lowercased()):\(tokenDigest)" : "user:\(userKey)"
+        SubjectKeys.subject(userKey: userKey, appId: appId, tokenDigest: tokenDigest)
     }
 
     /// The subject's key in the service, created on first use. Concurrent registrations share
@@ -75,12 +76,7 @@ package struct PersonalDataKeys: Sendable {
 
     /// The keys of `ids` that still exist (an erased subject's is gone), in one query.
     package static func keys(_ ids: Set<UUID>, on connection: PostgresConnection, logger: Logger) async throws -> [UUID: SymmetricKey] {
-        guard !ids.isEmpty else { return [:] }
-        let rows = try await connection.query(
-            "SELECT subject_id, data_key FROM push.subject_keys WHERE subject_id = ANY(\(Array(ids)))", logger: logger)
-        var keys: [UUID: SymmetricKey] = [:]
-        for try await (id, bytes) in rows.decode((UUID, ByteBuffer).self) { keys[id] = SymmetricKey(data: Array(bytes.readableBytesView)) }
-        return keys
+        try await SubjectKeys.keys(ids, on: connection, logger: logger).mapValues { SymmetricKey(data: $0) }
     }
 
     /// A version-2 registration: the personal fields sealed under `key`, bound to the app and

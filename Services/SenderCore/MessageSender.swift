@@ -296,10 +296,10 @@ package final class MessageSender<Transport: MessageTransport>: Service {
             case .known(let read, let metadata):
                 var message = read
                 if let sealing = read.sealing {
-                    if let key = keys[sealing.subjectId], let opened = read.opened(with: key) {
-                        message = opened
+                    if let key = keys[sealing.subjectId] {
+                        if let opened = read.opened(with: key) { message = opened } else { unopened = "unreadable" }
                     } else {
-                        unopened = keys[sealing.subjectId] == nil ? "erased" : "unreadable"
+                        unopened = "erased"
                     }
                 }
                 work = Work(record: record, message: message, metadata: metadata, slot: ThrottleHeader.slot(in: record.headers))

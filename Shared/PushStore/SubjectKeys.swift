@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
+import PushEvents
 
 /// The per-person data keys of crypto-shredding as stored (`push.subject_keys`, migration 17;
 /// docs/architecture.md, "Erasure"): what the registration service, the planner and the senders
@@ -52,7 +53,7 @@ package enum SubjectKeys {
         serviceId: UUID, subjects: [String], on connection: PostgresConnection, logger: Logger
     ) async throws -> [String: (id: UUID, key: [UInt8])] {
         guard !subjects.isEmpty else { return [:] }
-        let fresh = subjects.map { _ in freshKey().map { $0 < 16 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined() }
+        let fresh = subjects.map { _ in TokenDigest.hex(freshKey()) }
         let ids = subjects.map { _ in UUID() }
         let services = subjects.map { _ in serviceId }
         // In an explicit transaction: its COMMIT is answered before the keys are read and used.

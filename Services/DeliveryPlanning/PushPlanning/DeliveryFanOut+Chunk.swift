@@ -130,13 +130,11 @@ extension DeliveryFanOut {
     /// The message as its record is written (version 2): token and content sealed under the
     /// device's subject key, which the targeting read or created (docs/architecture.md, "Erasure").
     static func sealed(_ message: PlannedMessage, for row: TargetedSubscription) throws -> PlannedMessage {
-        func key() throws -> TargetedSubscription.SubjectKey {
-            guard let key = row.subjectKey else { throw SubjectKeyMissing() }
-            return key
-        }
+        if case .failed = message { return message }
+        guard let subject = row.subjectKey else { throw SubjectKeyMissing() }
         switch message {
-        case .apns(let apns): return .apns(try apns.sealed(subjectId: try key().id, key: try key().key))
-        case .fcm(let fcm): return .fcm(try fcm.sealed(subjectId: try key().id, key: try key().key))
+        case .apns(let apns): return .apns(try apns.sealed(subjectId: subject.id, key: subject.key))
+        case .fcm(let fcm): return .fcm(try fcm.sealed(subjectId: subject.id, key: subject.key))
         case .failed: return message
         }
     }

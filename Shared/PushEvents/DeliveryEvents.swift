@@ -15,10 +15,14 @@ package struct DeliveryApp: Codable, Sendable, Hashable {
 
 /// A valid request became a delivery: `push.delivery-events`, key = deliveryId.
 /// Carries the checked request so that the delivery can be understood (and the analysts'
-/// `deliveries` table rebuilt) from the topic alone.
+/// `deliveries` table rebuilt) from the topic alone. Version 2 (issue 28) names no recipient: a
+/// `userKeys` audience and a proof's user keys and tokens are written as their counts
+/// (`recipientsCounted`), since a topic record cannot be erased; the planner keeps the lists in
+/// its own state (`push.delivery_plans.accepted`), which a person's erasure scrubs. Version 1
+/// (the lists in clear) is still read, and counted by the projection.
 package struct DeliveryAccepted: PushEvent, Hashable {
     package static let eventType = "DeliveryAccepted"
-    package static let eventVersion = 1
+    package static let eventVersion = 2
 
     /// Used as `_dId` in every payload: letters and digits only (never a comma).
     package var deliveryId: String
@@ -46,6 +50,15 @@ package struct DeliveryAccepted: PushEvent, Hashable {
 
     /// The lane the delivery's messages take: its priority, bulk when it has none.
     package var lane: DeliveryPriority { priority ?? .default }
+
+    /// The delivery as version 2 publishes it and `push.deliveries` keeps it: user keys and
+    /// tokens replaced by their counts.
+    package var recipientsCounted: DeliveryAccepted {
+        var delivery = self
+        delivery.audience = audience.counted
+        delivery.proof = proof?.counted
+        return delivery
+    }
 
     package init(
         deliveryId: String, requestId: String, serviceId: UUID, serviceName: String, apps: [DeliveryApp],

@@ -61,10 +61,23 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
     package struct Proof: Codable, Sendable, Hashable {
         package var userKeys: [String]?
         package var registrationTokens: [String]?
+        /// How many user keys and tokens the proof named, in place of the lists, where recipients
+        /// are only counted (`DeliveryAccepted` version 2 on the topic, `push.deliveries`):
+        /// never read from a request.
+        package var userKeyCount: Int?
+        package var registrationTokenCount: Int?
 
         package init(userKeys: [String]? = nil, registrationTokens: [String]? = nil) {
             self.userKeys = userKeys
             self.registrationTokens = registrationTokens
+        }
+
+        /// The recipients as counts only (what a person's erasure cannot reach is not written).
+        package var counted: Proof {
+            var proof = Proof()
+            proof.userKeyCount = userKeys?.count ?? userKeyCount
+            proof.registrationTokenCount = registrationTokens?.count ?? registrationTokenCount
+            return proof
         }
     }
 
@@ -75,6 +88,11 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
         /// Equality on subscription parameters (values compared as strings).
         package var `where`: [String: ScalarValue]?
 
+        /// How many user keys a `userKeys` audience named, in place of the list, where recipients
+        /// are only counted (`DeliveryAccepted` version 2 on the topic, `push.deliveries`): never
+        /// read from a request.
+        package var userKeyCount: Int?
+
         package init(all: Bool? = nil, userKeys: [String]? = nil, where conditions: [String: ScalarValue]? = nil) {
             self.all = all
             self.userKeys = userKeys
@@ -82,6 +100,14 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
         }
 
         package static let everyone = Audience(all: true)
+
+        /// The audience with a user key list replaced by its count (the other forms name nobody).
+        package var counted: Audience {
+            guard let userKeys else { return self }
+            var audience = Audience()
+            audience.userKeyCount = userKeys.count
+            return audience
+        }
     }
 
     package struct Content: Codable, Sendable, Hashable {

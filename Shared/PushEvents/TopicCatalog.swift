@@ -53,6 +53,12 @@ package struct TopicCatalog: Sendable, Hashable {
     /// group stopped that long; a record older than that is deleted unread and its message stays
     /// `pending` in `broad_log`.
     package static let messageRetention: Int64 = (28 + 7) * dayMilliseconds
+    /// Upstream requests: read once by the planner, which keeps each accepted delivery in its own
+    /// state and on `push.delivery-events`; nothing is rebuilt from them, and a request older
+    /// than the longest validity can no longer send anything. Bounded like the message topics,
+    /// so the user keys and tokens upstream wrote in clear do not outlive a person's erasure by
+    /// more than 35 days (docs/operations.md, "Data protection").
+    package static let requestRetention: Int64 = messageRetention
 
     /// - Parameters:
     ///   - resultsRetentionDays: `PUSH_RESULTS_RETENTION_DAYS` for `push.message-results`; 0 keeps
@@ -76,7 +82,8 @@ package struct TopicCatalog: Sendable, Hashable {
             "CATALOG", "push.catalog", partitions: 1,
             "services, apps and provider credentials (references, never secrets); one partition keeps admin changes in order")
         deliveryRequests = topic(
-            "DELIVERY_REQUESTS", "push.delivery-requests", partitions: 6, "upstream delivery requests (versioned contract); key = requestId")
+            "DELIVERY_REQUESTS", "push.delivery-requests", partitions: 6, retention: Self.requestRetention,
+            "upstream delivery requests (versioned contract); key = requestId")
         deliveryRequestsDLQ = topic(
             "DELIVERY_REQUESTS_DLQ", "push.delivery-requests.dlq", partitions: 1, retention: Self.thirtyDays,
             "delivery requests that could not be read or were invalid, with the reason in headers")

@@ -693,5 +693,33 @@ package enum Migrations {
                     'The device''s token: from the planned message record, or, for a row a result created first, from push.subscriptions while the device was there; NULL when neither had it (a device purged or erased before)'
                 """,
             ]),
+        Migration(
+            version: 27, name: "deliveries and planned plans keep a userKeys audience's and a proof's recipients as counts (DeliveryAccepted v2)",
+            statements: [
+                // What DeliveryAccepted version 2 writes and the projection keeps since: a list of
+                // user keys outlives any erasure of the people it names.
+                """
+                UPDATE push.deliveries SET audience = jsonb_build_object('userKeyCount', jsonb_array_length(audience->'userKeys'))
+                WHERE jsonb_typeof(audience->'userKeys') = 'array'
+                """,
+                // A planned delivery's recipients are never read again (the fan-out counts them
+                // when it finishes since this version).
+                """
+                UPDATE push.delivery_plans
+                SET accepted = jsonb_set(accepted, '{audience}', jsonb_build_object('userKeyCount', jsonb_array_length(accepted->'audience'->'userKeys')))
+                WHERE status = 'planned' AND jsonb_typeof(accepted->'audience'->'userKeys') = 'array'
+                """,
+                """
+                UPDATE push.delivery_plans
+                SET accepted = jsonb_set(accepted, '{proof}', jsonb_strip_nulls(jsonb_build_object(
+                        'userKeyCount', jsonb_array_length(accepted->'proof'->'userKeys'),
+                        'registrationTokenCount', jsonb_array_length(accepted->'proof'->'registrationTokens'))))
+                WHERE status = 'planned' AND jsonb_typeof(accepted->'proof') = 'object'
+                """,
+                """
+                COMMENT ON COLUMN push.deliveries.audience IS
+                    'The request''s audience: {"all": true}, {"where": {...}}, or for a list of user keys {"userKeyCount": n} (never the keys: DeliveryAccepted v2)'
+                """,
+            ]),
     ]
 }

@@ -38,7 +38,7 @@ struct TopicRetentionTests {
         #expect(create.output.contains("exists   \(name("APNS_RETRIES"))"), "\(create.output)")
 
         let expected: [String: Int64] = [
-            name("SUBSCRIPTIONS"): -1, name("CATALOG"): -1, name("DELIVERY_REQUESTS"): -1, name("DELIVERY_EVENTS"): -1,
+            name("SUBSCRIPTIONS"): -1, name("CATALOG"): -1, name("DELIVERY_REQUESTS"): 35 * Self.day, name("DELIVERY_EVENTS"): -1,
             name("DELIVERY_REQUESTS_DLQ"): 30 * Self.day, "\(name("SUBSCRIPTIONS")).dlq": 30 * Self.day, "\(name("TRACKING")).dlq": 30 * Self.day,
             name("APNS_MESSAGES"): 35 * Self.day, name("FCM_MESSAGES"): 35 * Self.day, name("FCM_RETRIES"): 35 * Self.day,
             name("MESSAGE_RESULTS"): 90 * Self.day, name("TRACKING"): 45 * Self.day,

@@ -268,14 +268,14 @@ struct TopicCatalogTests {
         #expect(catalog.tracking.config["retention.ms"] == "-1")
     }
 
-    @Test("retention: source-of-truth topics forever, messages and retries 28 + 7 days, results and tracking as set")
+    @Test("retention: source-of-truth topics forever, messages, retries and upstream requests 28 + 7 days, results and tracking as set")
     func retention() {
         let day: Int64 = 24 * 3600 * 1000
         let catalog = TopicCatalog()
-        for topic in [catalog.subscriptions, catalog.catalog, catalog.deliveryRequests, catalog.deliveryEvents, catalog.messageResults, catalog.tracking] {
+        for topic in [catalog.subscriptions, catalog.catalog, catalog.deliveryEvents, catalog.messageResults, catalog.tracking] {
             #expect(topic.config["retention.ms"] == "-1", "\(topic.name)")
         }
-        for topic in [catalog.apnsMessages, catalog.fcmMessages, catalog.apnsRetries, catalog.fcmRetries] {
+        for topic in [catalog.apnsMessages, catalog.fcmMessages, catalog.apnsRetries, catalog.fcmRetries, catalog.deliveryRequests] {
             #expect(topic.retentionMilliseconds == 35 * day, "\(topic.name)")
         }
         #expect(catalog.deadLetters.allSatisfy { $0.retentionMilliseconds == 30 * day })

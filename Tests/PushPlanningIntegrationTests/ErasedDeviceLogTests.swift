@@ -216,4 +216,88 @@ struct ErasedDeviceLogTests {
             }
         }
     }
+
+    @Test(
+        "a userKeys audience and a proof name nobody on push.delivery-events (version 2: counts) nor in push.deliveries (version 1 counted too); a planned delivery keeps counts; an erasure takes the person out of a plan not planned yet"
+    )
+    func recipientsCounted() async throws {
+        try await DeliveryIndicatorTests.run { h in
+            let (service, apps) = try await h.defineService(platforms: ["ios"])
+            let app = apps[0]
+            try await h.addSubscriptions(app, count: 3)
+            let (token1, token2) = (try await h.token(app, 1), try await h.token(app, 2))
+
+            // A list of user keys, planned at once: sent to both, kept as a count once planned.
+            let listed = "listed-\(h.suffix)"
+            try await h.publishRequest(requestJSON(requestId: listed, service: service, audience: #"{"userKeys": ["user1", "user3"]}"#), key: listed)
+            let planned = try await h.waitPlanned(listed)
+            #expect(try await h.int("SELECT targeted::int FROM push.deliveries WHERE delivery_id = \(planned)") == 2)
+            #expect(try await h.text("SELECT audience::text FROM push.deliveries WHERE delivery_id = \(planned)") == #"{"userKeyCount": 2}"#)
+            #expect(
+                try await h.text("SELECT (accepted->'audience')::text FROM push.delivery_plans WHERE delivery_id = \(planned)") == #"{"userKeyCount": 2}"#)
+
+            // A proof due in an hour (so still waiting at the erasure), naming user1 by key and by
+            // token, for an audience that names user1 too.
+            let proof = "proof-\(h.suffix)"
+            var document = requestJSON(
+                requestId: proof, service: service, audience: #"{"userKeys": ["user1", "user2"]}"#, sendAt: Date().addingTimeInterval(3600).iso)
+            document.removeLast()
+            document += #", "proof": {"userKeys": ["user1", "user3"], "registrationTokens": ["\#(token1)", "\#(token2)"]}}"#
+            try await h.publishRequest(document, key: proof)
+            try await h.eventually("the proof accepted") { try await h.deliveryStatus(requestId: proof) == "accepted" }
+            let waiting = try await h.deliveryId(of: proof)
+            #expect(try await h.text("SELECT audience::text FROM push.deliveries WHERE delivery_id = \(waiting)") == #"{"userKeyCount": 2}"#)
+
+            // On the topic: version 2, counts only.
+            let accepted = try await h.deliveryEvents().filter { $0["type"] as? String == "DeliveryAccepted" }
+            #expect(accepted.count == 2 && accepted.allSatisfy { $0["version"] as? Int == 2 })
+            let audiences = accepted.compactMap { ($0["data"] as? [String: Any])?["audience"] as? [String: Int] }
+            #expect(audiences == [["userKeyCount": 2], ["userKeyCount": 2]])
+            let proofs = accepted.compactMap { ($0["data"] as? [String: Any])?["proof"] as? [String: Int] }
+            #expect(proofs == [["userKeyCount": 2, "registrationTokenCount": 2]])
+
+            // The erasure of user1 takes them out of the waiting plan's lists (the planned one
+            // holds counts); the other recipients stay.
+            let producer = try KafkaProducer(configuration: h.configuration.producer, logger: h.logger)
+            let erasure = PersonErasure(producer: producer, topic: h.topics.subscriptions.name, postgres: h.postgres, logger: h.logger)
+            let erased = try await erasure.erase(serviceName: service, userKey: "user1", token: nil)
+            await producer.close()
+            #expect(erased.deliveryPlans == 1 && erased.subscriptions == 1)
+            func list(_ path: String) async throws -> String? {
+                try await h.text("SELECT (accepted #> \(path)::text[])::text FROM push.delivery_plans WHERE delivery_id = \(waiting)")
+            }
+            #expect(try await list("{audience,userKeys}") == #"["user2"]"#)
+            #expect(try await list("{proof,userKeys}") == #"["user3"]"#)
+            #expect(try await list("{proof,registrationTokens}") == #"["\#(token2)"]"#)
+            #expect(
+                try await h.int(
+                    """
+                    SELECT count(*)::int FROM push.delivery_plans
+                    WHERE delivery_id IN (\(planned), \(waiting)) AND (accepted::text LIKE '%user1%' OR accepted::text LIKE \("%\(token1)%"))
+                    """) == 0)
+
+            // Every byte of push.delivery-events (keys and values): no user key, no token.
+            let bytes = try await h.records(h.topics.deliveryEvents.name).flatMap { ($0.key ?? []) + $0.value }
+            let read = Self.contains(bytes, "userKeyCount")
+            #expect(read, "the scan reads the accepted deliveries")
+            let named = ["user1", "user2", "user3", token1, token2].filter { Self.contains(bytes, $0) }
+            #expect(named == [], "recipients in push.delivery-events")
+
+            // A version-1 DeliveryAccepted (lists in clear, written before version 2) is counted
+            // by the projection all the same.
+            let old = DeliveryAccepted(
+                deliveryId: "old-\(h.suffix)", requestId: "old-\(h.suffix)", serviceId: UUID(), serviceName: service, apps: [],
+                audience: .init(userKeys: ["a", "b", "c"]), content: .init(body: "x"), validUntil: Date().addingTimeInterval(60), sendAt: Date(),
+                throttlePerSecond: nil, acceptedAt: Date(), proof: .init(registrationTokens: ["t"]))
+            var record = try KafkaProducerRecord(topic: h.topics.deliveryEvents.name, event: EventEnvelope(key: old.deliveryId, payload: old))
+            let text = String(decoding: record.value, as: UTF8.self)
+            try #require(text.contains(#""version":2"#))
+            record.value = Array(text.replacingOccurrences(of: #""version":2"#, with: #""version":1"#).utf8)
+            try await DeliveryIndicatorTests.publish(h, [record])
+            try await h.eventually("the version-1 delivery projected") {
+                try await h.text("SELECT audience::text FROM push.deliveries WHERE delivery_id = \(old.deliveryId)") == #"{"userKeyCount": 3}"#
+            }
+            #expect(try await h.text("SELECT proof::text FROM push.deliveries WHERE delivery_id = \(old.deliveryId)") == "true")
+        }
+    }
 }

@@ -4,10 +4,11 @@ import PostgresNIO
 import PushStore
 import Testing
 
-/// Migration 6 on a database that already has deliveries, results and hits (a deployment
-/// upgraded in place): the counters start from what is there. Runs in a scratch database of the
-/// test server, dropped at the end.
-@Suite("Migration 6 initialises the delivery indicators from existing rows")
+/// Migrations that rewrite existing rows, on a database that already has deliveries, results and
+/// hits (a deployment upgraded in place): migration 6's counters start from what is there;
+/// migration 27 counts recipient lists. Each runs in a scratch database of the test server,
+/// dropped at the end.
+@Suite("Migrations 6 and 27 on existing rows")
 struct IndicatorMigrationTests {
     @Test("counters, to_deliver and tracking_firsts equal the rows of deliveries, broad_log and tracking_log before the migration")
     func backfill() async throws {
@@ -75,6 +76,62 @@ struct IndicatorMigrationTests {
                 #expect(seen == ["d1: 4 1 3 1 1 1 1 1 1 1.0", "d2: -1 -1 1 1 0 0 0 1 0 0.0"])
                 let firsts = try await client.query("SELECT count(*)::int FROM push.tracking_firsts", logger: logger)
                 for try await count in firsts.decode(Int.self) { #expect(count == 3, "d1 received and opened, d2 received; not the tag 3") }
+            }
+        } catch {
+            try? await Self.drop(database)
+            throw error
+        }
+        try await Self.drop(database)
+    }
+
+    @Test(
+        "migration 27 counts the user keys of push.deliveries' audiences and of planned plans' audiences and proofs; a plan not planned yet keeps its lists"
+    )
+    func recipientsCounted() async throws {
+        let database = "push_test_migration27_\(UUID().uuidString.prefix(8).lowercased())"
+        try await StoreTestSupport.withPostgres { main in
+            try await main.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(database)"), logger: StoreTestSupport.logger)
+        }
+        var settings = try StoreTestSupport.configuration().postgres
+        settings.database = database
+        let client = PostgresClient(configuration: settings.clientConfiguration, backgroundLogger: StoreTestSupport.logger)
+        let logger = StoreTestSupport.logger
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                defer { group.cancelAll() }
+                _ = try await Migrator(client: client, logger: logger).migrate(Migrations.all.filter { $0.version <= 26 })
+                try await client.query(
+                    """
+                    INSERT INTO push.deliveries (delivery_id, request_id, service_id, service_name, status, apps, audience, content, valid_until, send_at, accepted_at)
+                    VALUES ('d1', 'r1', gen_random_uuid(), 's', 'planned', '[]', '{"userKeys": ["ann@example.com", "bob"]}', '{}', now(), now(), now()),
+                           ('d2', 'r2', gen_random_uuid(), 's', 'planned', '[]', '{"all": true}', '{}', now(), now(), now())
+                    """,
+                    logger: logger)
+                try await client.query(
+                    """
+                    INSERT INTO push.delivery_plans (delivery_id, request_id, accepted, status, send_at)
+                    VALUES ('d1', 'r1', '{"deliveryId": "d1", "audience": {"userKeys": ["ann@example.com", "bob"]}, "proof": {"registrationTokens": ["t1"]}}', 'planned', now()),
+                           ('d3', 'r3', '{"deliveryId": "d3", "audience": {"userKeys": ["ann@example.com"]}}', 'accepted', now())
+                    """,
+                    logger: logger)
+                #expect(try await Migrator(client: client, logger: logger).migrate().contains(27))
+                var seen: [String] = []
+                for try await row in try await client.query(
+                    """
+                    SELECT 'deliveries ' || delivery_id || ' ' || audience::text FROM push.deliveries
+                    UNION ALL SELECT 'plans ' || delivery_id || ' ' || (accepted - 'deliveryId')::text FROM push.delivery_plans
+                    """,
+                    logger: logger
+                ).decode(String.self) {
+                    seen.append(row)
+                }
+                #expect(
+                    seen.sorted() == [
+                        #"deliveries d1 {"userKeyCount": 2}"#, #"deliveries d2 {"all": true}"#,
+                        #"plans d1 {"proof": {"registrationTokenCount": 1}, "audience": {"userKeyCount": 2}}"#,
+                        #"plans d3 {"audience": {"userKeys": ["ann@example.com"]}}"#,
+                    ])
             }
         } catch {
             try? await Self.drop(database)

@@ -203,7 +203,9 @@ struct AudienceFilter {
         proofUserKeys = delivery.proof?.userKeys ?? []
         proofTokens = delivery.proof?.registrationTokens ?? []
         apps = delivery.apps.map(\.appId)
-        byUserKey = delivery.audience.userKeys != nil
+        // A counted list (a planned delivery's state, docs/architecture.md "Erasure") names
+        // nobody: it must never widen to every device.
+        byUserKey = delivery.audience.userKeys != nil || delivery.audience.userKeyCount != nil
         userKeys = delivery.audience.userKeys ?? []
         conditions =
             try (delivery.audience.where).map { conditions in

@@ -106,7 +106,9 @@ extension DeliveryFanOut {
     /// it, and cutting the apps' whole key range for it would cost a scan of every subscription
     /// before a one-person notification starts (docs/planning.md, "Shards").
     func shardBoundaries(of delivery: DeliveryAccepted, on connection: PostgresConnection, logger: Logger) async throws -> [Cursor] {
-        guard delivery.throttlePerSecond == nil, delivery.proof == nil, delivery.audience.userKeys == nil else { return [] }
+        guard delivery.throttlePerSecond == nil, delivery.proof == nil, delivery.audience.userKeys == nil, delivery.audience.userKeyCount == nil else {
+            return []
+        }
         let apps = delivery.apps.map(\.appId)
         let size = settings.shardSize
         var total = 0
@@ -203,8 +205,15 @@ extension DeliveryFanOut {
             guard open == 0, let (targeted, excluded, failed, status) = totals, status != "planned" else { return nil }
             let event = DeliveryPlanned(deliveryId: deliveryId, targeted: Int(targeted), excluded: Int(excluded), failed: Int(failed), plannedAt: Date())
             let record = try PlannerOutbox.record(topic: catalog.deliveryEvents.name, key: deliveryId, payload: event, correlationId: state.delivery.requestId)
+            // Nothing reads a planned delivery's recipients again: the plan keeps their counts,
+            // as push.deliveries does (docs/architecture.md, "Erasure").
+            let counted = String(decoding: try EventJSON.encoder.encode(state.delivery.recipientsCounted), as: UTF8.self)
             try await connection.query(
-                "UPDATE push.delivery_plans SET status = 'planned', planned_at = now(), updated_at = now() WHERE delivery_id = \(deliveryId)", logger: logger)
+                """
+                UPDATE push.delivery_plans SET status = 'planned', planned_at = now(), updated_at = now(), accepted = \(counted)::jsonb
+                WHERE delivery_id = \(deliveryId)
+                """,
+                logger: logger)
             try await PlannerOutbox.insert([record], on: connection, logger: logger)
             return (targeted, excluded, failed)
         }

@@ -34,7 +34,9 @@ package struct DeliveryProjection: EnvelopeProjection {
         self.name = name
         self.topics = [topic]
         var decoder = EventDecoder<Event>()
-        decoder.register(DeliveryAccepted.self) { event, _ in .accepted(event) }
+        // Version 1 named a userKeys audience's and a proof's recipients: counted as version 2 is.
+        decoder.register(DeliveryAccepted.self, version: 1) { event, _ in .accepted(event.recipientsCounted) }
+        decoder.register(DeliveryAccepted.self) { event, _ in .accepted(event.recipientsCounted) }
         decoder.register(DeliveryRejected.self) { event, _ in .rejected(event) }
         decoder.register(DeliveryPlanningStarted.self) { event, _ in .started(event) }
         decoder.register(DeliveryExclusionsRecorded.self) { event, _ in .exclusions(event, tokens: nil) }

@@ -8,8 +8,9 @@ import PushRuntime
 import PushStore
 
 /// Reads `push.delivery-requests` exactly once (a `Projection`: its position commits with the
-/// plans it creates). A valid request becomes a row of `push.delivery_plans` and a
-/// `DeliveryAccepted`; an invalid one a `DeliveryRejected` plus the raw record on
+/// plans it creates). A valid request becomes a row of `push.delivery_plans` (the whole
+/// delivery, its recipients included) and a `DeliveryAccepted` (version 2: the recipients
+/// counted, `recipientsCounted`); an invalid one a `DeliveryRejected` plus the raw record on
 /// `push.delivery-requests.dlq`; a requestId seen before changes nothing.
 package struct DeliveryRequestIntake: Projection {
     package enum Event: Sendable {
@@ -100,7 +101,8 @@ package struct DeliveryRequestIntake: Projection {
                         metadata: ["delivery.id": "\(delivery.deliveryId)", "request.id": "\(delivery.requestId)", "send.at": "\(delivery.sendAt)"])
                     outbox.append(
                         try PlannerOutbox.record(
-                            topic: catalog.deliveryEvents.name, key: delivery.deliveryId, payload: delivery, correlationId: delivery.requestId))
+                            topic: catalog.deliveryEvents.name, key: delivery.deliveryId, payload: delivery.recipientsCounted,
+                            correlationId: delivery.requestId))
                 } else {
                     duplicates.increment()
                     logger.notice(

@@ -70,13 +70,14 @@ package enum DeliveryRequestValidator {
             serviceId: service.serviceId,
             serviceName: service.name,
             apps: apps.map(\.reference),
-            audience: request.audience,
+            // Rebuilt from the request's own fields: the counts are the planner's, not a request's.
+            audience: DeliveryRequest.Audience(all: request.audience.all, userKeys: request.audience.userKeys, where: request.audience.where),
             content: request.content,
             validUntil: schedule.validUntil,
             sendAt: schedule.sendAt,
             throttlePerSecond: request.throttle?.perSecond,
             acceptedAt: now,
-            proof: request.proof,
+            proof: request.proof.map { DeliveryRequest.Proof(userKeys: $0.userKeys, registrationTokens: $0.registrationTokens) },
             priority: lane
         )
     }

@@ -36,6 +36,9 @@ package struct PersonErasure: Sendable {
         package var broadLogRows: Int
         package var exclusionLogRows: Int
         package var trackingLogRows: Int
+        /// Deliveries not planned yet whose audience (`userKeys`) or proof named the person or
+        /// one of their devices: the name is taken out of the planner's state.
+        package var deliveryPlans: Int
     }
 
     /// Erases the person `userKey` (every device of theirs in the service, and their data key),
@@ -105,7 +108,8 @@ package struct PersonErasure: Sendable {
             let keys = try await count(
                 "WITH d AS (DELETE FROM push.subject_keys WHERE service_id = \(serviceId) AND subject = ANY(\(subjects)) RETURNING 1) SELECT count(*)::int FROM d",
                 on: connection)
-            guard !apps.isEmpty || keys > 0 else {
+            let plans = try await scrubDeliveryPlans(serviceId: serviceId, userKey: userKey, tokens: tokens, on: connection)
+            guard !apps.isEmpty || keys > 0 || plans > 0 else {
                 throw AdminError.notFound(
                     userKey != nil
                         ? "nothing of this userKey in service \(serviceName)" : "no subscription with this registrationToken in service \(serviceName)")
@@ -152,9 +156,34 @@ package struct PersonErasure: Sendable {
                 "DELETE FROM push.subscriptions WHERE (app_id, registration_token) IN (SELECT * FROM unnest(\(apps)::uuid[], \(tokens)::text[]))",
                 logger: logger)
             return Erased(
-                erasureId: erasureId, subscriptions: apps.count, dataKeys: keys, broadLogRows: broadLog, exclusionLogRows: exclusions, trackingLogRows: tracking
-            )
+                erasureId: erasureId, subscriptions: apps.count, dataKeys: keys, broadLogRows: broadLog, exclusionLogRows: exclusions,
+                trackingLogRows: tracking, deliveryPlans: plans)
         }
+    }
+
+    /// Takes the user key out of the `userKeys` audiences and proofs, and the devices' tokens out
+    /// of the proofs, of the service's deliveries that still hold recipients
+    /// (`push.delivery_plans.accepted`; a planned delivery keeps only counts, and
+    /// `push.deliveries` and `DeliveryAccepted` version 2 never held more). A list left empty
+    /// targets nobody. Returns how many plans named them.
+    private func scrubDeliveryPlans(serviceId: UUID, userKey: String?, tokens: [String], on connection: PostgresConnection) async throws -> Int {
+        // (the list's path in the plan, the names to take out of it)
+        var lists: [(path: String, names: [String])] = []
+        if let userKey { lists += [("{audience,userKeys}", [userKey]), ("{proof,userKeys}", [userKey])] }
+        if !tokens.isEmpty { lists.append(("{proof,registrationTokens}", tokens)) }
+        var plans: Set<String> = []
+        for (path, names) in lists {
+            let rows = try await connection.query(
+                """
+                UPDATE push.delivery_plans
+                SET accepted = jsonb_set(accepted, \(path)::text[], (accepted #> \(path)::text[]) - \(names)::text[]), updated_at = now()
+                WHERE status <> 'planned' AND (accepted->>'serviceId')::uuid = \(serviceId) AND (accepted #> \(path)::text[]) ?| \(names)::text[]
+                RETURNING delivery_id
+                """,
+                logger: logger)
+            for try await id in rows.decode(String.self) { plans.insert(id) }
+        }
+        return plans.count
     }
 
     private func count(_ query: PostgresQuery, on connection: PostgresConnection) async throws -> Int {

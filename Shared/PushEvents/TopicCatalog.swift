@@ -77,7 +77,7 @@ package struct TopicCatalog: Sendable, Hashable {
             )
         }
         subscriptions = topic(
-            "SUBSCRIPTIONS", "push.subscriptions", partitions: 12, "registrations, re-registrations and quarantines of devices; key = app + token")
+            "SUBSCRIPTIONS", "push.subscriptions", partitions: 12, "registrations, re-registrations and quarantines of devices; key = app + token digest")
         catalog = topic(
             "CATALOG", "push.catalog", partitions: 1,
             "services, apps and provider credentials (references, never secrets); one partition keeps admin changes in order")
@@ -92,28 +92,28 @@ package struct TopicCatalog: Sendable, Hashable {
             "delivery lifecycle: accepted, rejected, targeted, exclusions, completed; key = delivery id")
         apnsMessages = topic(
             "APNS_MESSAGES", "push.apns.messages", partitions: 24, retention: Self.messageRetention,
-            "one record per iOS device to send; key = app + token (one device's messages in order)")
+            "one record per iOS device to send; key = app + token digest (one device's messages in order)")
         fcmMessages = topic(
             "FCM_MESSAGES", "push.fcm.messages", partitions: 24, retention: Self.messageRetention,
-            "one record per Android device to send; key = app + token")
+            "one record per Android device to send; key = app + token digest")
         apnsRetries = topic(
             "APNS_RETRIES", "push.apns.retries", partitions: 12, retention: Self.messageRetention,
-            "iOS messages waiting for another attempt after a transient APNs error; notBefore in the record; key = app + token")
+            "iOS messages waiting for another attempt after a transient APNs error; notBefore in the record; key = app + token digest")
         fcmRetries = topic(
             "FCM_RETRIES", "push.fcm.retries", partitions: 12, retention: Self.messageRetention,
-            "Android messages waiting for another attempt after a transient FCM error; key = app + token")
+            "Android messages waiting for another attempt after a transient FCM error; key = app + token digest")
         apnsTransactionalMessages = topic(
             "APNS_TRANSACTIONAL_MESSAGES", "push.apns.transactional.messages", partitions: 6, retention: Self.messageRetention,
-            "iOS messages of transactional deliveries (their own lane, read first by the apns-sender); key = app + token")
+            "iOS messages of transactional deliveries (their own lane, read first by the apns-sender); key = app + token digest")
         fcmTransactionalMessages = topic(
             "FCM_TRANSACTIONAL_MESSAGES", "push.fcm.transactional.messages", partitions: 6, retention: Self.messageRetention,
-            "Android messages of transactional deliveries (their own lane, read first by the fcm-sender); key = app + token")
+            "Android messages of transactional deliveries (their own lane, read first by the fcm-sender); key = app + token digest")
         apnsTransactionalRetries = topic(
             "APNS_TRANSACTIONAL_RETRIES", "push.apns.transactional.retries", partitions: 3, retention: Self.messageRetention,
-            "iOS transactional messages waiting for another attempt; key = app + token")
+            "iOS transactional messages waiting for another attempt; key = app + token digest")
         fcmTransactionalRetries = topic(
             "FCM_TRANSACTIONAL_RETRIES", "push.fcm.transactional.retries", partitions: 3, retention: Self.messageRetention,
-            "Android transactional messages waiting for another attempt; key = app + token")
+            "Android transactional messages waiting for another attempt; key = app + token digest")
         messageResults = topic(
             "MESSAGE_RESULTS", "push.message-results", partitions: 12, retention: days(resultsRetentionDays),
             "provider outcomes per message: sent, failed (hard/soft/ignored), expired; key = message id")

@@ -160,10 +160,12 @@ struct Topics: AsyncParsableCommand {
             let admin = try KafkaAdmin(configuration: context.configuration.kafka, logger: context.logger)
             let existing = try await admin.partitionCounts()
             await admin.close()
+            // The name column as wide as the longest name: a name is never cut (scripts read it).
+            let width = context.configuration.topics.all.map(\.name.count).max() ?? 0
             for topic in context.configuration.topics.all {
                 let actual = existing[topic.name].map { "\($0) partitions" } ?? "missing"
                 print(
-                    "\(topic.name.padding(toLength: 34, withPad: " ", startingAt: 0)) \(actual.padding(toLength: 14, withPad: " ", startingAt: 0)) \(topic.purpose)"
+                    "\(topic.name.padding(toLength: width, withPad: " ", startingAt: 0)) \(actual.padding(toLength: 14, withPad: " ", startingAt: 0)) \(topic.purpose)"
                 )
             }
         }

@@ -71,7 +71,7 @@ struct Migrate: AsyncParsableCommand {
 struct Topics: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Create or list the Kafka topics of the topic catalog, or bring their retention to the catalog's.",
-        subcommands: [Create.self, ApplyRetention.self, List.self]
+        subcommands: [Create.self, ApplyRetention.self, List.self, UpgradeHistory.self]
     )
 
     /// `retention.ms` as a person reads it.

@@ -79,6 +79,15 @@ package struct PersonalDataKeys: Sendable {
         try await SubjectKeys.keys(ids, on: connection, logger: logger).mapValues { SymmetricKey(data: $0) }
     }
 
+    /// The registration as version 2, sealed under its subject's key in `serviceId` (created on
+    /// first use): what the registration endpoints publish, and what `pushctl topics
+    /// upgrade-history` makes of a version-1 registration.
+    package func sealed(_ registration: SubscriptionRegistered, serviceId: UUID) async throws -> SealedSubscriptionRegistered {
+        let subject = Self.subject(userKey: registration.userKey, appId: registration.appId, tokenDigest: Self.tokenDigest(registration.registrationToken))
+        let (subjectId, dataKey) = try await key(serviceId: serviceId, subject: subject)
+        return try Self.seal(registration, subjectId: subjectId, key: dataKey)
+    }
+
     /// A version-2 registration: the personal fields sealed under `key`, bound to the app and
     /// the token's digest (a sealed box moved to another device's event does not open).
     package static func seal(_ registration: SubscriptionRegistered, subjectId: UUID, key: SymmetricKey) throws -> SealedSubscriptionRegistered {

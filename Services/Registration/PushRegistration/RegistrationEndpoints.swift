@@ -125,10 +125,7 @@ package struct RegistrationEndpoints: Sendable {
         // keyed by the token's digest, so that an erasure leaves nothing readable.
         let sealed: SealedSubscriptionRegistered
         do {
-            let subject = PersonalDataKeys.subject(
-                userKey: event.userKey, appId: app.appId, tokenDigest: PersonalDataKeys.tokenDigest(event.registrationToken))
-            let (subjectId, dataKey) = try await keys.key(serviceId: app.serviceId, subject: subject)
-            sealed = try PersonalDataKeys.seal(event, subjectId: subjectId, key: dataKey)
+            sealed = try await keys.sealed(event, serviceId: app.serviceId)
         } catch {
             logger.warning("No data key for a registration", metadata: ["app.id": "\(app.appId)", "error": "\(String(reflecting: type(of: error)))"])
             throw Refusal(error: RegistrationError(status: 503, reason: "the registration could not be stored in time; retry later"))

@@ -152,4 +152,66 @@ struct HistoryUpgradeTests {
             #expect(rows.sorted() == ["\(carols) \(carol) true false", "\(anonymous)  false true"].sorted())
         }
     }
+
+    @Test("delivery events and results: DeliveryAccepted v1 counted, exclusions and results v1 by digest; no byte names anyone")
+    func upgradeDeliveryEventsAndResults() async throws {
+        let suffix = String(UUID().uuidString.prefix(8).lowercased())
+        let (erin, excluded, resulted) = ("erin-\(suffix)@example.com", "excluded-token-\(suffix)", "result-token-\(suffix)")
+        let events = "test.delivery-events.\(suffix)"
+        let results = "test.message-results.\(suffix)"
+        try await RegistrationHarness.run(suffix: suffix) { h in
+            let admin = try KafkaAdmin(configuration: h.configuration.kafka, logger: h.logger)
+            _ = try await admin.createTopics([events, results].map { KafkaTopicSpecification(name: $0, partitions: 3) })
+            await admin.close()
+            func v1<P: PushEvent>(_ payload: P, key: String) throws -> [UInt8] {
+                let text = String(decoding: try EventEnvelope(key: key, payload: payload).encoded(), as: UTF8.self)
+                return Array(text.replacingOccurrences(of: #""version":\#(P.eventVersion)"#, with: #""version":1"#).utf8)
+            }
+            let accepted = DeliveryAccepted(
+                deliveryId: "d-\(suffix)", requestId: "r-\(suffix)", serviceId: UUID(), serviceName: "s", apps: [],
+                audience: .init(userKeys: [erin, "frank-\(suffix)"]), content: .init(body: "x"), validUntil: Date(), sendAt: Date(),
+                throttlePerSecond: nil, acceptedAt: Date(), proof: .init(userKeys: [erin], registrationTokens: [excluded]))
+            let exclusions = DeliveryExclusionsRecordedV1(
+                deliveryId: "d-\(suffix)", exclusions: [.init(appId: UUID(), registrationToken: excluded, platform: .ios, reason: "unsubscribed")],
+                excludedAt: Date())
+            let result =
+                #"{"causationId":null,"correlationId":"d","data":{"attempts":1,"message":{"appId":"5D76E9B2-6E0E-4205-9A03-8178AEF77AF4","#
+                + #""deliveryId":"d","messageId":"239802AA-B5A1-8AB0-A59B-36BF6E8D10C7","platform":"ios","registrationToken":"\#(resulted)"},"#
+                + #""providerMessageId":"p","sentAt":"2026-11-22T10:00:00.125Z"},"id":"3f0c2a7e-5b1d-4c8e-9a64-0d2f7c1b9e55","key":"k","occurredAt":"2026-11-22T10:00:00.125Z","#
+                + #""type":"MessageSent","version":1}"#
+            let producer = try KafkaProducer(configuration: h.configuration.producer, logger: h.logger)
+            for record in [
+                KafkaProducerRecord(topic: events, key: "d-\(suffix)", value: try v1(accepted, key: "d-\(suffix)")),
+                KafkaProducerRecord(topic: events, key: "d-\(suffix)", value: try v1(exclusions, key: "d-\(suffix)")),
+                KafkaProducerRecord(topic: results, key: "k", value: Array(result.utf8)),
+            ] {
+                _ = try await producer.send(record)
+            }
+            await producer.close()
+
+            var environment = TestStack.environment
+            environment["PUSH_TOPIC_DELIVERY_EVENTS"] = events
+            environment["PUSH_TOPIC_MESSAGE_RESULTS"] = results
+            for (source, expected) in [
+                (events, ["rewritten  1  DeliveryAccepted v1", "rewritten  1  DeliveryExclusionsRecorded v1", "wrote 2 records"]),
+                (results, ["rewritten  1  MessageSent v1", "wrote 1 records"]),
+            ] {
+                let run = try await BuiltExecutable.run(
+                    "pushctl", arguments: ["topics", "upgrade-history", "--from", source, "--to", "\(source).v2"], environment: environment)
+                #expect(run.status == 0, "\(run.output)")
+                for line in expected { #expect(run.output.contains(line), "\(line) in \(run.output)") }
+            }
+            let written = try await h.records("\(events).v2") + h.records("\(results).v2")
+            #expect(written.count == 3)
+            let bytes = written.flatMap { ($0.key ?? []) + $0.value }
+            let named = [erin, "frank-\(suffix)", excluded, resulted].filter { ErasureTests.contains(bytes, $0) }
+            #expect(named == [], "names in the upgraded topics")
+            for (what, text) in [
+                ("the audience counted", #""userKeyCount":2"#), ("the proof counted", #""registrationTokenCount":1"#),
+                ("the exclusion by digest", TokenDigest.of(excluded)), ("the result by digest", TokenDigest.of(resulted)),
+            ] {
+                #expect(ErasureTests.contains(bytes, text), "\(what)")
+            }
+        }
+    }
 }

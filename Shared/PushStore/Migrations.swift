@@ -721,5 +721,13 @@ package enum Migrations {
                     'The request''s audience: {"all": true}, {"where": {...}}, or for a list of user keys {"userKeyCount": n} (never the keys: DeliveryAccepted v2)'
                 """,
             ]),
+        Migration(
+            version: 28, name: "subscriptions by token digest carry the token (index-only probes)",
+            statements: [
+                // The broad log's projection takes a sealed message's token from its subscription by
+                // digest, once per message: with the token in the index the probe reads no table page.
+                "CREATE INDEX subscriptions_device_token ON push.subscriptions (app_id, token_digest) INCLUDE (registration_token)",
+                "DROP INDEX push.subscriptions_token_digest",
+            ]),
     ]
 }

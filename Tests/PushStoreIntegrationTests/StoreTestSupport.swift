@@ -42,6 +42,35 @@ enum StoreTestSupport {
         }
     }
 
+    /// Runs `body` with a running client on a new, empty database of the test server named
+    /// `<prefix>_<random>` (passed as well, for executables pointed at it; not migrated:
+    /// migration tests choose how far), dropped afterwards whether `body` succeeds or throws.
+    static func withScratchDatabase(_ prefix: String, _ body: @escaping @Sendable (PostgresClient, String) async throws -> Void) async throws {
+        let database = "\(prefix)_\(UUID().uuidString.prefix(8).lowercased())"
+        func drop() async throws {
+            try await withPostgres { main in
+                try await main.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(database) WITH (FORCE)"), logger: logger)
+            }
+        }
+        try await withPostgres { main in
+            try await main.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(database)"), logger: logger)
+        }
+        var settings = try configuration().postgres
+        settings.database = database
+        let client = PostgresClient(configuration: settings.clientConfiguration, backgroundLogger: logger)
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { await client.run() }
+                defer { group.cancelAll() }
+                try await body(client, database)
+            }
+        } catch {
+            try? await drop()
+            throw error
+        }
+        try await drop()
+    }
+
     /// Creates `topic` and its dead-letter topic.
     static func createTopic(_ topic: String, partitions: Int) async throws {
         let admin = try KafkaAdmin(configuration: try configuration().kafka, logger: logger)

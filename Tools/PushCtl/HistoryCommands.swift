@@ -125,18 +125,28 @@ final class HistoryUpgrade: Sendable {
         /// its last batch's base offset + 1) only makes the merge release a partition's
         /// neighbours earlier: each partition's own order is kept whatever the end says.
         var ends: [Int32: Int64]
+        /// The last offset read per partition (every record read is queued, even one left out).
+        var read: [Int32: Int64] = [:]
         /// The last time seen per partition: the time of a record that is not an envelope.
         var lastTime: [Int32: Date] = [:]
 
+        /// Queues a batch's records, in their partitions' order.
+        mutating func add(_ batch: [(Int32, Queued)]) {
+            for (partition, item) in batch {
+                queues[partition, default: []].append(item)
+                read[partition] = max(read[partition] ?? -1, item.offset)
+            }
+        }
+
         /// Whether `partition` was read to its end.
-        func finished(_ partition: Int32, seen: [Int32: Int64]) -> Bool { (seen[partition] ?? -1) + 1 >= (ends[partition] ?? 0) }
+        func finished(_ partition: Int32) -> Bool { (read[partition] ?? -1) + 1 >= (ends[partition] ?? 0) }
 
         /// Takes the records that can leave: while every unfinished partition has one queued (or
         /// at the end, `all`), the head with the earliest time (then partition, then offset).
-        mutating func ready(seen: [Int32: Int64], all: Bool) -> [KafkaProducerRecord?] {
+        mutating func ready(all: Bool) -> [KafkaProducerRecord?] {
             var out: [KafkaProducerRecord?] = []
             while true {
-                if !all, ends.keys.contains(where: { !finished($0, seen: seen) && (queues[$0]?.isEmpty ?? true) }) { break }
+                if !all, ends.keys.contains(where: { !finished($0) && (queues[$0]?.isEmpty ?? true) }) { break }
                 guard
                     let next = queues.filter({ !$0.value.isEmpty }).min(by: { a, b in
                         let (x, y) = (a.value[0], b.value[0])
@@ -157,8 +167,6 @@ final class HistoryUpgrade: Sendable {
     let decoder: EventDecoder<Upgrade>
     let counts = Mutex(Counts())
     let merge: Mutex<Merge>
-    /// The last offset read per source partition.
-    let seen = Mutex<[Int32: Int64]>([:])
     /// A batch's failure, handed from its task to the reader's thread.
     let failure = Mutex<(any Error)?>(nil)
 
@@ -204,18 +212,14 @@ final class HistoryUpgrade: Sendable {
             done.wait()
             if let error = self.failure.withLock({ $0 }) { throw error }
         }
-        try await send(merge.withLock { $0.ready(seen: [:], all: true) }, producer: producer)
+        try await send(merge.withLock { $0.ready(all: true) }, producer: producer)
     }
 
     private func store(_ batch: [KafkaConsumerRecord], into target: String, producer: KafkaProducer) async throws {
         let queued = try await rewrite(batch, into: target)
-        let seen = self.seen.withLock { seen in
-            for record in batch { seen[record.partition] = max(seen[record.partition] ?? -1, record.offset) }
-            return seen
-        }
         let ready = merge.withLock { merge in
-            for (partition, item) in queued { merge.queues[partition, default: []].append(item) }
-            return merge.ready(seen: seen, all: false)
+            merge.add(queued)
+            return merge.ready(all: false)
         }
         try await send(ready, producer: producer)
     }
@@ -232,10 +236,10 @@ final class HistoryUpgrade: Sendable {
         var decoded: [(KafkaConsumerRecord, EventMetadata?, Upgrade?)] = []
         decoded.reserveCapacity(batch.count)
         for record in batch {
-            if case .known(let upgrade, let metadata) = try? decoder.decode(record.value) {
-                decoded.append((record, metadata, upgrade))
-            } else {
-                decoded.append((record, try? EventMetadata.decode(record.value), nil))
+            switch try? decoder.decode(record.value) {
+            case .known(let upgrade, let metadata): decoded.append((record, metadata, upgrade))
+            case .unknown(let metadata): decoded.append((record, metadata, nil))
+            case nil: decoded.append((record, nil, nil))
             }
         }
         let registrations = decoded.compactMap { if case .registration(let r)? = $0.2 { r } else { nil } }

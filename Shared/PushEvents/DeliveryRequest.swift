@@ -101,6 +101,10 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
 
         package static let everyone = Audience(all: true)
 
+        /// Whether the audience is a list of user keys, named or only counted. A counted list (a
+        /// planned delivery's state) targets nobody: it must never read as "every device".
+        package var isUserKeyList: Bool { userKeys != nil || userKeyCount != nil }
+
         /// The audience with a user key list replaced by its count (the other forms name nobody).
         package var counted: Audience {
             guard let userKeys else { return self }

@@ -203,9 +203,7 @@ struct AudienceFilter {
         proofUserKeys = delivery.proof?.userKeys ?? []
         proofTokens = delivery.proof?.registrationTokens ?? []
         apps = delivery.apps.map(\.appId)
-        // A counted list (a planned delivery's state, docs/architecture.md "Erasure") names
-        // nobody: it must never widen to every device.
-        byUserKey = delivery.audience.userKeys != nil || delivery.audience.userKeyCount != nil
+        byUserKey = delivery.audience.isUserKeyList
         userKeys = delivery.audience.userKeys ?? []
         conditions =
             try (delivery.audience.where).map { conditions in

@@ -106,9 +106,7 @@ extension DeliveryFanOut {
     /// it, and cutting the apps' whole key range for it would cost a scan of every subscription
     /// before a one-person notification starts (docs/planning.md, "Shards").
     func shardBoundaries(of delivery: DeliveryAccepted, on connection: PostgresConnection, logger: Logger) async throws -> [Cursor] {
-        guard delivery.throttlePerSecond == nil, delivery.proof == nil, delivery.audience.userKeys == nil, delivery.audience.userKeyCount == nil else {
-            return []
-        }
+        guard delivery.throttlePerSecond == nil, delivery.proof == nil, !delivery.audience.isUserKeyList else { return [] }
         let apps = delivery.apps.map(\.appId)
         let size = settings.shardSize
         var total = 0

@@ -137,19 +137,32 @@ struct HistoryUpgradeTests {
             environment["PUSH_TOPIC_SUBSCRIPTIONS"] = target
             environment["PUSH_TOPIC_CATALOG"] = "test.catalog.\(suffix)"
             environment["REGISTRATION_SUBSCRIPTIONS_GROUP"] = "\(group).rebuild"
-            let replay = try await BuiltExecutable.run(
-                "pushctl", arguments: ["projections", "replay", "--only", "subscriptions", "--quiet-ms", "1000", "--timeout", "120"], environment: environment)
-            #expect(replay.status == 0 && replay.output.contains("replay: caught up"), "\(replay.output)")
-            var rows: [String] = []
-            for try await row in try await h.postgres.query(
-                """
-                SELECT registration_token || ' ' || user_key || ' ' || disabled::text || ' ' || (unsubscribed_at IS NOT NULL)::text
-                FROM push.subscriptions WHERE app_id = \(app.appId)
-                """, logger: h.logger
-            ).decode(String.self) {
-                rows.append(row)
+            func rebuilt() async throws -> [String] {
+                var rows: [String] = []
+                for try await row in try await h.postgres.query(
+                    """
+                    SELECT registration_token || ' ' || user_key || ' ' || disabled::text || ' ' || (unsubscribed_at IS NOT NULL)::text
+                    FROM push.subscriptions WHERE app_id = \(app.appId)
+                    """, logger: h.logger
+                ).decode(String.self) {
+                    rows.append(row)
+                }
+                return rows.sorted()
             }
-            #expect(rows.sorted() == ["\(carols) \(carol) true false", "\(anonymous)  false true"].sorted())
+            let expected = ["\(carols) \(carol) true false", "\(anonymous)  false true"].sorted()
+            // Run again (it resumes from its stored positions, as the runbook says) when a run
+            // stopped short: Tansu's high watermark can read a record short of a partition's end
+            // when the tool wrote that partition's records in one batch (operations.md).
+            var rows: [String] = []
+            for _ in 1...3 {
+                let replay = try await BuiltExecutable.run(
+                    "pushctl", arguments: ["projections", "replay", "--only", "subscriptions", "--quiet-ms", "1000", "--timeout", "120"],
+                    environment: environment)
+                #expect(replay.status == 0 && replay.output.contains("replay: caught up"), "\(replay.output)")
+                rows = try await rebuilt()
+                if rows == expected { break }
+            }
+            #expect(rows == expected)
         }
     }
 

@@ -64,9 +64,14 @@ package final class KafkaLogReader: Sendable {
     /// is short of the end when that batch holds several records. (`endOffsets` may therefore
     /// be low on Tansu, which is safe for a mark taken before writing: reading back from it
     /// reads a little more, never less.)
+    ///
+    /// `atEnd` is called, on the reader's thread, once per partition when it has been read to
+    /// that end, before `body` receives the batch that holds its last records: a caller that
+    /// orders records across partitions learns the ends from the reader, not from `endOffsets`.
     package func read(
         topic: String, from start: [Int32: Int64] = [:],
         timeout: Duration = .seconds(60),
+        atEnd: @escaping @Sendable (Int32) -> Void = { _ in },
         _ body: @escaping @Sendable ([KafkaConsumerRecord]) throws -> Void
     ) async throws {
         var properties = configuration.baseProperties.merging(configuration.properties) { $1 }
@@ -112,7 +117,7 @@ package final class KafkaLogReader: Sendable {
                     timeout = 0
                     err = message.pointee.err
                     if err == RD_KAFKA_RESP_ERR__PARTITION_EOF {
-                        remaining.remove(message.pointee.partition)
+                        if let partition = remaining.remove(message.pointee.partition) { atEnd(partition) }
                         continue
                     }
                     guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
@@ -128,7 +133,7 @@ package final class KafkaLogReader: Sendable {
                         }
                     }
                     records.append(KafkaConsumer.record(from: message))
-                    if let end = ends[partition], message.pointee.offset + 1 >= end { remaining.remove(partition) }
+                    if let end = ends[partition], message.pointee.offset + 1 >= end, remaining.remove(partition) != nil { atEnd(partition) }
                 }
                 if !records.isEmpty { try body(records) }
             }

@@ -40,4 +40,49 @@ struct KafkaLogReaderTests {
         _ = await writer.result
         await producer.close()
     }
+
+    /// A caller that orders records across partitions (`pushctl topics upgrade-history`'s merge)
+    /// takes a partition as finished when the reader says so: once per partition, an empty one
+    /// included, and only when every record of the partition has reached `body` or is in the
+    /// batch `body` receives next.
+    @Test("atEnd names each partition once, empty ones too, never before its last record is in hand")
+    func atEndPerPartition() async throws {
+        let topic = KafkaTestSupport.uniqueName("readback-ends")
+        try await KafkaTestSupport.createTopic(topic, partitions: 4)
+        let producer = try KafkaTestSupport.producer()
+        // Partitions 0 and 1 hold records written in one produce batch each; 2 and 3 are empty.
+        let written = (0..<40).map { KafkaProducerRecord(topic: topic, key: Array("k\($0)".utf8), value: Array("r\($0)".utf8), partition: Int32($0 % 2)) }
+        for result in await producer.send(written) { _ = try result.get() }
+        await producer.close()
+        struct Seen {
+            var records: [Int32: Int] = [:]
+            var ends: [Int32] = []
+            var pending: [Int32: Int] = [:]
+            var early: [Int32] = []
+        }
+        let seen = Mutex(Seen())
+        let reader = KafkaLogReader(configuration: try KafkaTestSupport.client(), logger: KafkaTestSupport.logger)
+        try await reader.read(
+            topic: topic, timeout: .seconds(20),
+            atEnd: { partition in
+                seen.withLock {
+                    $0.ends.append(partition)
+                    $0.pending[partition] = $0.records[partition, default: 0]
+                }
+            }
+        ) { records in
+            seen.withLock { seen in
+                for record in records { seen.records[record.partition, default: 0] += 1 }
+                // A partition announced before this batch must be complete with it.
+                for (partition, _) in seen.pending where seen.records[partition, default: 0] != (partition < 2 ? 20 : 0) {
+                    seen.early.append(partition)
+                }
+                seen.pending = [:]
+            }
+        }
+        let result = seen.withLock { $0 }
+        #expect(result.ends.sorted() == [0, 1, 2, 3])
+        #expect(result.records == [0: 20, 1: 20])
+        #expect(result.early == [], "partitions announced before their last record")
+    }
 }

@@ -64,7 +64,7 @@ extension Topics {
 
             let logger = context.logger
             let outcome = try await context.withPostgres { postgres in
-                let upgrade = try await HistoryUpgrade(postgres: postgres, logger: logger, ends: marks.mapValues { $0.low < $0.high ? $0.high : 0 })
+                let upgrade = try await HistoryUpgrade(postgres: postgres, logger: logger, partitions: marks.keys)
                 let producer = try KafkaProducer(configuration: context.configuration.producer, logger: logger)
                 do {
                     try await upgrade.copy(topic: source.name, into: to, reader: reader, producer: producer)
@@ -115,42 +115,40 @@ final class HistoryUpgrade: Sendable {
     struct Queued: Sendable {
         var offset: Int64
         var time: Date
+        /// Among records of one millisecond (the events' times are written to the millisecond),
+        /// a registration leaves first: a device's other events presuppose it, and a version-1
+        /// registration (keyed by token) and its device's version-2 events (keyed by digest) sit
+        /// in different source partitions, with no order between them but their times.
+        var rank: Int
         var record: KafkaProducerRecord?
     }
 
     struct Merge: Sendable {
         var queues: [Int32: [Queued]] = [:]
-        /// Each source partition's end when the copy began (its high watermark; 0 for a
-        /// partition that holds nothing). A broker that reports a lower end (Tansu answers with
-        /// its last batch's base offset + 1) only makes the merge release a partition's
-        /// neighbours earlier: each partition's own order is kept whatever the end says.
-        var ends: [Int32: Int64]
-        /// The last offset read per partition (every record read is queued, even one left out).
-        var read: [Int32: Int64] = [:]
+        /// The partitions not yet read to their end, as the log reader says (not the
+        /// ListOffsets watermarks: Tansu answers those with its last batch's base offset + 1,
+        /// and a partition taken as finished too early would let its neighbours' later records
+        /// leave before its own).
+        var open: Set<Int32>
         /// The last time seen per partition: the time of a record that is not an envelope.
         var lastTime: [Int32: Date] = [:]
 
         /// Queues a batch's records, in their partitions' order.
         mutating func add(_ batch: [(Int32, Queued)]) {
-            for (partition, item) in batch {
-                queues[partition, default: []].append(item)
-                read[partition] = max(read[partition] ?? -1, item.offset)
-            }
+            for (partition, item) in batch { queues[partition, default: []].append(item) }
         }
 
-        /// Whether `partition` was read to its end.
-        func finished(_ partition: Int32) -> Bool { (read[partition] ?? -1) + 1 >= (ends[partition] ?? 0) }
-
-        /// Takes the records that can leave: while every unfinished partition has one queued (or
-        /// at the end, `all`), the head with the earliest time (then partition, then offset).
+        /// Takes the records that can leave: while every open partition has one queued (or at
+        /// the end, `all`), the head with the earliest time (then registrations first, then
+        /// partition, then offset).
         mutating func ready(all: Bool) -> [KafkaProducerRecord?] {
             var out: [KafkaProducerRecord?] = []
             while true {
-                if !all, ends.keys.contains(where: { !finished($0) && (queues[$0]?.isEmpty ?? true) }) { break }
+                if !all, open.contains(where: { queues[$0]?.isEmpty ?? true }) { break }
                 guard
                     let next = queues.filter({ !$0.value.isEmpty }).min(by: { a, b in
                         let (x, y) = (a.value[0], b.value[0])
-                        return (x.time, a.key, x.offset) < (y.time, b.key, y.offset)
+                        return (x.time, x.rank, a.key, x.offset) < (y.time, y.rank, b.key, y.offset)
                     })?.key
                 else { break }
                 out.append(queues[next]!.removeFirst().record)
@@ -170,11 +168,11 @@ final class HistoryUpgrade: Sendable {
     /// A batch's failure, handed from its task to the reader's thread.
     let failure = Mutex<(any Error)?>(nil)
 
-    init(postgres: PostgresClient, logger: Logger, ends: [Int32: Int64]) async throws {
+    init(postgres: PostgresClient, logger: Logger, partitions: some Sequence<Int32>) async throws {
         self.postgres = postgres
         self.logger = logger
         self.keys = PersonalDataKeys(postgres: postgres, logger: logger)
-        self.merge = Mutex(Merge(ends: ends))
+        self.merge = Mutex(Merge(open: Set(partitions)))
         var services: [UUID: UUID] = [:]
         for try await (app, service) in try await postgres.query("SELECT app_id, service_id FROM push.apps", logger: logger).decode((UUID, UUID).self) {
             services[app] = service
@@ -199,7 +197,10 @@ final class HistoryUpgrade: Sendable {
     func copy(topic: String, into target: String, reader: KafkaLogReader, producer: KafkaProducer) async throws {
         // The reader calls back on its own thread: each batch is rewritten and what can leave
         // the merge is stored before the callback returns.
-        try await reader.read(topic: topic, timeout: .seconds(7 * 24 * 3600)) { [self] batch in
+        try await reader.read(
+            topic: topic, timeout: .seconds(7 * 24 * 3600),
+            atEnd: { [self] partition in _ = merge.withLock { $0.open.remove(partition) } }
+        ) { [self] batch in
             let done = DispatchSemaphore(value: 0)
             Task {
                 do {
@@ -253,9 +254,10 @@ final class HistoryUpgrade: Sendable {
             counts.read += 1
             let time = metadata?.occurredAt ?? lastTime[record.partition] ?? .distantPast
             lastTime[record.partition] = time
+            let rank = metadata?.type == SubscriptionRegistered.eventType ? 0 : 1
             func out(_ key: [UInt8]?, _ value: [UInt8]?) {
                 let written = value.map { KafkaProducerRecord(topic: target, key: key, value: $0, headers: record.headers) }
-                queued.append((record.partition, Queued(offset: record.offset, time: time, record: written)))
+                queued.append((record.partition, Queued(offset: record.offset, time: time, rank: rank, record: written)))
             }
             switch upgrade {
             case nil:

@@ -62,15 +62,13 @@ struct KafkaLogReaderTests {
         }
         let seen = Mutex(Seen())
         let reader = KafkaLogReader(configuration: try KafkaTestSupport.client(), logger: KafkaTestSupport.logger)
-        try await reader.read(
-            topic: topic, timeout: .seconds(20),
-            atEnd: { partition in
-                seen.withLock {
-                    $0.ends.append(partition)
-                    $0.pending[partition] = $0.records[partition, default: 0]
-                }
+        let ended: @Sendable (Int32) -> Void = { partition in
+            seen.withLock {
+                $0.ends.append(partition)
+                $0.pending[partition] = $0.records[partition, default: 0]
             }
-        ) { records in
+        }
+        try await reader.read(topic: topic, timeout: .seconds(20), atEnd: ended) { records in
             seen.withLock { seen in
                 for record in records { seen.records[record.partition, default: 0] += 1 }
                 // A partition announced before this batch must be complete with it.

@@ -197,10 +197,8 @@ final class HistoryUpgrade: Sendable {
     func copy(topic: String, into target: String, reader: KafkaLogReader, producer: KafkaProducer) async throws {
         // The reader calls back on its own thread: each batch is rewritten and what can leave
         // the merge is stored before the callback returns.
-        try await reader.read(
-            topic: topic, timeout: .seconds(7 * 24 * 3600),
-            atEnd: { [self] partition in _ = merge.withLock { $0.open.remove(partition) } }
-        ) { [self] batch in
+        let ended: @Sendable (Int32) -> Void = { [self] partition in _ = merge.withLock { $0.open.remove(partition) } }
+        try await reader.read(topic: topic, timeout: .seconds(7 * 24 * 3600), atEnd: ended) { [self] batch in
             let done = DispatchSemaphore(value: 0)
             Task {
                 do {

@@ -76,6 +76,15 @@ package struct CopyTextRows: Sendable {
         if let value { text(value) } else { null() }
     }
 
+    /// A JSON object of string members (a `jsonb` column), written by the events' own writer.
+    package mutating func jsonObject(_ members: [String: String]) {
+        var json = EventJSONWriter(capacity: 32 + members.count * 32)
+        json.object { writer in
+            for (key, value) in members { writer.string(key: key, value) }
+        }
+        text(String(decoding: json.bytes, as: UTF8.self))
+    }
+
     package mutating func uuid(_ value: UUID) {
         separate()
         buffer.reserveCapacity(minimumWritableBytes: 36)

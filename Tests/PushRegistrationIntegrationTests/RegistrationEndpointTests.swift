@@ -112,6 +112,30 @@ struct RegistrationEndpointTests {
         }
     }
 
+    @Test("fields and params with COPY's and JSON's special characters (backslash, tab, newline, quote, non-ASCII) end in the row as sent")
+    func specialCharacters() async throws {
+        try await RegistrationHarness.run { harness in
+            let android = try await harness.defineApp(platform: .android)
+            let token = "fcm:\(UUID().uuidString)"
+            let name = "Zoë's \\ \"phone\"\t1\n2\r3 📱"
+            let value = #"C:\temp\n "quoted"\#t\#n😀"#
+            let xml =
+                "<additionalParameters><param name=\"path\" value=\"\(value.replacingOccurrences(of: "\"", with: "&quot;").replacingOccurrences(of: "\t", with: "&#9;").replacingOccurrences(of: "\n", with: "&#10;"))\"/></additionalParameters>"
+            var allowed = CharacterSet.alphanumerics
+            allowed.remove(charactersIn: "\u{80}"..."\u{10FFFF}")
+            func encoded(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: allowed) ?? "" }
+            let answer = try await harness.post(
+                "/nms/mobile/1/registerAndroid.jssp",
+                body: "registrationToken=\(token)&mobileAppUuid=\(android.integrationKey)&deviceName=\(encoded(name))&additionalParams=\(encoded(xml))")
+            #expect(answer.status == 200, "\(answer.body)")
+            try await harness.eventually("the row projected") { try await harness.subscription(appId: android.appId, token: token) != nil }
+            let row = try #require(try await harness.subscription(appId: android.appId, token: token))
+            #expect(row["device_name"] == name)
+            let params = try #require(row["params"].flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String] })
+            #expect(params == ["path": value])
+        }
+    }
+
     @Test("every refusal answers its status with a one-line reason and writes nothing")
     func refusals() async throws {
         try await RegistrationHarness.run(settings: RegistrationSettings(bodyLimit: 2_048)) { harness in

@@ -49,6 +49,9 @@ package struct SubscriptionProjection: EnvelopeProjection {
     package let topics: [String]
     package let decoder: EventDecoder<Event>
     let catalogTopic: String
+    /// Up to 5,000 records a batch (the consumer's default is 500): consecutive registrations
+    /// are one `COPY` and one merge, paid per batch (a replay, a registration burst).
+    package var batchSize: Int? { 5_000 }
 
     /// `topic` is `push.subscriptions`, `catalogTopic` `push.catalog` (read for `AppDeleted`).
     package init(name: String = "push-subscriptions-projection", topic: String, catalogTopic: String) {
@@ -88,8 +91,8 @@ package struct SubscriptionProjection: EnvelopeProjection {
     }
 
     package func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
-        // Consecutive registrations are written with one statement (the last per key wins, as
-        // they replace the whole row); other events keep their place in the order.
+        // Consecutive registrations are written with one COPY and one statement (the last per
+        // key wins, as they replace the whole row); other events keep their place in the order.
         var pending: [String: SubscriptionRegistered] = [:]
         var order: [String] = []
         let subjects = Set(events.compactMap { if case .sealed(let sealed) = $0.event { sealed.subjectId } else { nil } })
@@ -170,29 +173,52 @@ package struct SubscriptionProjection: EnvelopeProjection {
         try await flush()
     }
 
+    /// The registrations are copied into this connection's staging table (COPY, no parameters
+    /// per row), then merged by one statement that empties the staging table as it reads it (a
+    /// batch flushes several times between its other events, in one transaction).
     static func upsert(_ registrations: [SubscriptionRegistered], on connection: PostgresConnection, logger: Logger) async throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        let params = try registrations.map { String(decoding: try encoder.encode($0.params), as: UTF8.self) }
+        var rows = CopyTextRows(capacity: registrations.count * 400)
+        for registration in registrations {
+            rows.uuid(registration.appId)
+            rows.text(registration.registrationToken)
+            rows.text(registration.platform.rawValue)
+            rows.text(registration.userKey)
+            rows.text(registration.deviceImei.flatMap { $0.isEmpty ? nil : $0 })
+            rows.text(registration.deviceName)
+            rows.text(registration.deviceModel)
+            rows.text(registration.deviceBrand)
+            rows.text(registration.deviceManufacturer)
+            rows.text(registration.osName)
+            rows.text(registration.osVersion)
+            rows.text(registration.osLanguage)
+            rows.jsonObject(registration.params)
+            rows.timestamp(registration.registeredAt)
+            rows.endRow()
+        }
+        try await connection.stage(
+            rows, into: "subscriptions_stage",
+            definition: """
+                app_id uuid, registration_token text, platform text, user_key text, device_imei text, device_name text, device_model text,
+                device_brand text, device_manufacturer text, os_name text, os_version text, os_language text, params jsonb,
+                registered_at timestamptz
+                """,
+            columns: [
+                "app_id", "registration_token", "platform", "user_key", "device_imei", "device_name", "device_model", "device_brand",
+                "device_manufacturer", "os_name", "os_version", "os_language", "params", "registered_at",
+            ], logger: logger)
         try await connection.query(
             """
+            WITH x AS (DELETE FROM subscriptions_stage RETURNING *)
             INSERT INTO push.subscriptions AS s (
                 app_id, registration_token, platform, user_key, device_imei, device_name, device_model, device_brand,
                 device_manufacturer, os_name, os_version, os_language, params, registered_at, updated_at)
-            SELECT a, t, pl, u, NULLIF(i, ''), dn, dm, db, dma, osn, osv, osl, p::jsonb, r, now()
-            FROM unnest(
-                \(registrations.map(\.appId))::uuid[], \(registrations.map(\.registrationToken))::text[],
-                \(registrations.map(\.platform.rawValue))::text[], \(registrations.map(\.userKey))::text[],
-                \(registrations.map { $0.deviceImei ?? "" })::text[], \(registrations.map(\.deviceName))::text[],
-                \(registrations.map(\.deviceModel))::text[], \(registrations.map(\.deviceBrand))::text[],
-                \(registrations.map(\.deviceManufacturer))::text[], \(registrations.map(\.osName))::text[],
-                \(registrations.map(\.osVersion))::text[], \(registrations.map(\.osLanguage))::text[],
-                \(params)::text[], \(registrations.map(\.registeredAt))::timestamptz[]
-            ) AS x(a, t, pl, u, i, dn, dm, db, dma, osn, osv, osl, p, r)
-            WHERE NOT EXISTS (SELECT 1 FROM push.subscription_deleted_apps d WHERE d.app_id = x.a)
+            SELECT app_id, registration_token, platform, user_key, device_imei, device_name, device_model, device_brand,
+                device_manufacturer, os_name, os_version, os_language, params, registered_at, now()
+            FROM x
+            WHERE NOT EXISTS (SELECT 1 FROM push.subscription_deleted_apps d WHERE d.app_id = x.app_id)
               AND NOT EXISTS (
                   SELECT 1 FROM push.erased_devices e
-                  WHERE e.app_id = x.a AND e.token_digest = push.token_digest(x.t) AND x.r <= e.erased_at)
+                  WHERE e.app_id = x.app_id AND e.token_digest = push.token_digest(x.registration_token) AND x.registered_at <= e.erased_at)
             ON CONFLICT (app_id, registration_token) DO UPDATE SET
                 platform = excluded.platform, user_key = excluded.user_key, device_imei = excluded.device_imei,
                 device_name = excluded.device_name, device_model = excluded.device_model, device_brand = excluded.device_brand,

@@ -20,8 +20,11 @@ What runs (docs/benchmarks.md, "End to end"):
   4. Figures: time to planned, time to the last final status, notifications per second
      (messages sent / time to the last final status), peak resident memory per service and per
      simulator, projection lag p50/p99 in records and in seconds (records / the run's average
-     notifications per second); checks: N rows in broad_log all final, and the simulators' logs hold
-     every sent message.
+     notifications per second), and the CPU seconds (user + system) of every service, simulator,
+     Tansu and all PostgreSQL processes from the request to planned and from planned to the last
+     final status, beside the machine's busy CPU and its cores x wall time: which process bounds
+     each phase; checks: N rows in broad_log all final, and the simulators' logs hold every sent
+     message.
 """
 
 import argparse
@@ -61,6 +64,57 @@ def projection_lag(planner):
         if line.startswith("push_consumer_lag{") and f'group="{BROAD_LOG_GROUP}"' in line:
             total += float(line.rsplit(" ", 1)[1])
     return total
+
+
+HZ = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(stat_path):
+    """utime + stime of one /proc/<pid>/stat, in seconds (0 for a process gone)."""
+    try:
+        with open(stat_path) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / HZ
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def cpu_snapshot(channel, stack):
+    """CPU seconds so far of each service and simulator, Tansu, every postgres process (a
+    backend that ended meanwhile takes its seconds with it: a lower bound) and the machine."""
+    snapshot = {name: cpu_seconds(f"/proc/{process.popen.pid}/stat") for name, process in channel.processes.items()}
+    snapshot["tansu"] = cpu_seconds(f"/proc/{stack.tansu_pid()}/stat")
+    postgres = 0.0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if "(postgres)" not in f.read(64):
+                        continue
+            except OSError:
+                continue
+            postgres += cpu_seconds(f"/proc/{entry}/stat")
+    snapshot["postgresql"] = postgres
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    snapshot["machine"] = sum(int(fields[i]) for i in (1, 2, 3, 6, 7)) / HZ
+    snapshot["at"] = time.monotonic()
+    return snapshot
+
+
+def cpu_table(phases):
+    """One line per process: CPU seconds of each phase (between consecutive snapshots)."""
+    names = [name for name in phases[0][1] if name != "at"]
+    lines = []
+    spans = []
+    for (label, start), (_, end) in zip(phases, phases[1:]):
+        wall = end["at"] - start["at"]
+        spans.append(f"{label} ({wall:.1f} s wall, {os.cpu_count()} cores: {wall * os.cpu_count():.1f} CPU s)")
+    lines.append("  CPU seconds                 " + "; ".join(spans))
+    for name in names:
+        values = [f"{max(0.0, end[1][name] - start[1][name]):8.1f}" for start, end in zip(phases, phases[1:])]
+        lines.append(f"    {name:<26}" + " ".join(values))
+    return lines
 
 
 def percentile(values, p):
@@ -136,6 +190,7 @@ def measure(args, channel, stack, devices, ios, android, command, commit):
 
     request_id = f"bench-{service}"
     valid_until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 4 * 3600))
+    cpu = [("request to planned", cpu_snapshot(channel, stack))]
     published = time.monotonic()
     channel.publish({"type": "DeliveryRequested", "version": 1, "requestId": request_id, "service": service,
                      "audience": {"all": True}, "content": {"title": "Lisbon is waiting", "body": "Hello {{userKey}}"},
@@ -153,6 +208,7 @@ def measure(args, channel, stack, devices, ios, android, command, commit):
         state["delivery"] = delivery_id
         if status == "planned" and state["planned"] is None:
             state["planned"] = now - published
+            cpu.append(("planned to last final status", cpu_snapshot(channel, stack)))
             log(f"planned: {to_deliver} messages, {state['planned']:.1f} s after the request")
         if now - state["last_print"] >= 15:
             state["last_print"] = now
@@ -168,6 +224,7 @@ def measure(args, channel, stack, devices, ios, android, command, commit):
         return status == "planned" and to_deliver > 0 and processed == to_deliver
     channel.wait_until(4 * 3600, "every message with a final status", done, every=1.0)
     last_result = time.monotonic() - published
+    cpu.append(("end", cpu_snapshot(channel, stack)))
     stop.set()
     delivery_id = state["delivery"]
 
@@ -199,6 +256,8 @@ def measure(args, channel, stack, devices, ios, android, command, commit):
           + (f" (p50 {percentile(lag_seconds, 50):.1f} s, p99 {percentile(lag_seconds, 99):.1f} s at the run's rate)" if lag_seconds else "")
           + f"; {len(lags)} samples, one per second")
     print(f"  simulators                  accepted {arrived['apns']:,} (APNs), {arrived['fcm']:,} (FCM, with the OAuth token answers)")
+    for line in cpu_table(cpu):
+        print(line)
     print(f"  load average after          {' '.join(open('/proc/loadavg').read().split()[:3])}")
     return 0
 

@@ -113,6 +113,29 @@ package struct EventJSONReader {
         try null() ? nil : try string()
     }
 
+    /// An object whose members are all strings (a subscription's params). A duplicate key is
+    /// left to the general decoder, which decides what it means.
+    package mutating func stringMembers() throws(Unsupported) -> [String: String] {
+        var read: [String: String] = [:]
+        try members { reader, key throws(Unsupported) in
+            guard read.updateValue(try reader.string(), forKey: key.text) == nil else { throw Unsupported() }
+        }
+        return read
+    }
+
+    /// `text`, one JSON object of string members and nothing else (`push.subscriptions.params`
+    /// as PostgreSQL prints it), or nil when the fast path does not read it.
+    package static func stringMembers(of text: String) -> [String: String]? {
+        var reader = EventJSONReader(Array(text.utf8))
+        do {
+            let members = try reader.stringMembers()
+            try reader.end()
+            return members
+        } catch {
+            return nil
+        }
+    }
+
     /// An integer written as digits (optionally negative) that fits an `Int`.
     package mutating func int() throws(Unsupported) -> Int {
         _ = try peek()

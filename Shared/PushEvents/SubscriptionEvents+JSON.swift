@@ -122,13 +122,7 @@ extension SubscriptionPersonalFields {
             case "osName": try EventJSONReader.once(&osName, try reader.string())
             case "osVersion": try EventJSONReader.once(&osVersion, try reader.string())
             case "osLanguage": try EventJSONReader.once(&osLanguage, try reader.string())
-            case "params":
-                var read: [String: String] = [:]
-                try reader.members { reader, key throws(EventJSONReader.Unsupported) in
-                    // A duplicate is left to the decoder, which decides what it means.
-                    guard read.updateValue(try reader.string(), forKey: key.text) == nil else { throw EventJSONReader.Unsupported() }
-                }
-                try EventJSONReader.once(&params, read)
+            case "params": try EventJSONReader.once(&params, try reader.stringMembers())
             default: try reader.skipValue()
             }
         }

@@ -354,6 +354,26 @@ struct EventJSONTests {
         #expect(!String(decoding: EventEnvelope(key: "k", payload: old.payload).encoded(writing: old.payload), as: UTF8.self).contains("throttle"))
     }
 
+    @Test("a subscription's params as PostgreSQL prints its jsonb: read as JSONDecoder reads them; what the fast path leaves is nil")
+    func paramsText() throws {
+        var values = Values(state: 7)
+        let keys = ["city", "points", "vip", "né", "segment 2", "😀"]
+        for _ in 0..<500 {
+            var params: [String: String] = [:]
+            for key in keys where Bool.random(using: &values) { params[key] = values.text() }
+            // jsonb's own spelling: ", " and ": " between members, escapes as JSON writes them.
+            let members = try params.map { key, value in
+                String(decoding: try JSONEncoder().encode(key), as: UTF8.self) + ": " + String(decoding: try JSONEncoder().encode(value), as: UTF8.self)
+            }
+            let text = "{" + members.joined(separator: ", ") + "}"
+            #expect(EventJSONReader.stringMembers(of: text) == params, "\(text)")
+            #expect(try JSONDecoder().decode([String: String].self, from: Data(text.utf8)) == params)
+        }
+        for text in [#"{"a": 1}"#, #"{"a": "x", "a": "y"}"#, #"{"a": "x"} x"#, #"{"\u0061": "x"}"#, #"["a"]"#, ""] {
+            #expect(EventJSONReader.stringMembers(of: text) == nil, "\(text)")
+        }
+    }
+
     @Test("the sender's decoder: its own type read, another type or version unknown, a broken record an error naming the problem")
     func senderDecoder() throws {
         guard case .known(let message, let metadata) = try APNSMessagePlanned.decodeRecord(Array(Self.sample.utf8)) else {

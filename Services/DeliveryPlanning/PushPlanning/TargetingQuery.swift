@@ -93,7 +93,9 @@ enum TargetingQuery {
         result.reserveCapacity(min(limit, 10_000))
         let decoder = JSONDecoder()
         for try await (appId, token, userKey, params, disabled, reason, key) in rows.decode((UUID, String, String, String, Bool, String?, String?).self) {
-            let values = withParams ? ((try? decoder.decode([String: String].self, from: Data(params.utf8))) ?? [:]) : [:]
+            // The events' own reader; JSONDecoder only for what it leaves (an escaped key).
+            let values =
+                withParams ? (EventJSONReader.stringMembers(of: params) ?? (try? decoder.decode([String: String].self, from: Data(params.utf8))) ?? [:]) : [:]
             result.append(
                 TargetedSubscription(
                     appId: appId, registrationToken: token, userKey: userKey, params: values, disabled: disabled, exclusionReason: disabled ? reason : nil,

@@ -126,12 +126,13 @@ extension MessageSender {
         try result(MessageExpired(message: work.message.reference, attempts: work.message.attempt - 1, expiredAt: now), of: work)
     }
 
-    func retryRecord(_ message: Message, of work: Work) throws -> KafkaProducerRecord {
+    /// `message` as a record of the retry topic, or of `topic`.
+    func retryRecord(_ message: Message, of work: Work, topic: String? = nil) throws -> KafkaProducerRecord {
         let envelope = EventEnvelope(
             key: message.recordKey, payload: message,
             correlationId: message.deliveryId, causationId: work.metadata.id.lowercaseText
         )
-        var record = try KafkaProducerRecord(topic: topics.retries, event: envelope)
+        var record = try KafkaProducerRecord(topic: topic ?? topics.retries, event: envelope)
         record.headers += [
             KafkaHeader(name: "push-delivery-id", string: message.deliveryId),
             KafkaHeader(name: "push-message-id", string: message.messageId.lowercaseText),

@@ -183,7 +183,7 @@ extension MessageSender {
             for work in waiting { state.ledger.decided(work.message.messageId, final: false) }
         }
         let records = waiting.map { work in
-            KafkaProducerRecord(topic: topics.retries, key: work.record.key, value: work.record.value, headers: work.record.headers)
+            KafkaProducerRecord(topic: topics.handBack, key: work.record.key, value: work.record.value, headers: work.record.headers)
         }
         if await publish(records) {
             finish(waiting.map { Outcome(record: $0.record, events: [], tally: Tally(outcome: "handed_back")) })

@@ -27,13 +27,13 @@ extension MessageSender {
         case send(slot: Date?)
         /// Waiting in memory for its slot (in the schedule, without an in-flight permit).
         case waiting
-        /// Set aside on the retry topic until its slot (or expired): this outcome to publish.
+        /// Set aside on the throttled topic until its slot (or expired): this outcome to publish.
         case setAside(Outcome)
     }
 
     /// Sends `work` (its held permit taken) when its throttle slot comes: at once when it is
     /// unthrottled or its slot came, later from the schedule when the slot is within a second,
-    /// or set aside on the retry topic. Returns the outcome to publish when set aside.
+    /// or set aside on the throttled topic. Returns the outcome to publish when set aside.
     func paceAndSend(_ work: Work) async throws -> Outcome? {
         var work = work
         while true {
@@ -100,7 +100,9 @@ extension MessageSender {
         }
     }
 
-    /// Sets `work` aside on the retry topic until its slot `until`, the slot in its header.
+    /// Sets `work` aside on the throttled topic until its slot `until`, the slot in its header:
+    /// read back by the throttled topic's consumer, whose budget it counts against, never this
+    /// lane's (docs/senders.md, "Throttle").
     private func setAside(_ work: Work, until: Date, at now: Date) throws -> Paced {
         metrics.throttled(.deferred)
         guard until < work.message.validUntil else {
@@ -109,7 +111,7 @@ extension MessageSender {
         }
         var next = work.message
         next.notBefore = until
-        var record = try retryRecord(next, of: work)
+        var record = try retryRecord(next, of: work, topic: topics.throttled)
         record.headers.append(ThrottleHeader.header(until))
         decided(work, final: false)
         return .setAside(Outcome(record: work.record, events: [record], tally: Tally(outcome: "deferred", reason: "throttle")))

@@ -9,7 +9,8 @@ import ServiceLifecycle
 import Synchronization
 
 /// A sender instance: a member of the sender's consumer group on the message topic and the retry
-/// topic, sending each record through a provider transport and publishing what became of it.
+/// topic (or, for the throttled lane, on the throttled topic alone), sending each record through
+/// a provider transport and publishing what became of it.
 ///
 /// Guarantees (docs/senders.md):
 /// - A record's offset is stored only once the events of its outcome (`MessageSent`,
@@ -25,17 +26,33 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     package typealias Message = Transport.Message
 
     package struct Topics: Sendable {
+        /// What this sender reads first-hand: a lane's message topic, or the throttled topic.
         package var messages: String
+        /// Where retries and paused deliveries' messages go (and, read here too unless this is
+        /// the throttled topic's sender, come back from).
         package var retries: String
+        /// Where a message is set aside until its throttle slot (`push.<p>.throttled`).
+        package var throttled: String
         package var results: String
         package var subscriptions: String
 
-        package init(messages: String, retries: String, results: String, subscriptions: String) {
+        package init(messages: String, retries: String, throttled: String, results: String, subscriptions: String) {
             self.messages = messages
             self.retries = retries
+            self.throttled = throttled
             self.results = results
             self.subscriptions = subscriptions
         }
+
+        /// The throttled topic's sender reads that topic only: its records come back there.
+        var readsThrottled: Bool { messages == throttled }
+
+        /// The topics the consumer reads.
+        var read: [String] { readsThrottled ? [throttled] : [messages, retries] }
+
+        /// Where a record waiting in memory is re-appended when this instance stops or loses its
+        /// partition: the topic it came through (the retry topic stands for a lane's two).
+        var handBack: String { readsThrottled ? throttled : retries }
     }
 
     let transport: Transport
@@ -185,7 +202,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         self.controls = controls
         self.throttle = throttle
         self.keys = keys
-        self.consumerConfiguration = settings.consumer(consumer, messages: topics.messages, retries: topics.retries)
+        self.consumerConfiguration = settings.consumer(consumer, topics: topics.read, readsThrottled: topics.readsThrottled)
         var logger = logger
         logger[metadataKey: "sender"] = .string(transport.provider)
         logger[metadataKey: "lane"] = .string(settings.lane.rawValue)

@@ -67,18 +67,20 @@ struct SenderAssembly: Sendable {
     }
 
     /// The services in start order: the delivery controls, the clients' shutdowns, then a
-    /// `MessageSender` per lane (transactional first). Each client is shut down after the
-    /// senders stopped (reverse order), so their last sends still have connections.
-    func services<T: MessageTransport>(bulk: Lane<T>, transactional: Lane<T>) -> [any Service] {
+    /// `MessageSender` per lane (transactional first) and one on the `throttled` topic (over the
+    /// bulk lane's client). Each client is shut down after the senders stopped (reverse order),
+    /// so their last sends still have connections.
+    func services<T: MessageTransport>(bulk: Lane<T>, transactional: Lane<T>, throttled: TopicDefinition) -> [any Service] {
         let topics = configuration.topics
         let controls = DeliveryControls(postgres: postgres, refresh: .milliseconds(settings.controlsRefreshMilliseconds), logger: logger)
         // One per process: both lanes take their slots from the same batches.
         let throttle = ThrottleSlots(postgres: postgres, provider: bulk.transport.provider, logger: logger, now: now)
-        func sender(_ lane: Lane<T>, settings: SenderSettings) -> MessageSender<T> {
+        func sender(_ lane: Lane<T>, settings: SenderSettings, reading: TopicDefinition? = nil) -> MessageSender<T> {
             MessageSender(
                 transport: lane.transport, settings: settings,
                 topics: .init(
-                    messages: lane.messages.name, retries: lane.retries.name, results: topics.messageResults.name, subscriptions: topics.subscriptions.name),
+                    messages: (reading ?? lane.messages).name, retries: lane.retries.name, throttled: throttled.name, results: topics.messageResults.name,
+                    subscriptions: topics.subscriptions.name),
                 producer: producer, deadLetters: DeadLetterPublisher(producer: producer, catalog: topics, group: settings.group),
                 suspensions: suspensions, controls: controls, throttle: throttle, keys: MessageKeys(postgres: postgres, logger: logger),
                 consumer: configuration.consumer(group: settings.group), logger: logger,
@@ -88,6 +90,9 @@ struct SenderAssembly: Sendable {
         return [
             controls, ShutdownAction(bulk.shutdownClient), ShutdownAction(transactional.shutdownClient),
             sender(transactional, settings: settings.transactionalLane), sender(bulk, settings: settings),
+            // Both lanes' throttled messages, sent over the bulk lane's connections; its retries
+            // and paused messages go to the bulk lane's retry topic (a record does not name its lane).
+            sender(bulk, settings: settings.throttledLane, reading: throttled),
         ]
     }
 }

@@ -2,6 +2,17 @@ import Kafka
 import PushEvents
 import PushRuntime
 
+/// What one `MessageSender` of a sender process reads (docs/senders.md, "Lanes"): the metrics'
+/// and logs' label `lane`.
+package enum SenderLane: String, Sendable, Hashable {
+    /// `push.<p>.transactional.messages` and `.retries`.
+    case transactional
+    /// `push.<p>.messages` and `.retries`.
+    case bulk
+    /// `push.<p>.throttled`: both lanes' messages set aside until their throttle slot.
+    case throttled
+}
+
 /// One sender's settings, read from `<PREFIX>_*` variables (`APNS_SENDER_*`, `FCM_SENDER_*`;
 /// docs/configuration.md). The two senders share the shape and differ in defaults.
 package struct SenderSettings: Sendable, Hashable {
@@ -34,7 +45,7 @@ package struct SenderSettings: Sendable, Hashable {
     /// at again (`<PREFIX>_PAUSE_RECHECK_MS`): a resume reaches waiting messages within this time.
     package var pauseRecheckMilliseconds: Int = 5_000
     /// The lane this instance's `MessageSender` reads (set by `transactionalLane`).
-    package var lane: DeliveryPriority = .bulk
+    package var lane: SenderLane = .bulk
     /// Consumer group of the transactional lane's consumers (`<PREFIX>_TRANSACTIONAL_GROUP`,
     /// default `<group>.transactional`): a group of its own, so that its partitions are never
     /// behind a bulk backlog in one consumer's fetch queue.
@@ -50,6 +61,11 @@ package struct SenderSettings: Sendable, Hashable {
     /// librdkafka's own 65,536 KiB (and 100,000 records) held a backlog's first 64 MiB and more
     /// in memory (docs/senders.md, "Memory").
     package var fetchQueueKilobytes: Int = 2_048
+    /// Records of the throttled topic held per instance (`<PREFIX>_MAX_HELD_THROTTLED`): waiting
+    /// for their slot, in flight or publishing. When reached, only the throttled topic's reading
+    /// pauses; it goes on as records are sent (their slots come in about the order they were
+    /// set aside).
+    package var throttledMaxHeld: Int = 1_000
 
     package init(
         group: String, maxInFlight: Int, maxHeld: Int = 5_000, retryBaseMilliseconds: Int = 1_000,
@@ -85,18 +101,21 @@ package struct SenderSettings: Sendable, Hashable {
         transactionalMaxHeld = try environment.int(
             "\(prefix)_TRANSACTIONAL_MAX_HELD", default: max(defaults.transactionalMaxHeld, transactionalMaxInFlight), in: transactionalMaxInFlight...1_000_000)
         fetchQueueKilobytes = try environment.int("\(prefix)_FETCH_QUEUE_KB", default: defaults.fetchQueueKilobytes, in: 64...2_097_151)
+        throttledMaxHeld = try environment.int("\(prefix)_MAX_HELD_THROTTLED", default: defaults.throttledMaxHeld, in: 1...1_000_000)
     }
 
     /// The consumer of one lane: `base` (brokers, timeouts, `KAFKA_CONSUMER_PROPERTY_*`) with the
     /// lane's group and topics, a poll interval that outlasts a wait for room, and the bounded
     /// fetch queue. A `KAFKA_CONSUMER_PROPERTY_QUEUED_MAX_MESSAGES_KBYTES` (or `_QUEUED_MIN_MESSAGES`)
     /// still wins, as every such property does.
-    package func consumer(_ base: KafkaConsumerConfiguration, messages: String, retries: String) -> KafkaConsumerConfiguration {
+    package func consumer(_ base: KafkaConsumerConfiguration, topics: [String], readsThrottled: Bool = false) -> KafkaConsumerConfiguration {
         var configuration = base
         configuration.groupID = group
-        configuration.topics = [messages, retries]
-        // A sender may wait up to a retry delay for room before it reads again (see `maxHeld`).
-        configuration.maxPollIntervalMilliseconds = max(configuration.maxPollIntervalMilliseconds, retryMaxMilliseconds + 300_000)
+        configuration.topics = topics
+        // A sender may wait up to a retry delay for room before it reads again (see `maxHeld`);
+        // the throttled topic's, until the earliest slot it holds comes.
+        configuration.maxPollIntervalMilliseconds = max(
+            configuration.maxPollIntervalMilliseconds, retryMaxMilliseconds + 300_000, readsThrottled ? 3_600_000 : 0)
         configuration.fetchQueueKilobytes = fetchQueueKilobytes
         // The bytes bound the queue; librdkafka's record count (100,000) would let small records
         // pile up their per-record overhead (about 250 bytes each) beyond it.
@@ -112,6 +131,18 @@ package struct SenderSettings: Sendable, Hashable {
         lane.group = transactionalGroup ?? "\(group).transactional"
         lane.maxInFlight = transactionalMaxInFlight
         lane.maxHeld = transactionalMaxHeld
+        return lane
+    }
+
+    /// The settings of the throttled topic's `MessageSender`: the group `<group>.throttled`, its
+    /// own held budget, at most as many sends in flight as the bulk lane (over the bulk lane's
+    /// connections); the rest as the bulk lane's.
+    package var throttledLane: SenderSettings {
+        var lane = self
+        lane.lane = .throttled
+        lane.group = "\(group).throttled"
+        lane.maxHeld = throttledMaxHeld
+        lane.maxInFlight = min(maxInFlight, throttledMaxHeld)
         return lane
     }
 

@@ -38,6 +38,11 @@ package struct TopicCatalog: Sendable, Hashable {
     package var fcmTransactionalMessages: TopicDefinition
     package var apnsTransactionalRetries: TopicDefinition
     package var fcmTransactionalRetries: TopicDefinition
+    /// Messages a sender set aside until their throttle slot (both lanes'): read by a consumer
+    /// of their own with a budget of its own (`<PREFIX>_MAX_HELD_THROTTLED`), so that a throttled
+    /// backlog never holds the message and retry topics' reading up (docs/senders.md, "Throttle").
+    package var apnsThrottled: TopicDefinition
+    package var fcmThrottled: TopicDefinition
     package var messageResults: TopicDefinition
     package var tracking: TopicDefinition
     /// Where any consumer sends a record it cannot read (one dead-letter topic per source topic
@@ -114,6 +119,12 @@ package struct TopicCatalog: Sendable, Hashable {
         fcmTransactionalRetries = topic(
             "FCM_TRANSACTIONAL_RETRIES", "push.fcm.transactional.retries", partitions: 3, retention: Self.messageRetention,
             "Android transactional messages waiting for another attempt; key = app + token digest")
+        apnsThrottled = topic(
+            "APNS_THROTTLED", "push.apns.throttled", partitions: 12, retention: Self.messageRetention,
+            "iOS messages of throttled deliveries set aside until their send slot (notBefore, header push-throttle-slot); key = app + token digest")
+        fcmThrottled = topic(
+            "FCM_THROTTLED", "push.fcm.throttled", partitions: 12, retention: Self.messageRetention,
+            "Android messages of throttled deliveries set aside until their send slot; key = app + token digest")
         messageResults = topic(
             "MESSAGE_RESULTS", "push.message-results", partitions: 12, retention: days(resultsRetentionDays),
             "provider outcomes per message: sent, failed (hard/soft/ignored), expired; key = message id")
@@ -122,7 +133,7 @@ package struct TopicCatalog: Sendable, Hashable {
         )
         let consumed = [
             subscriptions, catalog, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries, apnsTransactionalMessages, fcmTransactionalMessages,
-            apnsTransactionalRetries, fcmTransactionalRetries, messageResults, tracking,
+            apnsTransactionalRetries, fcmTransactionalRetries, apnsThrottled, fcmThrottled, messageResults, tracking,
         ]
         deadLetters = consumed.map { source in
             topic(
@@ -135,7 +146,8 @@ package struct TopicCatalog: Sendable, Hashable {
     package var all: [TopicDefinition] {
         [
             subscriptions, catalog, deliveryRequests, deliveryRequestsDLQ, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries,
-            apnsTransactionalMessages, fcmTransactionalMessages, apnsTransactionalRetries, fcmTransactionalRetries, messageResults, tracking,
+            apnsTransactionalMessages, fcmTransactionalMessages, apnsTransactionalRetries, fcmTransactionalRetries, apnsThrottled, fcmThrottled,
+            messageResults, tracking,
         ] + deadLetters
     }
 

@@ -42,6 +42,7 @@ struct ConsoleScenarioTests {
             for (id, name) in [
                 ("SUBSCRIPTIONS", "subscriptions"), ("CATALOG", "catalog"), ("APNS_RETRIES", "apns-retries"), ("FCM_RETRIES", "fcm-retries"),
                 ("APNS_TRANSACTIONAL_RETRIES", "apns-tx-retries"), ("FCM_TRANSACTIONAL_RETRIES", "fcm-tx-retries"),
+                ("APNS_THROTTLED", "apns-throttled"), ("FCM_THROTTLED", "fcm-throttled"),
             ] {
                 environment["PUSH_TOPIC_\(id)"] = "test.\(name).\(suffix)"
                 environment["PUSH_TOPIC_\(id)_PARTITIONS"] = "1"

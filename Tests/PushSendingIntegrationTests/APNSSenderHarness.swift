@@ -87,7 +87,8 @@ struct APNSSenderHarness: SenderHarness {
             suffix: suffix,
             topics: [
                 ("APNS_MESSAGES", "apns", 4), ("APNS_RETRIES", "apns-retries", 2), ("APNS_TRANSACTIONAL_MESSAGES", "apns-tx", 2),
-                ("APNS_TRANSACTIONAL_RETRIES", "apns-tx-retries", 1), ("MESSAGE_RESULTS", "results", 2), ("SUBSCRIPTIONS", "subscriptions", 2),
+                ("APNS_TRANSACTIONAL_RETRIES", "apns-tx-retries", 1), ("APNS_THROTTLED", "apns-throttled", 2), ("MESSAGE_RESULTS", "results", 2),
+                ("SUBSCRIPTIONS", "subscriptions", 2),
             ],
             settings: [
                 "APNS_SENDER_GROUP": "test.apns-sender.\(suffix)",
@@ -105,8 +106,8 @@ struct APNSSenderHarness: SenderHarness {
         let catalog = configuration.topics
         try await Self.createTopics(
             [
-                catalog.apnsMessages, catalog.apnsRetries, catalog.apnsTransactionalMessages, catalog.apnsTransactionalRetries, catalog.messageResults,
-                catalog.subscriptions,
+                catalog.apnsMessages, catalog.apnsRetries, catalog.apnsTransactionalMessages, catalog.apnsTransactionalRetries, catalog.apnsThrottled,
+                catalog.messageResults, catalog.subscriptions,
             ], configuration: configuration, logger: logger)
         do {
             let result = try await Self.withPostgres(configuration: configuration, simulator: simulator, logger: logger) { postgres in

@@ -62,7 +62,8 @@ struct FCMSenderHarness: SenderHarness {
             suffix: suffix,
             topics: [
                 ("FCM_MESSAGES", "fcm", 4), ("FCM_RETRIES", "fcm-retries", 2), ("FCM_TRANSACTIONAL_MESSAGES", "fcm-tx", 2),
-                ("FCM_TRANSACTIONAL_RETRIES", "fcm-tx-retries", 1), ("MESSAGE_RESULTS", "results", 2), ("SUBSCRIPTIONS", "subscriptions", 2),
+                ("FCM_TRANSACTIONAL_RETRIES", "fcm-tx-retries", 1), ("FCM_THROTTLED", "fcm-throttled", 2), ("MESSAGE_RESULTS", "results", 2),
+                ("SUBSCRIPTIONS", "subscriptions", 2),
             ],
             settings: [
                 "FCM_SENDER_GROUP": "test.fcm-sender.\(suffix)",
@@ -79,7 +80,8 @@ struct FCMSenderHarness: SenderHarness {
         let catalog = configuration.topics
         try await Self.createTopics(
             [
-                catalog.fcmMessages, catalog.fcmRetries, catalog.fcmTransactionalMessages, catalog.fcmTransactionalRetries, catalog.messageResults,
+                catalog.fcmMessages, catalog.fcmRetries, catalog.fcmTransactionalMessages, catalog.fcmTransactionalRetries, catalog.fcmThrottled,
+                catalog.messageResults,
                 catalog.subscriptions,
             ], configuration: configuration, logger: logger)
         return try await Self.withPostgres(configuration: configuration, simulator: simulator, logger: logger) { postgres in

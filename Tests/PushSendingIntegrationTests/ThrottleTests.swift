@@ -1,8 +1,10 @@
 import Foundation
+import Kafka
 import Logging
 import PostgresNIO
 import PushEvents
 import PushSending
+import PushStore
 import PushTestSupport
 import Synchronization
 import Testing
@@ -133,6 +135,116 @@ struct ThrottleTests {
             await third.terminate()
             #expect(second.terminationStatus == 0, "\(second.logTail())")
             #expect(third.terminationStatus == 0, "\(third.logTail())")
+        }
+    }
+
+    @Test(
+        "a throttled backlog of 1,500 messages at 20/s queued before the fcm-sender starts holds nobody up: with MAX_HELD and the throttled budget at 100, 300 unthrottled messages published once the backlog is set aside are all sent within seconds, the throttled delivery stays at most 20 a second and every message arrives"
+    )
+    func throttledBacklogHoldsNobodyUp() async throws {
+        try await FCMSenderHarness.with(settings: ["FCM_SENDER_MAX_IN_FLIGHT": "50", "FCM_SENDER_MAX_HELD": "100", "FCM_SENDER_MAX_HELD_THROTTLED": "100"]) {
+            h in
+            let rate = 20
+            let budget = 100
+            let throttled = Self.messages(h, count: 1_500, deliveryId: "backlog-\(h.suffix)", throttle: rate)
+            let free = Self.messages(h, count: 300, deliveryId: "free-\(h.suffix)", throttle: nil)
+            // The backlog is queued before the sender starts (senders were down).
+            try await h.publish(throttled)
+
+            let opsPort = try EphemeralPort.next()
+            let sender = try h.startExecutable(opsPort: opsPort)
+            defer { sender.killIfRunning() }
+            try await sender.waitUntilReady(port: opsPort, within: .seconds(90))
+            // The most throttled records the sender held at once, sampled from its gauge.
+            let sampling = Task {
+                var most = 0.0
+                while !Task.isCancelled {
+                    if let held = try? await h.metric("push_sender_held_records", labels: [#"lane="throttled""#], opsPort: opsPort) { most = max(most, held) }
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+                return most
+            }
+            defer { sampling.cancel() }
+            // The sender read the backlog and set it aside for the slots (and read some back).
+            try await h.eventually(within: .seconds(90), "the backlog is set aside for its slots") {
+                try await h.metric("push_sender_throttle_waits_total", labels: [#"lane="bulk""#, #"wait="deferred""#], opsPort: opsPort) ?? 0 >= 1_400
+            }
+            try await Task.sleep(for: .seconds(1))
+            let published = Int64(Date().timeIntervalSince1970 * 1000)
+            try await h.publish(free)
+            try await h.eventually(within: .seconds(100), "the unthrottled delivery reaches FCM") { h.arrivals(free).allSatisfy { $0 >= 1 } }
+            let freeTimes = Self.arrivalTimes(h, free)
+            let freeDone = Double((freeTimes.max() ?? published) - published) / 1000
+            let throttledBefore = h.arrivals(throttled).reduce(0, +)
+            print(
+                "throttled backlog: \(freeTimes.count) of 300 unthrottled messages sent, the last \(freeDone) s after their publication; \(throttledBefore) throttled sent by then"
+            )
+            #expect(freeDone <= 5, "the unthrottled delivery waited behind the throttled backlog: its last message arrived \(freeDone) s after its publication")
+
+            _ = try await h.waitForResults(throttled.count + free.count, within: .seconds(180))
+            sampling.cancel()
+            let mostHeld = await sampling.value
+            let throttledTimes = Self.arrivalTimes(h, throttled)
+            let peak = Self.peakPerSecond(throttledTimes)
+            let span = Double((throttledTimes.max() ?? 0) - (throttledTimes.min() ?? 0)) / 1000
+            print(
+                "throttled backlog: peak \(peak)/s over \(throttledTimes.count) arrivals in \(span) s; at most \(Int(mostHeld)) throttled records held (budget \(budget))"
+            )
+            #expect(peak <= rate, "the throttled delivery reached FCM \(peak) times in one second (rate \(rate))")
+            #expect((h.arrivals(throttled) + h.arrivals(free)).allSatisfy { $0 >= 1 }, "every message reached FCM")
+            #expect(mostHeld > 0, "the throttled topic's reader held the set-aside records")
+            #expect(mostHeld <= Double(budget), "\(Int(mostHeld)) throttled records held at once (budget \(budget))")
+            await sender.terminate()
+            #expect(sender.terminationStatus == 0, "\(sender.logTail())")
+        }
+    }
+
+    @Test(
+        "records an older fcm-sender set aside on the retry topic for their throttle slot (notBefore, header push-throttle-slot) are still read back there and sent: each once, none before its slot, at most 20 a second"
+    )
+    func olderRetryTopicRecords() async throws {
+        try await FCMSenderHarness.with { h in
+            let rate = 20
+            var messages = Self.messages(h, count: 100, deliveryId: "older-\(h.suffix)", throttle: rate)
+            // As the previous version wrote them: slots 1 / (0.9 × 20) s apart, a few seconds ahead.
+            let start = Date().addingTimeInterval(4)
+            var slots: [UUID: Int64] = [:]
+            let producer = try KafkaProducer(configuration: h.configuration.producer, logger: h.logger)
+            var records: [KafkaProducerRecord] = []
+            for index in messages.indices {
+                let slot = start.addingTimeInterval(Double(index) / (0.9 * Double(rate)))
+                let milliseconds = Int64((slot.timeIntervalSince1970 * 1000).rounded(.up))
+                messages[index].notBefore = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+                slots[messages[index].messageId] = milliseconds
+                var record = try KafkaProducerRecord(
+                    topic: h.retryTopic.name, event: EventEnvelope(key: messages[index].recordKey, payload: messages[index]))
+                record.headers.append(KafkaHeader(name: "push-throttle-slot", string: String(milliseconds)))
+                records.append(record)
+            }
+            for result in await producer.send(records) { _ = try result.get() }
+            await producer.close()
+            // The previous version took those slots from the delivery's timeline: a slot taken
+            // now (one of those went stale before the sender read it) comes after them.
+            let end = start.addingTimeInterval(Double(messages.count) / (0.9 * Double(rate)))
+            try await h.postgres.query(
+                "INSERT INTO push.delivery_throttle (delivery_id, next_slot, per_second) VALUES (\(messages[0].deliveryId), \(end), \(rate))", logger: h.logger)
+
+            let opsPort = try EphemeralPort.next()
+            let sender = try h.startExecutable(opsPort: opsPort)
+            defer { sender.killIfRunning() }
+            let results = try await h.waitForResults(messages.count, within: .seconds(90))
+            #expect(Set(results.filter { $0.type == "MessageSent" }.map(\.messageId)).count == messages.count, "every message ends MessageSent")
+            #expect(h.arrivals(messages) == Array(repeating: 1, count: messages.count), "each message reached FCM once")
+            let early = h.simulator.state.notifications(limit: 1_000_000).filter { entry in
+                guard let id = entry.mId.flatMap({ UUID(uuidString: $0) }), let slot = slots[id] else { return false }
+                return entry.receivedAtMs < slot
+            }
+            #expect(early.isEmpty, "\(early.count) messages reached FCM before their slot")
+            let peak = Self.peakPerSecond(Self.arrivalTimes(h, messages))
+            print("older retry-topic records: peak \(peak)/s over \(messages.count) arrivals, \(early.count) before their slot")
+            #expect(peak <= rate, "the throttled delivery reached FCM \(peak) times in one second (rate \(rate))")
+            await sender.terminate()
+            #expect(sender.terminationStatus == 0, "\(sender.logTail())")
         }
     }
 

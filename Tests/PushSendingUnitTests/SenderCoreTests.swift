@@ -27,6 +27,29 @@ struct SenderCoreTests {
         }
     }
 
+    @Test(
+        "the throttled topic's sender: group <group>.throttled, its own held budget (FCM_SENDER_MAX_HELD_THROTTLED, default 1,000), at most the bulk lane's sends in flight; a bad budget is refused naming the variable"
+    )
+    func throttledLaneSettings() throws {
+        let defaults = SenderSettings(group: "push-fcm-sender", maxInFlight: 200)
+        let plain = try SenderSettings(prefix: "FCM_SENDER", defaults: defaults, environment: EnvironmentSettings([:]))
+        #expect(plain.throttledLane.lane == .throttled)
+        #expect(plain.throttledLane.group == "push-fcm-sender.throttled")
+        #expect(plain.throttledLane.maxHeld == 1_000)
+        #expect(plain.throttledLane.maxInFlight == 200)
+        #expect(plain.maxHeld == 5_000)
+        let small = try SenderSettings(
+            prefix: "FCM_SENDER", defaults: defaults, environment: EnvironmentSettings(["FCM_SENDER_MAX_HELD_THROTTLED": "100", "FCM_SENDER_GROUP": "g"]))
+        #expect(small.throttledLane.maxHeld == 100)
+        #expect(small.throttledLane.maxInFlight == 100)
+        #expect(small.throttledLane.group == "g.throttled")
+        #expect(small.maxHeld == 5_000, "the bulk lane's budget is its own")
+        let error = #expect(throws: ConfigurationError.self) {
+            try SenderSettings(prefix: "FCM_SENDER", defaults: defaults, environment: EnvironmentSettings(["FCM_SENDER_MAX_HELD_THROTTLED": "0"]))
+        }
+        #expect(error?.description.contains("FCM_SENDER_MAX_HELD_THROTTLED") == true)
+    }
+
     @Test("an offset is stored only when every earlier record of the partition is finished")
     func contiguousOffsets() {
         var progress = PartitionProgress()

@@ -21,7 +21,7 @@ struct SenderMemorySettingsTests {
             #expect(settings.fetchQueueKilobytes == 2_048)
             #expect(settings.maxHeld == defaults.maxHeld)
             for lane in [settings, settings.transactionalLane] {
-                let consumer = lane.consumer(Self.base, messages: "m", retries: "r")
+                let consumer = lane.consumer(Self.base, topics: ["m", "r"])
                 let properties = consumer.rdKafkaProperties
                 #expect(properties["queued.max.messages.kbytes"] == "2048")
                 #expect(properties["queued.min.messages"] == "2048")
@@ -37,16 +37,16 @@ struct SenderMemorySettingsTests {
 
     @Test("<PREFIX>_FETCH_QUEUE_KB sets the queue's bytes and, at least 1,000, its records; a KAFKA_CONSUMER_PROPERTY_ wins")
     func setting() throws {
-        let small = try Self.settings(["APNS_SENDER_FETCH_QUEUE_KB": "512"]).consumer(Self.base, messages: "m", retries: "r").rdKafkaProperties
+        let small = try Self.settings(["APNS_SENDER_FETCH_QUEUE_KB": "512"]).consumer(Self.base, topics: ["m", "r"]).rdKafkaProperties
         #expect(small["queued.max.messages.kbytes"] == "512")
         #expect(small["queued.min.messages"] == "1000")
-        let large = try Self.settings(["APNS_SENDER_FETCH_QUEUE_KB": "16384"]).consumer(Self.base, messages: "m", retries: "r").rdKafkaProperties
+        let large = try Self.settings(["APNS_SENDER_FETCH_QUEUE_KB": "16384"]).consumer(Self.base, topics: ["m", "r"]).rdKafkaProperties
         #expect(large["queued.max.messages.kbytes"] == "16384")
         #expect(large["queued.min.messages"] == "16384")
 
         let environment = EnvironmentSettings(["KAFKA_CONSUMER_PROPERTY_QUEUED_MAX_MESSAGES_KBYTES": "65536"])
         let runtime = try RuntimeConfiguration(service: "test", defaultOpsPort: 0, environment: environment)
-        let overridden = try Self.settings([:]).consumer(runtime.consumer(group: "g"), messages: "m", retries: "r").rdKafkaProperties
+        let overridden = try Self.settings([:]).consumer(runtime.consumer(group: "g"), topics: ["m", "r"]).rdKafkaProperties
         #expect(overridden["queued.max.messages.kbytes"] == "65536")
     }
 

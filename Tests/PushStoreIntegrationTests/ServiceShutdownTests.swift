@@ -164,7 +164,8 @@ final class RunningService: Sendable {
             environment[group] = "test.shutdown-\(group.lowercased()).\(suffix)"
         }
         for topic in [
-            "APNS_MESSAGES", "APNS_RETRIES", "APNS_TRANSACTIONAL_MESSAGES", "APNS_TRANSACTIONAL_RETRIES", "CATALOG", "MESSAGE_RESULTS", "SUBSCRIPTIONS",
+            "APNS_MESSAGES", "APNS_RETRIES", "APNS_TRANSACTIONAL_MESSAGES", "APNS_TRANSACTIONAL_RETRIES", "APNS_THROTTLED", "CATALOG", "MESSAGE_RESULTS",
+            "SUBSCRIPTIONS",
             "TRACKING",
         ] {
             environment["PUSH_TOPIC_\(topic)"] = "test.shutdown.\(topic.lowercased()).\(suffix)"

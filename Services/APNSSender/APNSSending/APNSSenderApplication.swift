@@ -50,7 +50,8 @@ package enum APNSSenderApplication {
         let topics = configuration.topics
         return assembly.services(
             bulk: try lane(messages: topics.apnsMessages, retries: topics.apnsRetries, connections: nil),
-            transactional: try lane(messages: topics.apnsTransactionalMessages, retries: topics.apnsTransactionalRetries, connections: 1)
+            transactional: try lane(messages: topics.apnsTransactionalMessages, retries: topics.apnsTransactionalRetries, connections: 1),
+            throttled: topics.apnsThrottled
         )
     }
 }

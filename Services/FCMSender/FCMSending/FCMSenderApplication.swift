@@ -48,7 +48,8 @@ package enum FCMSenderApplication {
         let topics = configuration.topics
         return assembly.services(
             bulk: try lane(messages: topics.fcmMessages, retries: topics.fcmRetries, connections: nil),
-            transactional: try lane(messages: topics.fcmTransactionalMessages, retries: topics.fcmTransactionalRetries, connections: 1)
+            transactional: try lane(messages: topics.fcmTransactionalMessages, retries: topics.fcmTransactionalRetries, connections: 1),
+            throttled: topics.fcmThrottled
         )
     }
 }

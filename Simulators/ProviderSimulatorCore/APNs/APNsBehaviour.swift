@@ -164,7 +164,7 @@ package struct APNsBehaviour: ProviderBehaviour {
                 priority: priority,
                 collapseId: collapseID,
                 payloadBytes: size,
-                receivedAtMs: Self.nowMilliseconds()
+                receivedAtMs: request.receivedAtMs
             )
         )
         return SimulatorResponse(status: 200, headers: [(HTTPHeaderName.apnsID, apnsID)])
@@ -260,7 +260,7 @@ package struct APNsBehaviour: ProviderBehaviour {
         }
     }
 
-    static func nowMilliseconds() -> Int64 {
+    package static func nowMilliseconds() -> Int64 {
         Int64(Date().timeIntervalSince1970 * 1000)
     }
 }

@@ -167,7 +167,7 @@ package final class FCMBehaviour: ProviderBehaviour {
                 collapseId: android?["collapse_key"] as? String,
                 project: project,
                 payloadBytes: request.body.readableBytes,
-                receivedAtMs: now
+                receivedAtMs: request.receivedAtMs
             )
         )
         return .json(status: 200, ["name": name])

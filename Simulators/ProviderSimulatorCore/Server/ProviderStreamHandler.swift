@@ -18,6 +18,8 @@ final class ProviderStreamHandler: ChannelInboundHandler {
     private let connection: ConnectionState
     private var streamID: HTTP2StreamID = .rootStream
     private var requestHeaders: HPACKHeaders?
+    /// When the request's HEADERS frame arrived (`SimulatorRequest.receivedAtMs`).
+    private var receivedAtMs: Int64 = 0
     private var body: ByteBuffer?
     private var answered = false
 
@@ -44,6 +46,7 @@ final class ProviderStreamHandler: ChannelInboundHandler {
         case .headers(let headers):
             if self.requestHeaders == nil {
                 self.requestHeaders = headers.headers
+                self.receivedAtMs = APNsBehaviour.nowMilliseconds()
             }
             if headers.endStream { self.answer(context: context) }
         case .data(let data):
@@ -75,7 +78,8 @@ final class ProviderStreamHandler: ChannelInboundHandler {
             method: headers.first(name: ":method") ?? "GET",
             rawPath: headers.first(name: ":path") ?? "/",
             headers: headers,
-            body: self.body ?? context.channel.allocator.buffer(capacity: 0)
+            body: self.body ?? context.channel.allocator.buffer(capacity: 0),
+            receivedAtMs: self.requestHeaders == nil ? APNsBehaviour.nowMilliseconds() : self.receivedAtMs
         )
         var response: SimulatorResponse
         if ControlAPI.handles(request.path) {

@@ -12,27 +12,36 @@ package struct SimulatorRequest: Sendable {
     package var query: [String: String]
     package var headers: HPACKHeaders
     package var body: ByteBuffer
+    /// When the request reached the simulator (milliseconds since the epoch): its HEADERS frame,
+    /// before the body is parsed and checked, so that what the log says arrived in a second is
+    /// what a provider's rate limit would count, not when this process found time to answer.
+    package var receivedAtMs: Int64
 
-    package init(method: String, path: String, query: [String: String] = [:], headers: HPACKHeaders, body: ByteBuffer) {
+    package init(
+        method: String, path: String, query: [String: String] = [:], headers: HPACKHeaders, body: ByteBuffer,
+        receivedAtMs: Int64 = APNsBehaviour.nowMilliseconds()
+    ) {
         self.method = method
         self.path = path
         self.query = query
         self.headers = headers
         self.body = body
+        self.receivedAtMs = receivedAtMs
     }
 
     /// Builds a request from the `:path` pseudo-header value (path and optional query).
-    package init(method: String, rawPath: String, headers: HPACKHeaders, body: ByteBuffer) {
+    package init(method: String, rawPath: String, headers: HPACKHeaders, body: ByteBuffer, receivedAtMs: Int64 = APNsBehaviour.nowMilliseconds()) {
         if let mark = rawPath.firstIndex(of: "?") {
             self.init(
                 method: method,
                 path: String(rawPath[..<mark]),
                 query: FormEncoding.decode(rawPath[rawPath.index(after: mark)...]),
                 headers: headers,
-                body: body
+                body: body,
+                receivedAtMs: receivedAtMs
             )
         } else {
-            self.init(method: method, path: rawPath, headers: headers, body: body)
+            self.init(method: method, path: rawPath, headers: headers, body: body, receivedAtMs: receivedAtMs)
         }
     }
 

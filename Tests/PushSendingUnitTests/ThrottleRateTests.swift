@@ -8,9 +8,9 @@ import Testing
 @Suite("Throttle slots: the arithmetic that keeps a delivery under its rate at the provider")
 struct ThrottleRateTests {
     @Test(
-        "slots are 1 / (0.9 × perSecond) apart, rounded up; a batch is a tenth of a second of them, at least one",
+        "slots are 1 / (0.85 × perSecond) apart, rounded up; a batch is a tenth of a second of them, at least one",
         arguments: [
-            (1, Int64(1_111_112), 1), (9, 123_457, 1), (20, 55_556, 1), (50, 22_223, 4), (1_000, 1_112, 89), (100_000, 12, 8_333),
+            (1, Int64(1_176_471), 1), (9, 130_719, 1), (20, 58_824, 1), (50, 23_530, 4), (1_000, 1_177, 84), (100_000, 12, 8_333),
         ])
     func intervalAndBatch(_ perSecond: Int, _ interval: Int64, _ batch: Int) {
         let rate = ThrottleRate(perSecond: perSecond)
@@ -21,8 +21,8 @@ struct ThrottleRateTests {
     @Test("the planner's pace is whole messages a second the timeline sustains: never above it, except the floor of 1 for a rate of 1")
     func sustained() {
         #expect(ThrottleRate(perSecond: 1).sustainedPerSecond == 1)
-        #expect(ThrottleRate(perSecond: 40).sustainedPerSecond == 35)
-        #expect(ThrottleRate(perSecond: 1_000).sustainedPerSecond == 899)
+        #expect(ThrottleRate(perSecond: 40).sustainedPerSecond == 33)
+        #expect(ThrottleRate(perSecond: 1_000).sustainedPerSecond == 849)
         for perSecond in 2...100_000 {
             let rate = ThrottleRate(perSecond: perSecond)
             let timeline = 1_000_000 / Double(rate.intervalMicroseconds)

@@ -237,7 +237,7 @@ package final class DeliveryFanOut: Service {
     ) async throws -> TurnResult {
         var state = state
         let deliveryId = fanOut.deliveryId
-        // At the senders' sustained pace (90 % of the rate, docs/senders.md "Throttle"), not at
+        // At the senders' sustained pace (85 % of the rate, docs/senders.md "Throttle"), not at
         // the rate: faster, the messages the senders cannot send yet would pile up in their memory.
         if limiter == nil { limiter = fanOut.delivery.throttlePerSecond.map { FanOutRateLimiter(perSecond: ThrottleRate(perSecond: $0).sustainedPerSecond) } }
         var mark: TopicsMark?

@@ -2,11 +2,17 @@
 """End-to-end benchmark: one delivery to N devices (half iOS, half Android) through the whole
 channel, from the request on Kafka to every message's final status in push.broad_log.
 
-  bench/e2e.py [--devices N] [--latency-ms MS] [--no-build]
+  bench/e2e.py [--devices N] [--latency-ms MS] [--no-build] [--perf]
 
   --devices N      subscriptions targeted (default 1,000,000)
   --latency-ms MS  the simulators' answer latency (default 30: a provider a few tens of ms away)
   --no-build       use the release binaries already in .build-bench
+  --perf           also sample every CPU with `perf record` (cpu-clock, 499 Hz, no call graph)
+                   from the request to the last final status, and print each process's top
+                   symbols by self time (data kept in the run's folder for `perf report -i`;
+                   it costs a few per cent: use it for a separate run, not the record); with
+                   call graphs (dwarf, 99 Hz) of the planner and both senders in perf-calls.data
+                   for `perf report -i ... --children` (who calls what the flat profile shows)
 
 What runs (docs/benchmarks.md, "End to end"):
   1. scripts/stack up; a release build (--scratch-path .build-bench) of the five services, both
@@ -25,11 +31,17 @@ What runs (docs/benchmarks.md, "End to end"):
      final status, beside the machine's busy CPU and its cores x wall time: which process bounds
      each phase; checks: N rows in broad_log all final, and the simulators' logs hold every sent
      message.
+  5. The cost ledger: each process's CPU over the whole run in microseconds per notification
+     (the senders also per message of their own provider), the simulators and the benchmark
+     itself apart, and the total without the simulators and the benchmark: what a platform
+     team pays per notification.
 """
 
 import argparse
 import os
 import random
+import resource
+import subprocess
 import sys
 import threading
 import time
@@ -95,6 +107,9 @@ def cpu_snapshot(channel, stack):
                 continue
             postgres += cpu_seconds(f"/proc/{entry}/stat")
     snapshot["postgresql"] = postgres
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    snapshot["benchmark"] = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
     with open("/proc/stat") as f:
         fields = f.readline().split()
     snapshot["machine"] = sum(int(fields[i]) for i in (1, 2, 3, 6, 7)) / HZ
@@ -117,6 +132,86 @@ def cpu_table(phases):
     return lines
 
 
+SIMULATORS = ("apns-simulator", "fcm-simulator")
+
+
+def cost_ledger(first, last, notifications, per_provider):
+    """CPU microseconds per notification of each process over the run (first to last snapshot).
+
+    `per_provider` maps a sender to the messages of its own provider. "other" is the machine's
+    busy CPU that no listed process accounts for (the kernel's own threads, psql, a PostgreSQL
+    backend that ended before the last snapshot)."""
+    spent = {name: max(0.0, last[name] - first[name]) for name in first if name != "at"}
+    if notifications <= 0:
+        return ["  cost ledger                 no notification sent"]
+    us = lambda seconds, count=notifications: seconds * 1e6 / max(1, count)  # noqa: E731
+    listed = [name for name in spent if name not in ("machine", "benchmark")]
+    channel = [name for name in listed if name not in SIMULATORS]
+    lines = [f"  cost ledger                 CPU µs per notification over the run ({notifications:,} notifications)"]
+    for name in channel:
+        extra = f"  ({us(spent[name], per_provider[name]):.1f} per message of its provider)" if name in per_provider else ""
+        lines.append(f"    {name:<26}{us(spent[name]):8.1f}{extra}")
+    channel_total = sum(spent[name] for name in channel)
+    simulators = sum(spent[name] for name in SIMULATORS if name in spent)
+    other = max(0.0, spent["machine"] - channel_total - simulators - spent["benchmark"])
+    lines.append(f"    {'channel total':<26}{us(channel_total):8.1f}  (without the simulators and the benchmark)")
+    for name in SIMULATORS:
+        if name in spent:
+            lines.append(f"    {name:<26}{us(spent[name]):8.1f}  (not the channel's)")
+    lines.append(f"    {'benchmark':<26}{us(spent['benchmark']):8.1f}  (this script, psql and kcat)")
+    lines.append(f"    {'other':<26}{us(other):8.1f}  (busy CPU no listed process accounts for)")
+    lines.append(f"    {'machine':<26}{us(spent['machine']):8.1f}")
+    return lines
+
+
+def perf_start(run_dir, call_graph_pids):
+    """System-wide `perf record` (software cpu-clock: hardware counters are not offered on
+    these machines), and a second one with call graphs of `call_graph_pids`; None when perf is
+    missing or refuses."""
+    data = os.path.join(run_dir, "perf.data")
+    calls = os.path.join(run_dir, "perf-calls.data")
+    commands = [["perf", "record", "-a", "-F", "499", "-e", "cpu-clock", "-o", data],
+                ["perf", "record", "-F", "99", "-e", "cpu-clock", "--call-graph", "dwarf,8192",
+                 "-p", ",".join(str(pid) for pid in call_graph_pids), "-o", calls]]
+    processes = []
+    for index, command in enumerate(commands):
+        try:
+            processes.append(subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                              stderr=open(os.path.join(run_dir, f"perf-{index}.err"), "w")))
+        except OSError as error:
+            log(f"perf: not started ({error})")
+            return None
+    time.sleep(1)
+    if any(process.poll() is not None for process in processes):
+        log(f"perf: exited at once (see {run_dir}/perf-*.err)")
+        return None
+    return processes, data
+
+
+def perf_report(perf, filters, top=15):
+    """Each process's top symbols by self time, from the system-wide samples; `filters` maps a
+    name to perf report's selection (["--pid", PID], or ["--comm", "postgres"] for every backend)."""
+    processes, data = perf
+    for process in processes:
+        process.send_signal(2)
+    for process in processes:
+        process.wait(timeout=300)
+    print(f"  perf                        system-wide cpu-clock samples, top symbols by self time per process, in per cent of "
+          f"the process's samples (data {data})")
+    for name, selection in filters.items():
+        try:
+            out = subprocess.run(["perf", "report", "-i", data, *selection, "--percentage", "relative", "--no-children", "--sort", "dso,sym",
+                                  "--stdio", "--percent-limit", "0.7"],
+                                 capture_output=True, text=True, timeout=600).stdout
+        except (OSError, subprocess.TimeoutExpired) as error:
+            print(f"    {name}: perf report failed ({error})")
+            continue
+        rows = [line.rstrip() for line in out.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        print(f"    {name} ({' '.join(selection)}):")
+        for line in rows[:top]:
+            print(f"      {line.strip()[:150]}")
+
+
 def percentile(values, p):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))] if ordered else 0
@@ -127,6 +222,7 @@ def main():
     parser.add_argument("--devices", type=int, default=1_000_000)
     parser.add_argument("--latency-ms", type=int, default=30)
     parser.add_argument("--no-build", action="store_true")
+    parser.add_argument("--perf", action="store_true")
     args = parser.parse_args()
     devices = args.devices
     ios, android = devices // 2, devices - devices // 2
@@ -188,6 +284,7 @@ def measure(args, channel, stack, devices, ios, android, command, commit):
                 samples["lag"].append((time.monotonic(), lag))
     threading.Thread(target=sample, daemon=True).start()
 
+    perf = perf_start(channel.run_dir, [channel.processes[name].popen.pid for name in ("delivery-planning", "apns-sender", "fcm-sender")]) if args.perf else None
     request_id = f"bench-{service}"
     valid_until = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 4 * 3600))
     cpu = [("request to planned", cpu_snapshot(channel, stack))]
@@ -258,6 +355,13 @@ def measure(args, channel, stack, devices, ios, android, command, commit):
     print(f"  simulators                  accepted {arrived['apns']:,} (APNs), {arrived['fcm']:,} (FCM, with the OAuth token answers)")
     for line in cpu_table(cpu):
         print(line)
+    for line in cost_ledger(cpu[0][1], cpu[-1][1], sent + failed + expired, {"apns-sender": ios, "fcm-sender": android}):
+        print(line)
+    if perf:
+        filters = {name: ["--pid", str(process.popen.pid)] for name, process in channel.processes.items()}
+        filters["tansu"] = ["--pid", str(stack.tansu_pid())]
+        filters["postgresql"] = ["--comm", "postgres"]
+        perf_report(perf, filters)
     print(f"  load average after          {' '.join(open('/proc/loadavg').read().split()[:3])}")
     return 0
 

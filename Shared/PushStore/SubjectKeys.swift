@@ -42,8 +42,7 @@ package enum SubjectKeys {
 
     /// 32 bytes from the system's cryptographically secure generator.
     package static func freshKey() -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        RandomBytes.make(count: 32)
     }
 
     /// The keys of `subjects` in the service, each created if missing, committed before they are
@@ -54,7 +53,7 @@ package enum SubjectKeys {
     ) async throws -> [String: (id: UUID, key: [UInt8])] {
         guard !subjects.isEmpty else { return [:] }
         let fresh = subjects.map { _ in TokenDigest.hex(freshKey()) }
-        let ids = subjects.map { _ in UUID() }
+        let ids = subjects.map { _ in RandomUUID.make() }
         let services = subjects.map { _ in serviceId }
         // In an explicit transaction: its COMMIT is answered before the keys are read and used.
         try await connection.withTransaction(logger: logger) { connection in

@@ -449,4 +449,25 @@ struct RandomUUIDTests {
         #expect(Set(seen.map { $0.uuid.0 }).count > 200)
         #expect(Set(seen.map { $0.uuid.15 }).count > 200)
     }
+
+    @Test("Random bytes: 20,000 data keys of 32 bytes all distinct, requests that cross the 4 KiB pool's end whole, every byte value drawn")
+    func randomBytes() {
+        var keys = Set<[UInt8]>()
+        for _ in 0..<20_000 {
+            let key = RandomBytes.make(count: 32)
+            #expect(key.count == 32)
+            keys.insert(key)
+        }
+        #expect(keys.count == 20_000)
+        // Sizes that do not divide the pool: some requests straddle a refill.
+        var counts = [Int](repeating: 0, count: 256)
+        for size in [1, 7, 4_095, 4_096, 4_097, 10_000] {
+            let bytes = RandomBytes.make(count: size)
+            #expect(bytes.count == size)
+            for byte in bytes { counts[Int(byte)] += 1 }
+        }
+        #expect(counts.allSatisfy { $0 > 0 })
+        // A long run is not a repeated pool: two 8 KiB draws differ.
+        #expect(RandomBytes.make(count: 8_192) != RandomBytes.make(count: 8_192))
+    }
 }

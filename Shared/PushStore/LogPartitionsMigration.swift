@@ -23,40 +23,7 @@ enum LogPartitionsMigration {
         // of the default partition first (a partition cannot be attached over rows the default
         // holds). Months are UTC. Serialised by a transaction-level advisory lock, so two
         // processes may call it at once. Returns false when the partition already existed.
-        """
-        CREATE FUNCTION push.create_log_partition(parent text, at timestamptz) RETURNS boolean
-        LANGUAGE plpgsql AS $$
-        DECLARE
-            first_day timestamp := date_trunc('month', at AT TIME ZONE 'UTC');
-            part_name text := parent || '_p' || to_char(first_day, 'YYYYMM');
-            part_key text;
-            lo text;
-            hi text;
-        BEGIN
-            part_key := CASE parent WHEN 'broad_log' THEN 'log_month' WHEN 'exclusion_log' THEN 'log_month' WHEN 'tracking_log' THEN 'occurred_at' END;
-            IF part_key IS NULL THEN
-                RAISE EXCEPTION 'push.create_log_partition: % is not a partitioned log (broad_log, exclusion_log, tracking_log)', parent;
-            END IF;
-            -- Bounds as literals that mean the same in every session time zone.
-            lo := to_char(first_day, 'YYYY-MM-DD');
-            hi := to_char(first_day + interval '1 month', 'YYYY-MM-DD');
-            IF part_key = 'occurred_at' THEN
-                lo := lo || ' 00:00:00+00';
-                hi := hi || ' 00:00:00+00';
-            END IF;
-            PERFORM pg_advisory_xact_lock(hashtext('push.create_log_partition'));
-            IF to_regclass('push.' || part_name) IS NOT NULL THEN
-                RETURN false;
-            END IF;
-            EXECUTE format('CREATE TABLE push.%I (LIKE push.%I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', part_name, parent);
-            EXECUTE format(
-                'WITH moved AS (DELETE FROM push.%I WHERE %I >= %L AND %I < %L RETURNING *) INSERT INTO push.%I SELECT * FROM moved',
-                parent || '_default', part_key, lo, part_key, hi, part_name);
-            EXECUTE format('ALTER TABLE push.%I ATTACH PARTITION push.%I FOR VALUES FROM (%L) TO (%L)', parent, part_name, lo, hi);
-            RETURN true;
-        END
-        $$
-        """,
+        createPartitionFunction(replacing: false, broadLogFillfactor: nil),
         """
         COMMENT ON FUNCTION push.create_log_partition(text, timestamptz) IS
             'Creates the UTC month partition of push.<parent> (broad_log, exclusion_log, tracking_log) that holds the given time, moving its rows out of the default partition; false when it existed'
@@ -147,4 +114,53 @@ enum LogPartitionsMigration {
             'One row per tracking hit (GET /r/) from push.tracking; duplicates of a device are separate rows, a re-read Kafka record is not; partitioned by month of occurred_at'
         """,
     ]
+
+    /// The text of `push.create_log_partition` (first defined by this migration). With
+    /// `broadLogFillfactor`, a new `broad_log` partition leaves that share of each page for the
+    /// next versions of its rows (migration 29: a result's update stays on the row's page).
+    static func createPartitionFunction(replacing: Bool, broadLogFillfactor: Int?) -> String {
+        let storage =
+            broadLogFillfactor.map {
+                """
+
+                    IF parent = 'broad_log' THEN
+                        EXECUTE format('ALTER TABLE push.%I SET (fillfactor = \($0))', part_name);
+                    END IF;
+                """
+            } ?? ""
+        return """
+            CREATE \(replacing ? "OR REPLACE " : "")FUNCTION push.create_log_partition(parent text, at timestamptz) RETURNS boolean
+            LANGUAGE plpgsql AS $$
+            DECLARE
+                first_day timestamp := date_trunc('month', at AT TIME ZONE 'UTC');
+                part_name text := parent || '_p' || to_char(first_day, 'YYYYMM');
+                part_key text;
+                lo text;
+                hi text;
+            BEGIN
+                part_key := CASE parent WHEN 'broad_log' THEN 'log_month' WHEN 'exclusion_log' THEN 'log_month' WHEN 'tracking_log' THEN 'occurred_at' END;
+                IF part_key IS NULL THEN
+                    RAISE EXCEPTION 'push.create_log_partition: % is not a partitioned log (broad_log, exclusion_log, tracking_log)', parent;
+                END IF;
+                -- Bounds as literals that mean the same in every session time zone.
+                lo := to_char(first_day, 'YYYY-MM-DD');
+                hi := to_char(first_day + interval '1 month', 'YYYY-MM-DD');
+                IF part_key = 'occurred_at' THEN
+                    lo := lo || ' 00:00:00+00';
+                    hi := hi || ' 00:00:00+00';
+                END IF;
+                PERFORM pg_advisory_xact_lock(hashtext('push.create_log_partition'));
+                IF to_regclass('push.' || part_name) IS NOT NULL THEN
+                    RETURN false;
+                END IF;
+                EXECUTE format('CREATE TABLE push.%I (LIKE push.%I INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', part_name, parent);\(storage)
+                EXECUTE format(
+                    'WITH moved AS (DELETE FROM push.%I WHERE %I >= %L AND %I < %L RETURNING *) INSERT INTO push.%I SELECT * FROM moved',
+                    parent || '_default', part_key, lo, part_key, hi, part_name);
+                EXECUTE format('ALTER TABLE push.%I ATTACH PARTITION push.%I FOR VALUES FROM (%L) TO (%L)', parent, part_name, lo, hi);
+                RETURN true;
+            END
+            $$
+            """
+    }
 }

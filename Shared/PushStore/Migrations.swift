@@ -729,5 +729,36 @@ package enum Migrations {
                 "CREATE INDEX subscriptions_device_token ON push.subscriptions (app_id, token_digest) INCLUDE (registration_token)",
                 "DROP INDEX push.subscriptions_token_digest",
             ]),
+        Migration(
+            version: 29, name: "a result's broad_log update stays on the row's page (no index on status, fillfactor 50)",
+            statements: [
+                // A message's row is written twice: pending, then final. With `status` in an index
+                // and full pages, the second write was a new row version in another page with an
+                // entry in each of the table's five indexes; without an indexed column changing and
+                // with room on the page, PostgreSQL keeps it on the page with no index entry (a
+                // heap-only tuple). Per-delivery reads by status scan the delivery's rows instead.
+                "CREATE INDEX broad_log_delivery ON push.broad_log (delivery_id)",
+                "DROP INDEX push.broad_log_delivery_status",
+                LogPartitionsMigration.createPartitionFunction(replacing: true, broadLogFillfactor: BroadLogStorage.fillfactor),
+                // Partitions that exist take the setting for the pages they add from now on.
+                """
+                DO $$
+                DECLARE part regclass;
+                BEGIN
+                    FOR part IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'push.broad_log'::regclass LOOP
+                        EXECUTE format('ALTER TABLE %s SET (fillfactor = \(BroadLogStorage.fillfactor))', part);
+                    END LOOP;
+                END
+                $$
+                """,
+            ]),
     ]
+}
+
+/// How `push.broad_log`'s partitions are stored (migration 29).
+package enum BroadLogStorage {
+    /// Per cent of each page filled by new rows: the other half takes the final versions of the
+    /// page's pending rows, written by results that arrive in batches before the old versions
+    /// can be pruned, so a result's update is a heap-only tuple (docs/database.md).
+    package static let fillfactor = 50
 }

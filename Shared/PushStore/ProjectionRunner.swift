@@ -64,6 +64,9 @@ package final class ProjectionRunner<P: Projection>: Service {
     private let appliedCounter: Counter
     private let deadLetterCounter: Counter
     private let retryCounter: Counter
+    /// Time to apply one batch (its transaction, retries included): with the consumer lag, what
+    /// tells a projection that cannot keep up from one that is not fed.
+    private let applyTimer: Metrics.Timer
 
     /// - Parameters:
     ///   - consumer: group and topics are taken from the projection; the rest (brokers,
@@ -92,6 +95,7 @@ package final class ProjectionRunner<P: Projection>: Service {
         appliedCounter = Counter(label: "push_projection_records_total", dimensions: dimensions)
         deadLetterCounter = Counter(label: "push_projection_dead_letters_total", dimensions: dimensions)
         retryCounter = Counter(label: "push_projection_batch_retries_total", dimensions: dimensions)
+        applyTimer = Metrics.Timer(label: "push_projection_apply_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds)
     }
 
     package func run() async throws {
@@ -105,7 +109,9 @@ package final class ProjectionRunner<P: Projection>: Service {
             }, logger: logger)
         do {
             for try await batch in consumer.batches.cancelOnGracefulShutdown() {
+                let started = ContinuousClock.now
                 try await Self.finishing(within: Self.batchLimitOnShutdown) { try await self.processWithRetries(batch) }
+                applyTimer.recordNanoseconds(Int64((ContinuousClock.now - started) / .nanoseconds(1)))
                 try consumer.storeOffsets(for: batch)
             }
         } catch  where Task.isShuttingDownGracefully {

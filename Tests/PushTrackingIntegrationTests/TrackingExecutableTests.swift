@@ -83,6 +83,13 @@ struct TrackingExecutableTests {
             #expect((1...4).contains(lag.count), "lag series of \(harness.topic):\n\(lines.filter { $0.contains("lag") }.joined(separator: "\n"))")
             #expect(lag.allSatisfy { $0.split(separator: " ").last.flatMap { Double($0) } == 0 && $0.contains("topic=\"\(harness.topic)\"") }, "\(lag)")
             #expect(lines.contains { $0.hasPrefix("push_projection_records_total{") }, "push_projection_records_total is exported")
+            // Each batch's apply time: a histogram with one observation per batch applied.
+            let applyCount = lines.first {
+                $0.hasPrefix("push_projection_apply_seconds_count{") && $0.contains("projection=\"\(harness.settings.projectionName)\"")
+            }
+            #expect(
+                (applyCount?.split(separator: " ").last.flatMap { Double($0) } ?? 0) >= 1,
+                "push_projection_apply_seconds_count: \(String(describing: applyCount))")
             await worker.terminate()
             #expect(worker.terminationStatus == 0, "SIGTERM is a graceful shutdown\n\(worker.logTail())")
         }

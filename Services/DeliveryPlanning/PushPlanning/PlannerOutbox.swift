@@ -52,7 +52,10 @@ package enum PlannerOutbox {
 }
 
 /// Publishes the committed rows of the outbox in `seq` order and deletes exactly the rows the
-/// broker stored. One instance publishes at a time (a transaction-scoped advisory lock). Rows
+/// broker stored. It publishes only rows bound for its topic catalog's topics, and one instance
+/// per catalog publishes at a time (a transaction-scoped advisory lock on the catalog): planners
+/// of other deployments (or of other tests) sharing the database neither publish its rows nor
+/// hold them up, and a row its broker keeps refusing holds up its own catalog's rows only. Rows
 /// of concurrent transactions may commit out of `seq` order; a row committed after a batch of
 /// higher ones was read goes out in the next batch. The events of one key keep their order:
 /// they are written by transactions that follow one another (a delivery is accepted, then
@@ -66,6 +69,10 @@ package enum PlannerOutbox {
 package final class PlannerOutboxPublisher: Service {
     private let postgres: PostgresClient
     private let producer: KafkaProducer
+    /// The catalog's topics: the rows this publisher publishes.
+    private let topics: [String]
+    /// What names the catalog in the advisory lock: its delivery events topic.
+    private let scope: String
     private let outboxWritten: Wakeup
     private let backstop: Duration
     private let busyRetry: Duration
@@ -75,11 +82,13 @@ package final class PlannerOutboxPublisher: Service {
     /// `busyRetry`: how soon to try again while another instance holds the outbox (it publishes
     /// meanwhile; the rows this instance wrote may be behind its batch).
     package init(
-        postgres: PostgresClient, producer: KafkaProducer, outboxWritten: Wakeup, backstop: Duration = .seconds(5),
+        postgres: PostgresClient, producer: KafkaProducer, catalog: TopicCatalog, outboxWritten: Wakeup, backstop: Duration = .seconds(5),
         busyRetry: Duration = .milliseconds(100), logger: Logger
     ) {
         self.postgres = postgres
         self.producer = producer
+        self.topics = catalog.all.map(\.name)
+        self.scope = catalog.deliveryEvents.name
         self.outboxWritten = outboxWritten
         self.backstop = backstop
         self.busyRetry = busyRetry
@@ -106,18 +115,20 @@ package final class PlannerOutboxPublisher: Service {
         }
     }
 
-    /// Publishes up to 500 records; returns how many, or nil when another instance holds the
-    /// outbox.
+    /// Publishes up to 500 of the catalog's records; returns how many, or nil when another
+    /// instance holds the catalog's outbox.
     func publishBatch() async throws -> Int? {
         let producer = self.producer
         let logger = self.logger
+        let (topics, scope) = (self.topics, self.scope)
         let count = try await postgres.withTransaction(logger: logger) { connection -> Int? in
-            let locked = try await connection.query("SELECT pg_try_advisory_xact_lock(hashtext('push-planner-outbox'))", logger: logger)
+            let locked = try await connection.query(
+                "SELECT pg_try_advisory_xact_lock(hashtext('push-planner-outbox'), hashtext(\(scope)))", logger: logger)
             var got = false
             for try await value in locked.decode(Bool.self) { got = value }
             guard got else { return nil }
             let rows = try await connection.query(
-                "SELECT seq, topic, key, value, headers::text FROM push.planner_outbox ORDER BY seq LIMIT 500",
+                "SELECT seq, topic, key, value, headers::text FROM push.planner_outbox WHERE topic = ANY(\(topics)) ORDER BY seq LIMIT 500",
                 logger: logger
             )
             var records: [KafkaProducerRecord] = []

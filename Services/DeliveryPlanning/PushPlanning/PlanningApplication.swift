@@ -69,7 +69,7 @@ package enum PlanningApplication {
             router: router, configuration: .init(address: .hostname(settings.adminHost, port: settings.adminPort), serverName: nil), logger: logger)
         return [
             runner(DeliveryRequestIntake(name: groups.intake, catalog: topics, wakeOnCommit: [bulkAccepted, transactionalAccepted, outboxWritten])),
-            PlannerOutboxPublisher(postgres: postgres, producer: producer, outboxWritten: outboxWritten, backstop: idleWait, logger: logger),
+            PlannerOutboxPublisher(postgres: postgres, producer: producer, catalog: topics, outboxWritten: outboxWritten, backstop: idleWait, logger: logger),
             // The transactional lane's fan-out runs beside the bulk one: a transactional request
             // is planned at once, whatever bulk delivery is being fanned out (docs/planning.md).
             DeliveryFanOut(

@@ -26,7 +26,9 @@ cpu_begin() {
 }
 
 # cpu_end REQUESTS WRK_CPU_SECONDS: the table of CPU over the run, per process: seconds, cores
-# (seconds over the wall time), and milliseconds per 1,000 requests.
+# (seconds over the wall time), and microseconds per request (the same figure as milliseconds
+# per 1,000 requests), then the ledger's total: the channel's own processes (service, broker,
+# PostgreSQL), without the load generator, as bench/e2e.py counts a notification's.
 cpu_end() {
     local requests=$1 wrk_cpu=$2
     local wall service tansu pg machine
@@ -35,11 +37,13 @@ cpu_end() {
     tansu=$(awk -v a="$CPU0_TANSU" -v b="$(cpu_of_pid "$TANSU_PID")" 'BEGIN { printf "%.2f", b - a }')
     pg=$(awk -v a="$CPU0_PG" -v b="$(cpu_of_name postgres)" 'BEGIN { printf "%.2f", b - a }')
     machine=$(awk -v a="$CPU0_MACHINE" -v b="$(machine_busy)" 'BEGIN { printf "%.2f", b - a }')
-    printf '  %-28s %9s %7s %16s\n' "CPU over the run (${wall} s)" "seconds" "cores" "ms / 1000 req"
-    local name value
-    for name in service tansu postgresql wrk machine; do
+    printf '  %-28s %9s %7s %16s\n' "CPU over the run (${wall} s)" "seconds" "cores" "µs / request"
+    local name value channel
+    channel=$(awk -v a="$service" -v b="$tansu" -v c="$pg" 'BEGIN { printf "%.2f", a + b + c }')
+    for name in service tansu postgresql wrk machine channel; do
         case $name in
             service) value=$service ;; tansu) value=$tansu ;; postgresql) value=$pg ;; wrk) value=$wrk_cpu ;; machine) value=$machine ;;
+            channel) value=$channel ;;
         esac
         awk -v n="$name" -v v="$value" -v w="$wall" -v r="$requests" \
             'BEGIN { printf "  %-28s %9.2f %7.2f %16.1f\n", n, v, v / w, (r > 0 ? 1000000 * v / r : 0) }'

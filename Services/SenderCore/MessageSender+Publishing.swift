@@ -19,7 +19,7 @@ extension MessageSender {
     /// to the rate; each outcome's records are still finished only once stored.
     func publishOutcome(of work: Work, records: [KafkaProducerRecord], count: Tally) async {
         let publisher = waiting.withLock { waiting in
-            waiting.finished.append(.outcome(Outcome(record: work.record, events: records, tally: count)))
+            waiting.finished.append(.outcome(Outcome(record: work.record, events: records, tally: count, plannedAt: work.message.plannedAt)))
             guard !waiting.publishing else { return false }
             waiting.publishing = true
             return true
@@ -63,7 +63,7 @@ extension MessageSender {
             case .sent(let work, let outcome):
                 do {
                     let (records, tally) = try consequences(of: outcome, for: work)
-                    outcomes.append(Outcome(record: work.record, events: records, tally: tally))
+                    outcomes.append(Outcome(record: work.record, events: records, tally: tally, plannedAt: work.message.plannedAt))
                     decisions.append((work.message.messageId, tally.isFinal))
                 } catch {
                     // Encoding our own events cannot fail for valid messages; keep the record unfinished.
@@ -202,8 +202,13 @@ extension MessageSender {
     /// stored with one call.
     func finish(_ outcomes: [Outcome]) {
         guard !outcomes.isEmpty else { return }
-        for case let tally? in outcomes.map(\.tally) {
+        let now = now()
+        for outcome in outcomes {
+            guard let tally = outcome.tally else { continue }
             metrics.count(tally.outcome, reason: tally.reason, failureType: tally.failureType)
+            if tally.isFinal, let plannedAt = outcome.plannedAt {
+                metrics.plannedToFinal.recordNanoseconds(Int64(max(0, now.timeIntervalSince(plannedAt)) * 1e9))
+            }
         }
         let drained = state.withLock { state in
             state.finishedSinceCommit += outcomes.count

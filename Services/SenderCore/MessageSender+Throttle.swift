@@ -70,7 +70,7 @@ extension MessageSender {
             return .setAside(
                 Outcome(
                     record: work.record, events: [try result(failed, of: work)],
-                    tally: Tally(outcome: "failed", reason: "invalid-throttle", failureType: "soft")))
+                    tally: Tally(outcome: "failed", reason: "invalid-throttle", failureType: "soft"), plannedAt: work.message.plannedAt))
         }
         let slot: Date
         if let carried = work.slot, ThrottleRate.usable(carried, now: now()) {
@@ -107,7 +107,10 @@ extension MessageSender {
         metrics.throttled(.deferred)
         guard until < work.message.validUntil else {
             decided(work, final: true)
-            return .setAside(Outcome(record: work.record, events: [try expired(work, at: now)], tally: Tally(outcome: "expired", reason: "throttle")))
+            return .setAside(
+                Outcome(
+                    record: work.record, events: [try expired(work, at: now)], tally: Tally(outcome: "expired", reason: "throttle"),
+                    plannedAt: work.message.plannedAt))
         }
         var next = work.message
         next.notBefore = until

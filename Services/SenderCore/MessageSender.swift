@@ -136,6 +136,9 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         var events: [KafkaProducerRecord]
         /// Nil: not counted (a record of another type, a dead letter).
         var tally: Tally?
+        /// When its message was planned, for `push_sender_planned_to_final_seconds` once a final
+        /// status is stored; nil for records that are not a message.
+        var plannedAt: Date? = nil
     }
 
     struct State: Sendable {
@@ -378,7 +381,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
                 // Cancelled or paused while it waited: not sent.
                 if let (records, tally) = try controlled(work, at: now()) {
                     decided(work, final: tally.isFinal)
-                    queueOutcome(Outcome(record: work.record, events: records, tally: tally))
+                    queueOutcome(Outcome(record: work.record, events: records, tally: tally, plannedAt: work.message.plannedAt))
                     continue
                 }
                 if let setAside = try await paceAndSend(work) { queueOutcome(setAside) }

@@ -9,6 +9,8 @@ package protocol OutgoingMessage: SingleEventDecodable, SealableMessage {
     var deliveryId: String { get }
     var appId: UUID { get }
     var validUntil: Date { get }
+    /// When the planner wrote it (`push_sender_planned_to_final_seconds` counts from here).
+    var plannedAt: Date { get }
     var attempt: Int { get set }
     var notBefore: Date? { get set }
     /// The delivery's `throttle.perSecond`; nil: unthrottled.

@@ -8,6 +8,8 @@ final class SenderMetrics: Sendable {
     let provider: String
     let lane: String
     let sendLatency: Metrics.Timer
+    /// From a message's planning to its final status stored (sent, failed, expired, cancelled).
+    let plannedToFinal: Metrics.Timer
     let inFlight: Gauge
     let held: Gauge
     let waitingRetries: Gauge
@@ -23,6 +25,7 @@ final class SenderMetrics: Sendable {
         self.lane = lane
         let dimensions = [("provider", provider), ("lane", lane)]
         sendLatency = Metrics.Timer(label: "push_sender_send_duration_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds)
+        plannedToFinal = Metrics.Timer(label: "push_sender_planned_to_final_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds)
         inFlight = Gauge(label: "push_sender_in_flight", dimensions: dimensions)
         held = Gauge(label: "push_sender_held_records", dimensions: dimensions)
         waitingRetries = Gauge(label: "push_sender_retries_waiting", dimensions: dimensions)

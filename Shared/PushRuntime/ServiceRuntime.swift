@@ -34,9 +34,24 @@ package struct ServiceRuntime: Sendable {
             return handler
         }
         let registry = PrometheusCollectorRegistry()
-        MetricsSystem.bootstrap(PrometheusMetricsFactory(registry: registry))
+        var factory = PrometheusMetricsFactory(registry: registry)
+        // A delivery's phases last seconds to an hour; the default buckets stop at 10 s.
+        for label in ServiceRuntime.deliveryPhaseHistograms {
+            factory.durationHistogramBuckets[label] = ServiceRuntime.deliveryPhaseBuckets
+        }
+        MetricsSystem.bootstrap(factory)
         return try ServiceRuntime(name: service, configuration: configuration, registry: registry)
     }
+
+    /// The histograms of a delivery's phases (docs/operations.md): request to planned, planned
+    /// to a message's final status.
+    package static let deliveryPhaseHistograms = ["push_delivery_request_to_planned_seconds", "push_sender_planned_to_final_seconds"]
+
+    /// Their buckets, 50 ms to an hour.
+    package static let deliveryPhaseBuckets: [Duration] = [
+        .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2_500), .seconds(5), .seconds(10),
+        .seconds(30), .seconds(60), .seconds(120), .seconds(300), .seconds(600), .seconds(1_800), .seconds(3_600),
+    ]
 
     package init(name: String, configuration: RuntimeConfiguration, registry: PrometheusCollectorRegistry) throws {
         self.name = name

@@ -47,12 +47,7 @@ struct ShardedPlannerTests {
 
     /// `push_planner_messages_total{outcome="published"}` of a running planner.
     static func published(opsPort: Int) async throws -> Int {
-        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(opsPort)/metrics")!)
-        let text = String(decoding: data, as: UTF8.self)
-        for line in text.split(separator: "\n") where line.hasPrefix("push_planner_messages_total") && line.contains(#"outcome="published""#) {
-            if let value = line.split(separator: " ").last.flatMap({ Double($0) }) { return Int(value) }
-        }
-        return 0
+        Int(try await OpsMetrics.value("push_planner_messages_total", labels: [#"outcome="published""#], port: opsPort) ?? 0)
     }
 
     /// Chunks some instance resumed after a kill (its log's "Resuming an interrupted chunk"), and
@@ -159,9 +154,18 @@ struct ShardedPlannerTests {
                 try await h.text("SELECT status FROM push.delivery_plans WHERE delivery_id = \(deliveryId)") == "planned"
             }
             try await h.waitPlanned(requestId, within: .seconds(180))
+            var observed: [Double] = []
+            var seconds = 0.0
             for index in planners.indices {
                 planners[index].published = try await Self.published(opsPort: planners[index].opsPort)
+                let port = planners[index].opsPort
+                observed.append(try await OpsMetrics.value("push_delivery_request_to_planned_seconds_count", labels: [#"lane="bulk""#], port: port) ?? 0)
+                seconds += try await OpsMetrics.value("push_delivery_request_to_planned_seconds_sum", labels: [#"lane="bulk""#], port: port) ?? 0
             }
+            // The instance that ended the last shard observed the delivery's request-to-planned
+            // time, once; the fan-out took seconds at least.
+            #expect(observed.reduce(0, +) == 1, "push_delivery_request_to_planned_seconds_count per instance: \(observed)")
+            #expect(seconds > 0.5, "push_delivery_request_to_planned_seconds_sum: \(seconds)")
             // SIGTERM: the last one, alone, ends cleanly (with several members leaving the
             // consumer groups on a loaded machine, the others' leave may outlast the grace).
             for index in planners.indices { await planners[index].process.terminate() }

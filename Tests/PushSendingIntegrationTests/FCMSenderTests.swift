@@ -195,6 +195,47 @@ struct FCMSenderTests {
         }
     }
 
+    @Test(
+        "the executable's /metrics: outcomes by reason and failure type, and each message's time from its planning to its final status"
+    )
+    func outcomeMetrics() async throws {
+        try await FCMSenderHarness.with { h in
+            // Planned 100 s before this test publishes them (a backlog, as after an outage).
+            let plannedAt = Date().addingTimeInterval(-100)
+            func planned(_ token: String) -> FCMMessagePlanned {
+                var message = h.message(token: token)
+                message.plannedAt = plannedAt
+                return message
+            }
+            let sent = (0..<3).map { _ in planned(FCMSenderHarness.token()) }
+            let unregistered = (0..<2).map { _ in planned("unreg-\(UUID())") }
+            let thirdParty = planned("thirdparty-\(UUID())")
+            try await h.publish(sent + unregistered + [thirdParty])
+
+            let opsPort = try EphemeralPort.next()
+            let sender = try h.startExecutable(opsPort: opsPort)
+            defer { sender.killIfRunning() }
+            _ = try await h.waitForResults(6, within: .seconds(40))
+            // Counted once their events are stored: read until the last one is.
+            try await h.eventually(within: .seconds(10), "every outcome counted") {
+                try await h.metric("push_sender_planned_to_final_seconds_count", labels: [#"lane="bulk""#], opsPort: opsPort) == 6
+            }
+            let failed = #"outcome="failed""#
+            #expect(try await h.metric("push_sender_messages_total", labels: [#"outcome="sent""#], opsPort: opsPort) == 3)
+            #expect(
+                try await h.metric("push_sender_messages_total", labels: [failed, #"reason="UNREGISTERED""#, #"failure_type="hard""#], opsPort: opsPort) == 2)
+            #expect(
+                try await h.metric(
+                    "push_sender_messages_total", labels: [failed, #"reason="THIRD_PARTY_AUTH_ERROR""#, #"failure_type="soft""#], opsPort: opsPort) == 1)
+            #expect(try await h.metric("push_sender_messages_total", labels: [failed], opsPort: opsPort) == 3, "no other failure")
+            // From `plannedAt`, not from when the sender read them: six messages of about 100 s.
+            let seconds = try #require(try await h.metric("push_sender_planned_to_final_seconds_sum", labels: [#"lane="bulk""#], opsPort: opsPort))
+            #expect(seconds >= 600 && seconds < 600 + 6 * 60, "push_sender_planned_to_final_seconds_sum \(seconds)")
+            await sender.terminate()
+            #expect(sender.terminationStatus == 0, "\(sender.logTail())")
+        }
+    }
+
     @Test("a project's QUOTA_EXCEEDED pauses the project for 60 s: its messages wait on the retry topic, not in flight, then are sent once each")
     func quotaPause() async throws {
         let clock = ShiftedClock()

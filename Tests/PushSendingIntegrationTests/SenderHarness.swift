@@ -199,22 +199,15 @@ extension SenderHarness {
     /// `push_sender_resend_window` from a sender's /metrics, summed over its lanes (a series per
     /// lane): what a SIGKILL now would send again.
     func resendWindow(opsPort: Int) async throws -> Int {
-        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(opsPort)/metrics")!)
-        let values = String(decoding: data, as: UTF8.self).split(separator: "\n").filter { $0.hasPrefix("push_sender_resend_window") }
-            .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
-        try #require(!values.isEmpty, "no push_sender_resend_window in /metrics")
-        return Int(values.reduce(0, +))
+        let value = try await OpsMetrics.value("push_sender_resend_window", port: opsPort)
+        return Int(try #require(value, "no push_sender_resend_window in /metrics"))
     }
 
     /// The sum of the series of a sender's /metrics whose name is `name` and whose labels include
     /// every one of `labels` (`scope="device"`): the lanes' series added up unless a `lane=` label
     /// is given; nil when the sender exports none.
     func metric(_ name: String, labels: [String] = [], opsPort: Int) async throws -> Double? {
-        let (data, _) = try await URLSession.shared.data(from: URL(string: "http://127.0.0.1:\(opsPort)/metrics")!)
-        let values = String(decoding: data, as: UTF8.self).split(separator: "\n").filter { line in
-            (line.hasPrefix(name + "{") || line.hasPrefix(name + " ")) && labels.allSatisfy { line.contains($0) }
-        }.compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
-        return values.isEmpty ? nil : values.reduce(0, +)
+        try await OpsMetrics.value(name, labels: labels, port: opsPort)
     }
 
     // MARK: messages in, what reached the simulator, what was published

@@ -218,6 +218,8 @@ extension DeliveryFanOut {
         logger.debug(
             "Shard planned", metadata: ["shard": "\(shard)", "targeted": "\(state.targeted)", "excluded": "\(state.excluded)", "failed": "\(state.failed)"])
         guard let (targeted, excluded, failed) = planned else { return }
+        let due = max(state.delivery.acceptedAt, state.delivery.sendAt)
+        requestToPlanned.recordNanoseconds(Int64(max(0, Date().timeIntervalSince(due)) * 1e9))
         outboxWritten.signal()
         logger.info("Delivery planned", metadata: ["targeted": "\(targeted)", "excluded": "\(excluded)", "failed": "\(failed)"])
     }

@@ -49,6 +49,9 @@ package final class DeliveryFanOut: Service {
     let excludedCounter = Counter(label: "push_planner_messages_total", dimensions: [("outcome", "excluded")])
     let recovered = Counter(label: "push_planner_recovered_chunks_total")
     let alreadyPublished = Counter(label: "push_planner_messages_total", dimensions: [("outcome", "already_published")])
+    /// `push_delivery_request_to_planned_seconds{lane}`: from a delivery's acceptance (or its
+    /// send time, when later) to its last message record stored, once per delivery.
+    let requestToPlanned: Metrics.Timer
 
     /// Raised by the intake after a commit that accepted a delivery: there may be work.
     let deliveriesAccepted: Wakeup
@@ -65,6 +68,8 @@ package final class DeliveryFanOut: Service {
         self.catalog = catalog
         self.settings = settings
         self.lane = lane
+        self.requestToPlanned = Metrics.Timer(
+            label: "push_delivery_request_to_planned_seconds", dimensions: [("lane", lane.rawValue)], preferredDisplayUnit: .seconds)
         self.deliveriesAccepted = deliveriesAccepted
         self.outboxWritten = outboxWritten
         var logger = logger

@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import ProviderSimulatorCore
+import PushTestSupport
 import Testing
 
 extension APNSClientIntegrationTests {
@@ -63,7 +64,7 @@ extension APNSClientIntegrationTests {
                 try await Harness.withClient(Harness.configuration(for: server, connections: 2)) { client in
                     let credentials = try self.key.credentials()
                     async let outcome = self.burst(2000, client: client, credentials: credentials, via: api)
-                    #expect(try await Harness.eventually(timeout: .seconds(60)) { server.state.counters.accepted >= 300 })
+                    try await eventually(within: .seconds(60), "server.state.counters.accepted >= 300") { server.state.counters.accepted >= 300 }
                     // What `POST /_control/goaway` does: GOAWAY on every open connection.
                     server.goAwayAll()
                     let (statuses, errors) = await outcome
@@ -78,7 +79,9 @@ extension APNSClientIntegrationTests {
                     let (after, afterErrors) = await self.burst(100, client: client, credentials: credentials, via: api)
                     #expect(after == [200: 100])
                     #expect(afterErrors.isEmpty, "\(afterErrors.prefix(3))")
-                    #expect(try await Harness.eventually { client.openConnections == 2 && server.connections.count == 2 })
+                    try await eventually(within: .seconds(10), "client.openConnections == 2 && server.connections.count == 2") {
+                        client.openConnections == 2 && server.connections.count == 2
+                    }
                     // Two connections before the GOAWAY, two after it: nothing in between.
                     #expect(server.state.counters.connections == 4)
                 }
@@ -93,7 +96,7 @@ extension APNSClientIntegrationTests {
                 try await Harness.withClient(Harness.configuration(for: server, connections: 1)) { client in
                     let credentials = try self.key.credentials()
                     async let outcome = self.burst(600, client: client, credentials: credentials)
-                    #expect(try await Harness.eventually(timeout: .seconds(60)) { server.state.counters.accepted >= 100 })
+                    try await eventually(within: .seconds(60), "server.state.counters.accepted >= 100") { server.state.counters.accepted >= 100 }
                     server.goAwayAll()
                     let (statuses, errors) = await outcome
                     #expect(statuses == [200: 600])
@@ -216,10 +219,10 @@ extension APNSClientIntegrationTests {
                 _ = await self.burst(20, client: client, credentials: new)
                 #expect(client.openConnections == 4)
                 await client.retirePools(except: ["sha256:new"])
-                #expect(try await Harness.eventually { client.openConnections == 2 })
+                try await eventually(within: .seconds(10), "client.openConnections == 2") { client.openConnections == 2 }
                 #expect(try await client.send(Harness.request(), credentials: new, environment: .production).status == 200)
                 try await client.shutdown()
-                #expect(try await Harness.eventually { client.openConnections == 0 })
+                try await eventually(within: .seconds(10), "client.openConnections == 0") { client.openConnections == 0 }
                 do {
                     _ = try await client.send(Harness.request(), credentials: new, environment: .production)
                     Issue.record("a send after shutdown succeeded")

@@ -76,7 +76,7 @@ extension APNSClientIntegrationTests {
                         group.addTask {
                             try await client.send(Harness.request(mId: "first"), credentials: credentials, environment: .production, via: api).status
                         }
-                        #expect(try await Harness.eventually { store.exchanges == 1 })
+                        try await eventually(within: .seconds(10), "store.exchanges == 1") { store.exchanges == 1 }
                         // A waiter cancelled while the exchange is under way.
                         async let cancelled: APNSClientError.Code? = {
                             await withTaskGroup(of: APNSClientError.Code?.self) { inner in
@@ -234,7 +234,9 @@ extension APNSClientIntegrationTests {
                     _ = server.state.updateFaults { $0.failPercent = 0 }
                     #expect(try await client.send(Harness.request(), credentials: credentials, environment: .production, via: api).status == 200)
                     // The replaced connections closed once drained.
-                    #expect(try await Harness.eventually { client.openConnections == 1 && server.connections.count == 1 })
+                    try await eventually(within: .seconds(10), "client.openConnections == 1 && server.connections.count == 1") {
+                        client.openConnections == 1 && server.connections.count == 1
+                    }
                 }
             }
         }

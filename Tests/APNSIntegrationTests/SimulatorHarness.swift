@@ -136,16 +136,6 @@ enum Harness {
             throw error
         }
     }
-
-    /// Waits until `condition` holds, up to `timeout`.
-    static func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return condition()
-    }
 }
 
 /// The two ways to send: the async `send`, and the callback `send` the senders use (whose rare

@@ -224,7 +224,7 @@ struct BroadLogMergeTests {
             await producer.close()
             for report in reports { _ = try report.get() }
 
-            try await h.eventually("the good results are rows") {
+            try await eventually("the good results are rows") {
                 try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(delivery) AND status = 'sent'") == good.count
             }
             // Dead letters are at least once: when PostgreSQL refuses a record, the runner applies
@@ -233,7 +233,7 @@ struct BroadLogMergeTests {
                 Set(try await h.records("\(topic).dlq").compactMap { $0.key.map { String(decoding: $0, as: UTF8.self) } })
             }
             let refused: Set<String> = ["unreadable", nul.messageId.uuidString.lowercased()]
-            try await h.eventually("both refused records are dead letters") { try await keys() == refused }
+            try await eventually("both refused records are dead letters") { try await keys() == refused }
             #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(delivery)") == good.count)
             #expect(try await Self.counters(h, delivery) == [good.count, 0, 0])
         }

@@ -67,7 +67,7 @@ struct ConsoleBrowserTests {
             let requestId = "console-\(h.suffix)"
             try await h.publishRequest(requestJSON(requestId: requestId, service: service), key: requestId)
             let deliveryId = try await h.waitPlanned(requestId)
-            try await h.eventually("to_deliver set") { try await DeliveryIndicatorTests.indicators(h, deliveryId)?.toDeliver == 11 }
+            try await eventually("to_deliver set") { try await DeliveryIndicatorTests.indicators(h, deliveryId)?.toDeliver == 11 }
             let m = try await h.plannedMessages(deliveryId)
             #expect(m.count == 11)
 
@@ -98,7 +98,7 @@ struct ConsoleBrowserTests {
             let laterRequest = "console-later-\(h.suffix)"
             try await h.publishRequest(
                 requestJSON(requestId: laterRequest, service: service, sendAt: Date().addingTimeInterval(3600).iso), key: laterRequest)
-            try await h.eventually("the later delivery accepted") { try await h.deliveryStatus(requestId: laterRequest) == "accepted" }
+            try await eventually("the later delivery accepted") { try await h.deliveryStatus(requestId: laterRequest) == "accepted" }
             let laterId = try await h.deliveryId(of: laterRequest)
 
             // The console, as an operator starts it, with the planner's admin token.
@@ -137,7 +137,7 @@ struct ConsoleBrowserTests {
             try browser.run()
             defer { if browser.isRunning { browser.terminate() } }
             func browserLog() -> String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-            try await h.eventually(within: .seconds(120), "the browser watches the running report\n\(browserLog())") {
+            try await eventually(within: .seconds(120), "the browser watches the running report\n\(browserLog())") {
                 if !browser.isRunning { return true }
                 return browserLog().contains("report-open")
             }
@@ -149,7 +149,7 @@ struct ConsoleBrowserTests {
                     h, MessageSent(message: m[i], providerMessageId: "p\(i)", attempts: 1, sentAt: now.addingTimeInterval(120)), key: m[i].messageId)
             }
             try await DeliveryIndicatorTests.publish(h, late)
-            try await h.eventually(within: .seconds(150), "the browser finished") { !browser.isRunning }
+            try await eventually(within: .seconds(150), "the browser finished") { !browser.isRunning }
             try? handle.close()
             #expect(browser.terminationStatus == 0, "the browser run failed:\n\(browserLog())")
             let data = try #require(try? Data(contentsOf: output), "the browser wrote no result:\n\(browserLog())")

@@ -99,7 +99,7 @@ struct ConsoleScenarioTests {
             func port(_ file: URL) -> String? {
                 (try? String(contentsOf: file, encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines).nilIfEmpty
             }
-            try await h.eventually(within: .seconds(60), "the simulators' port files\n\(apnsSimulator.logTail())\n\(fcmSimulator.logTail())") {
+            try await eventually(within: .seconds(60), "the simulators' port files\n\(apnsSimulator.logTail())\n\(fcmSimulator.logTail())") {
                 port(apnsPortFile) != nil && port(fcmPortFile) != nil && FileManager.default.fileExists(atPath: apnsCA.path)
                     && FileManager.default.fileExists(atPath: fcmCA.path)
             }
@@ -161,7 +161,7 @@ struct ConsoleScenarioTests {
             browser.standardError = handle
             try browser.run()
             defer { if browser.isRunning { browser.terminate() } }
-            try await h.eventually(within: .seconds(240), "the browser finished") { !browser.isRunning }
+            try await eventually(within: .seconds(240), "the browser finished") { !browser.isRunning }
             try? handle.close()
             let run = (status: browser.isRunning ? -1 : browser.terminationStatus, output: (try? String(contentsOf: log, encoding: .utf8)) ?? "")
             let data = try #require(try? Data(contentsOf: output), "the browser wrote no result:\n\(run.output)")

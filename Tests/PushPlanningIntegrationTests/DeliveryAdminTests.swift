@@ -148,7 +148,7 @@ struct DeliveryAdminTests {
             #expect(state.json["state"] as? String == "accepted")
             #expect(state.json["deliveryId"] as? String == deliveryId)
 
-            try await h.eventually("the deliveries projection shows the delivery planned") {
+            try await eventually("the deliveries projection shows the delivery planned") {
                 let list = try await Self.call(port: port, "GET", "/deliveries?service=\(service.name)")
                 return list.list.first?["status"] as? String == "planned"
             }
@@ -180,7 +180,7 @@ struct DeliveryAdminTests {
                 port: port, "POST", "/deliveries", body: requestJSON(requestId: requestId, service: service.name, throttle: 2_000))
             let deliveryId = try #require(submitted.json["deliveryId"] as? String)
             func planned() async throws -> Int { try await h.int("SELECT targeted::int FROM push.delivery_plans WHERE delivery_id = \(deliveryId)") }
-            try await h.eventually("the fan-out under way") { try await planned() >= 1_000 }
+            try await eventually("the fan-out under way") { try await planned() >= 1_000 }
 
             let pause = try await Self.call(port: port, "POST", "/deliveries/\(deliveryId)/pause")
             #expect(pause.status == 202)
@@ -193,11 +193,11 @@ struct DeliveryAdminTests {
             #expect(held < 20_000)
 
             #expect(try await Self.call(port: port, "POST", "/deliveries/\(deliveryId)/resume").status == 202)
-            try await h.eventually("the fan-out goes on") { try await planned() > held + 1_000 }
+            try await eventually("the fan-out goes on") { try await planned() > held + 1_000 }
             let cancel = try await Self.call(port: port, "POST", "/deliveries/\(deliveryId)/cancel")
             #expect(cancel.status == 202)
             #expect(cancel.json["applied"] as? Bool == true)
-            try await h.eventually("the cancelled delivery is finished") {
+            try await eventually("the cancelled delivery is finished") {
                 try await h.text("SELECT status FROM push.delivery_plans WHERE delivery_id = \(deliveryId)") == "planned"
             }
             let targeted = try await planned()
@@ -212,7 +212,7 @@ struct DeliveryAdminTests {
             let refused = try await Self.call(port: port, "POST", "/deliveries/\(deliveryId)/resume")
             #expect(refused.status == 409)
             #expect(try await Self.call(port: port, "POST", "/deliveries/2000000000/pause").status == 404)
-            try await h.eventually("the list shows the cancel") {
+            try await eventually("the list shows the cancel") {
                 try await Self.call(port: port, "GET", "/deliveries?service=\(service.name)").list.first?["control"] as? String == "cancelled"
             }
         }
@@ -294,7 +294,7 @@ struct DeliveryAdminTests {
                     sendAt: Date(timeIntervalSinceNow: 3).iso
                 ).dropLast() + #", "template": {"name": "welcome"}}"#
             #expect(try await Self.call(port: port, "POST", "/deliveries", body: String(document)).status == 202)
-            try await h.eventually("accepted") { try await h.deliveryStatus(requestId: requestId) != nil }
+            try await eventually("accepted") { try await h.deliveryStatus(requestId: requestId) != nil }
             try await define(2, #"{"title": "Changed", "body": "Changed, v2"}"#)  // after acceptance, before the fan-out
             let deliveryId = try await h.waitPlanned(requestId)
             let payloads = try await h.messageRecords().compactMap { record in

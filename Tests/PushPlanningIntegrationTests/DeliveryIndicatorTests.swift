@@ -98,7 +98,7 @@ struct DeliveryIndicatorTests {
     /// Waits until `group` has stored positions covering `count` records of `topic`: everything
     /// published there so far is projected (or skipped as already projected).
     static func waitProjected(_ h: PlanningHarness, group: String, topic: String, count: Int) async throws {
-        try await h.eventually("\(group) projected \(count) records of \(topic)") {
+        try await eventually("\(group) projected \(count) records of \(topic)") {
             try await h.int("SELECT coalesce(sum(next_offset), 0)::int FROM push.consumer_offsets WHERE group_id = \(group) AND topic = \(topic)") >= count
         }
     }
@@ -142,7 +142,7 @@ struct DeliveryIndicatorTests {
             let requestId = "ind-\(h.suffix)"
             try await h.publishRequest(requestJSON(requestId: requestId, service: service), key: requestId)
             let deliveryId = try await h.waitPlanned(requestId)
-            try await h.eventually("to_deliver set") { try await Self.indicators(h, deliveryId)?.toDeliver == 11 }
+            try await eventually("to_deliver set") { try await Self.indicators(h, deliveryId)?.toDeliver == 11 }
 
             let messages = try await h.plannedMessages(deliveryId)
             #expect(messages.count == 11)
@@ -267,7 +267,7 @@ struct DeliveryIndicatorTests {
                         )))
             }
             try await Self.publish(h, planned)
-            try await h.eventually("the planned messages are in the broad log") {
+            try await eventually("the planned messages are in the broad log") {
                 try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId)") == 3
             }
             #expect(try await h.text("SELECT status FROM push.broad_log WHERE message_id = \(refs[0].messageId)") == "sent")

@@ -187,7 +187,7 @@ struct DeliveryPlanningTests {
             // What was seen, for the failure's message (CI once timed out here; not reproduced).
             var seen: [String] = []
             do {
-                try await h.eventually("the undeclared sound rejected") {
+                try await eventually("the undeclared sound rejected") {
                     seen = try await h.deliveryEvents().map { event in
                         "\(event["type"] as? String ?? "?") \(((event["data"] as? [String: Any])?["reason"] as? String) ?? "")"
                     }
@@ -246,7 +246,7 @@ struct DeliveryPlanningTests {
             try await h.publishRequest(requestJSON(requestId: requestId, service: service))
             let deliveryId = try await h.waitPlanned(requestId)
             #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId)") == 27)
-            try await h.eventually("exclusion log written") {
+            try await eventually("exclusion log written") {
                 try await h.int("SELECT count(*)::int FROM push.exclusion_log WHERE delivery_id = \(deliveryId)") == 3
             }
             #expect(try await h.text("SELECT DISTINCT reason FROM push.exclusion_log WHERE delivery_id = \(deliveryId)") == "quarantined: Unregistered")
@@ -275,7 +275,7 @@ struct DeliveryPlanningTests {
             try await h.publishRequest(requestJSON(requestId: requestId, service: service))
             let deliveryId = try await h.waitPlanned(requestId)
             #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId)") == 25)
-            try await h.eventually("exclusion log written") {
+            try await eventually("exclusion log written") {
                 try await h.int("SELECT count(*)::int FROM push.exclusion_log WHERE delivery_id = \(deliveryId)") == 5
             }
             #expect(try await h.int("SELECT count(*)::int FROM push.exclusion_log WHERE delivery_id = \(deliveryId) AND reason = 'unsubscribed'") == 3)
@@ -298,7 +298,7 @@ struct DeliveryPlanningTests {
             try await h.publishRequest(requestJSON(requestId: "good-\(h.suffix)", service: service))
             try await h.waitPlanned("good-\(h.suffix)")
 
-            try await h.eventually("two rejections recorded") {
+            try await eventually("two rejections recorded") {
                 try await h.int(
                     "SELECT count(*)::int FROM push.delivery_rejections WHERE request_id = \("bad-\(h.suffix)") OR request_id IS NULL AND reason LIKE 'the record is not%'"
                 ) >= 2
@@ -357,7 +357,7 @@ struct DeliveryPlanningTests {
             let requestId = "big-\(h.suffix)"
             try await h.publishRequest(requestJSON(requestId: requestId, service: service, content: #"{"title": "\#(title)", "body": "\#(body)"}"#))
             let deliveryId = try await h.waitPlanned(requestId)
-            try await h.eventually("failures projected") {
+            try await eventually("failures projected") {
                 try await h.int(
                     "SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND status = 'failed' AND failure_type = 'soft' AND failure_reason = 'payload-too-large'"
                 ) == 10
@@ -377,7 +377,7 @@ struct DeliveryPlanningTests {
             let (service, apps) = try await h.defineService(platforms: ["android"])
             try await h.addSubscriptions(apps[0], count: 10)
             try await h.publishRequest(requestJSON(requestId: requestId, service: service, sendAt: sendAt.iso))
-            try await h.eventually("accepted") { try await h.deliveryStatus(requestId: requestId) == "accepted" }
+            try await eventually("accepted") { try await h.deliveryStatus(requestId: requestId) == "accepted" }
             #expect(try await h.messageRecords().isEmpty)
         }
         // The planner was stopped; a new one picks the held delivery up when it is due.

@@ -81,7 +81,7 @@ struct ErasedDeviceLogTests {
             let first = "erased-1-\(h.suffix)"
             try await h.publishRequest(requestJSON(requestId: first, service: service), key: first)
             let before = try await h.waitPlanned(first)
-            try await h.eventually("the first delivery logged") {
+            try await eventually("the first delivery logged") {
                 let messages = try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(before)")
                 let exclusions = try await h.int("SELECT count(*)::int FROM push.exclusion_log WHERE delivery_id = \(before)")
                 return messages == 2 && exclusions == 1
@@ -108,7 +108,7 @@ struct ErasedDeviceLogTests {
                 try messages.map { m in
                     try DeliveryIndicatorTests.result(h, MessageSent(message: m, providerMessageId: "p", attempts: 1, sentAt: Date()), key: m.messageId)
                 })
-            try await h.eventually("both results projected") {
+            try await eventually("both results projected") {
                 try await h.int(
                     "SELECT coalesce(sum(next_offset), 0)::int FROM push.consumer_offsets WHERE group_id = \("test.broad-log.\(h.suffix)") AND topic = \(h.topics.messageResults.name)"
                 )
@@ -125,7 +125,7 @@ struct ErasedDeviceLogTests {
             let second = "erased-2-\(h.suffix)"
             try await h.publishRequest(requestJSON(requestId: second, service: service), key: second)
             let after = try await h.waitPlanned(second)
-            try await h.eventually("the second delivery logged") {
+            try await eventually("the second delivery logged") {
                 try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(after)") == 2
             }
             let returning = try #require(try await h.plannedMessages(after).first { $0.tokenDigest == TokenDigest.of(erased) })
@@ -135,7 +135,7 @@ struct ErasedDeviceLogTests {
                     try DeliveryIndicatorTests.result(
                         h, MessageSent(message: returning, providerMessageId: "p2", attempts: 1, sentAt: Date()), key: returning.messageId)
                 ])
-            try await h.eventually("the returning person's message sent") {
+            try await eventually("the returning person's message sent") {
                 try await h.text("SELECT status FROM push.broad_log WHERE message_id = \(returning.messageId)") == "sent"
             }
 
@@ -244,7 +244,7 @@ struct ErasedDeviceLogTests {
             document.removeLast()
             document += #", "proof": {"userKeys": ["user1", "user3"], "registrationTokens": ["\#(token1)", "\#(token2)"]}}"#
             try await h.publishRequest(document, key: proof)
-            try await h.eventually("the proof accepted") { try await h.deliveryStatus(requestId: proof) == "accepted" }
+            try await eventually("the proof accepted") { try await h.deliveryStatus(requestId: proof) == "accepted" }
             let waiting = try await h.deliveryId(of: proof)
             #expect(try await h.text("SELECT audience::text FROM push.deliveries WHERE delivery_id = \(waiting)") == #"{"userKeyCount": 2}"#)
 
@@ -294,7 +294,7 @@ struct ErasedDeviceLogTests {
             try #require(text.contains(#""version":2"#))
             record.value = Array(text.replacingOccurrences(of: #""version":2"#, with: #""version":1"#).utf8)
             try await DeliveryIndicatorTests.publish(h, [record])
-            try await h.eventually("the version-1 delivery projected") {
+            try await eventually("the version-1 delivery projected") {
                 try await h.text("SELECT audience::text FROM push.deliveries WHERE delivery_id = \(old.deliveryId)") == #"{"userKeyCount": 3}"#
             }
             #expect(try await h.text("SELECT proof::text FROM push.deliveries WHERE delivery_id = \(old.deliveryId)") == "true")

@@ -40,7 +40,7 @@ struct PlannerCrashTests {
                 let planner = try Self.startPlanner(suffix: suffix, opsPort: try EphemeralPort.next())
                 defer { planner.killIfRunning() }
                 let before = try await h.int("SELECT coalesce((SELECT targeted::int FROM push.delivery_plans WHERE request_id = \(requestId)), 0)")
-                try await h.eventually(within: .seconds(90), "the planner publishes a chunk") {
+                try await eventually(within: .seconds(90), "the planner publishes a chunk") {
                     try await h.int(
                         """
                         SELECT count(*)::int FROM push.delivery_plans p WHERE request_id = \(requestId) AND targeted > \(before + 5_000)
@@ -64,7 +64,7 @@ struct PlannerCrashTests {
 
             let planner = try Self.startPlanner(suffix: suffix, opsPort: try EphemeralPort.next())
             defer { planner.killIfRunning() }
-            try await h.eventually(within: .seconds(180), "the restarted planner finishes") {
+            try await eventually(within: .seconds(180), "the restarted planner finishes") {
                 try await h.text("SELECT status FROM push.delivery_plans WHERE delivery_id = \(deliveryId)") == "planned"
             }
             try await h.waitPlanned(requestId, within: .seconds(120))

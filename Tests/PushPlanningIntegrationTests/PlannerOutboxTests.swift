@@ -3,6 +3,7 @@ import Kafka
 import PostgresNIO
 import PushPlanning
 import PushRuntime
+import PushTestSupport
 import Testing
 
 /// The planner's outbox against the real broker and PostgreSQL.
@@ -43,7 +44,7 @@ struct PlannerOutboxTests {
                     }
                     try await group.waitForAll()
                 }
-                try await h.eventually("the outbox holds none of the writers' rows") {
+                try await eventually("the outbox holds none of the writers' rows") {
                     try await h.int("SELECT count(*)::int FROM push.planner_outbox WHERE topic = \(topic)") == 0
                 }
                 let published = Set(try await h.records(topic).map { String(decoding: $0.value, as: UTF8.self) })
@@ -96,7 +97,7 @@ struct PlannerOutboxTests {
                 }
                 written.signal()
                 // Well within the refused row's 10 s delivery timeout.
-                try await h.eventually(within: .seconds(6), "this deployment's row is published while the other's is refused") {
+                try await eventually(within: .seconds(6), "this deployment's row is published while the other's is refused") {
                     try await h.int("SELECT count(*)::int FROM push.planner_outbox WHERE topic = \(topic)") == 0
                 }
                 #expect(try await h.records(topic).map { String(decoding: $0.value, as: UTF8.self) } == ["ours"])

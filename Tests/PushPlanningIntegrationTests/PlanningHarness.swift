@@ -261,16 +261,6 @@ struct PlanningHarness: Sendable {
         try await text("SELECT status FROM push.deliveries WHERE request_id = \(requestId)")
     }
 
-    func eventually(within limit: Duration = .seconds(60), _ what: String, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        Issue.record("timed out after \(limit): \(what)")
-        throw CancellationError()
-    }
-
     /// Waits until the delivery of `requestId` is planned and its broad log complete.
     @discardableResult
     func waitPlanned(_ requestId: String, within limit: Duration = .seconds(60)) async throws -> String {

@@ -18,7 +18,7 @@ struct PlanningLaneTests {
             let bulkId = "bulk-\(h.suffix)"
             // 2,000 a second: the fan-out takes about 10 s.
             try await h.publishRequest(requestJSON(requestId: bulkId, service: service, throttle: 2_000))
-            try await h.eventually("the bulk fan-out has begun") {
+            try await eventually("the bulk fan-out has begun") {
                 // The cursor moved past a first chunk of 500: it is on the broker.
                 try await h.int("SELECT count(*)::int FROM push.delivery_plans WHERE request_id = \(bulkId) AND status = 'planning' AND targeted >= 500") == 1
             }
@@ -26,7 +26,7 @@ struct PlanningLaneTests {
             let transactionalId = "reset-\(h.suffix)"
             try await h.publishRequest(
                 requestJSON(requestId: transactionalId, service: service, audience: #"{"userKeys": ["user7"]}"#, priority: "transactional"))
-            try await h.eventually(within: .seconds(30), "the transactional delivery is planned") {
+            try await eventually(within: .seconds(30), "the transactional delivery is planned") {
                 try await h.text("SELECT status FROM push.delivery_plans WHERE request_id = \(transactionalId)") == "planned"
             }
             // Planned while the bulk delivery was not: on one fan-out loop it would have waited
@@ -116,7 +116,7 @@ struct PlanningLaneTests {
             let (service, _) = try await h.defineService(platforms: ["android"])
             let requestId = "urgent-\(h.suffix)"
             try await h.publishRequest(requestJSON(requestId: requestId, service: service, priority: "urgent"))
-            try await h.eventually("the request is rejected") {
+            try await eventually("the request is rejected") {
                 try await h.deliveryEvents().contains { event in
                     event["type"] as? String == "DeliveryRejected"
                         && ((event["data"] as? [String: Any])?["reason"] as? String) == "priority must be transactional or bulk, got 'urgent'"

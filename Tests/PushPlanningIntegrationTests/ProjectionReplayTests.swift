@@ -153,7 +153,7 @@ struct ProjectionReplayTests {
                     if before.values.reduce(0, +) >= total { break }
                     let process = try BuiltExecutable("pushctl", arguments: replay, environment: environment)
                     defer { process.killIfRunning() }
-                    try await h.eventually(within: .seconds(60), "each consumer of the replay projects") {
+                    try await eventually(within: .seconds(60), "each consumer of the replay projects") {
                         let now = try await storedByGroup(rebuilt)
                         return !process.isRunning || groupNames.allSatisfy { (now[$0] ?? 0) > (before[$0] ?? 0) || (now[$0] ?? 0) >= (totals[$0] ?? 0) }
                     }

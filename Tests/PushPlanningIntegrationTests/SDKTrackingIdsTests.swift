@@ -58,7 +58,7 @@ struct SDKTrackingIdsTests {
                     #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(url)")
                 }
             }
-            try await h.eventually("16 hits in the tracking log") {
+            try await eventually("16 hits in the tracking log") {
                 try await h.int("SELECT count(*)::int FROM push.tracking_log WHERE delivery_id = \(deliveryId)") == 16
             }
 
@@ -79,7 +79,7 @@ struct SDKTrackingIdsTests {
             }
             #expect(joined.count == 12, "every message's hits join its broad log row")
             #expect(joined.values.map { $0.count }.reduce(0, +) == 16)
-            try await h.eventually("the indicators count 12 impressions and 4 opens") {
+            try await eventually("the indicators count 12 impressions and 4 opens") {
                 try await h.text("SELECT impressions || ' ' || opens FROM push.delivery_indicators WHERE delivery_id = \(deliveryId)") == "12 4"
             }
             await tracking.terminate()

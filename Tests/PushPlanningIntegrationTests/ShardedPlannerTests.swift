@@ -86,11 +86,11 @@ struct ShardedPlannerTests {
             defer { for planner in planners + finished { planner.process.killIfRunning() } }
             for planner in planners { try await planner.process.waitUntilReady(port: planner.opsPort, path: "/health/live") }
             try await h.publishRequest(requestJSON(requestId: requestId, service: service))
-            try await h.eventually(within: .seconds(60), "the delivery is accepted") {
+            try await eventually(within: .seconds(60), "the delivery is accepted") {
                 try await h.text("SELECT delivery_id FROM push.delivery_plans WHERE request_id = \(requestId)") != nil
             }
             let deliveryId = try await h.deliveryId(of: requestId)
-            try await h.eventually(within: .seconds(60), "the delivery is cut into 10 shards") {
+            try await eventually(within: .seconds(60), "the delivery is cut into 10 shards") {
                 try await h.int("SELECT count(*)::int FROM push.delivery_shards WHERE delivery_id = \(deliveryId)") == 10
             }
 
@@ -108,13 +108,13 @@ struct ShardedPlannerTests {
                 var victims: [Int] = []
                 if round < instances {
                     let opsPort = planners[round].opsPort
-                    try await h.eventually(within: .seconds(60), "planner \(round) publishes part of the delivery") {
+                    try await eventually(within: .seconds(60), "planner \(round) publishes part of the delivery") {
                         try await Self.published(opsPort: opsPort) > 0
                     }
                     firstPublished.append(try await Self.published(opsPort: opsPort))
                     victims = [round]
                 } else {
-                    try await h.eventually(within: .seconds(120), "the fan-out progresses") {
+                    try await eventually(within: .seconds(120), "the fan-out progresses") {
                         try await h.int("SELECT targeted::int FROM push.delivery_plans WHERE delivery_id = \(deliveryId)") >= min(before + 500, Self.messages)
                     }
                     for planner in planners { replacementsPublished.append((try? await Self.published(opsPort: planner.opsPort)) ?? 0) }
@@ -150,7 +150,7 @@ struct ShardedPlannerTests {
             }
             #expect(kills.allSatisfy { $0 < Self.messages }, "every kill landed before the end of the fan-out: \(kills)")
 
-            try await h.eventually(within: .seconds(240), "the planners finish the delivery") {
+            try await eventually(within: .seconds(240), "the planners finish the delivery") {
                 try await h.text("SELECT status FROM push.delivery_plans WHERE delivery_id = \(deliveryId)") == "planned"
             }
             try await h.waitPlanned(requestId, within: .seconds(180))
@@ -196,7 +196,7 @@ struct ShardedPlannerTests {
             #expect(try await h.int("SELECT count(*)::int FROM push.delivery_shards WHERE delivery_id = \(deliveryId) AND status <> 'planned'") == 0)
             #expect(try await h.int("SELECT targeted::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == Self.messages)
             #expect(try await h.int("SELECT excluded::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == Self.excluded)
-            try await h.eventually(within: .seconds(60), "the indicators' to_deliver") {
+            try await eventually(within: .seconds(60), "the indicators' to_deliver") {
                 try await DeliveryIndicatorTests.indicators(h, deliveryId)?.toDeliver == Self.messages
             }
             #expect(try await DeliveryIndicatorTests.indicators(h, deliveryId)?.excluded == Self.excluded)

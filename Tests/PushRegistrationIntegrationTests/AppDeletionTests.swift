@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import PushRuntime
+import PushTestSupport
 import Testing
 
 /// `DELETE /admin/v1/apps/{id}` against the real broker and PostgreSQL: what the deletion
@@ -66,7 +67,7 @@ struct AppDeletionTests {
                     #expect(try await harness.post("/nms/mobile/1/registerIOS.jssp", body: body).status == 200)
                 }
             }
-            try await harness.eventually("10 subscriptions projected") {
+            try await eventually("10 subscriptions projected") {
                 try await harness.count("SELECT count(*)::int FROM push.subscriptions WHERE app_id IN (\(doomed.id), \(kept.id))") == 10
             }
             #expect(try await harness.count("SELECT count(*)::int FROM push.app_credentials WHERE app_id = \(doomed.id)") == 1)
@@ -77,7 +78,7 @@ struct AppDeletionTests {
             #expect(try await harness.count("SELECT count(*)::int FROM push.app_credentials WHERE app_id = \(doomed.id)") == 0, "sealed secrets deleted")
             #expect(try await harness.count("SELECT count(*)::int FROM push.deleted_apps WHERE app_id = \(doomed.id)") == 1)
             // The subscriptions projection applies it from push.catalog on its own.
-            try await harness.eventually("the deleted app's subscriptions removed") {
+            try await eventually("the deleted app's subscriptions removed") {
                 try await harness.count("SELECT count(*)::int FROM push.subscriptions WHERE app_id = \(doomed.id)") == 0
             }
             // A registration of the deleted app published after the deletion (an instance whose
@@ -125,7 +126,7 @@ struct AppDeletionTests {
 
     /// Waits until `group` has projected `records` records (its next offsets add up to that).
     static func projected(_ harness: RegistrationHarness, group: String, records: Int) async throws {
-        try await harness.eventually("\(group) projected \(records) records") {
+        try await eventually("\(group) projected \(records) records") {
             try await harness.count("SELECT coalesce(sum(next_offset), 0)::int FROM push.consumer_offsets WHERE group_id = \(group)") == records
         }
     }

@@ -29,9 +29,9 @@ struct DeviceAdminTests {
             for (token, user) in [(phone, alice), (tablet, alice), (other, "bob")] {
                 #expect(try await h.post("/nms/mobile/1/registerIOS.jssp", body: Self.body(key: app.integrationKey, token: token, userKey: user)).status == 200)
             }
-            try await h.eventually("registered") { try await h.subscription(appId: app.appId, token: other) != nil }
+            try await eventually("registered") { try await h.subscription(appId: app.appId, token: other) != nil }
             try await h.disable(appId: app.appId, token: tablet, reason: "Unregistered", invalidSince: Date())
-            try await h.eventually("quarantined") { try await h.subscription(appId: app.appId, token: tablet)?["disabled"] == "true" }
+            try await eventually("quarantined") { try await h.subscription(appId: app.appId, token: tablet)?["disabled"] == "true" }
 
             let found = try await h.admin("GET", "/services/\(service)/devices?userKey=\(alice)")
             #expect(found.status == 200)

@@ -66,7 +66,7 @@ struct ErasureTests {
                 let body = DeviceAdminTests.body(key: app.integrationKey, token: token, userKey: user)
                 #expect(try await h.post("/nms/mobile/1/registerIOS.jssp", body: body).status == 200)
             }
-            try await h.eventually("registered") {
+            try await eventually("registered") {
                 try await h.count("SELECT count(*)::int FROM push.subscriptions WHERE app_id = \(app.appId)") == 4
             }
             #expect(

@@ -71,7 +71,7 @@ struct HistoryUpgradeTests {
                 _ = try await producer.send(record)
             }
             await producer.close()
-            try await h.eventually("the version-1 registrations projected") {
+            try await eventually("the version-1 registrations projected") {
                 try await h.count("SELECT count(*)::int FROM push.subscriptions WHERE app_id = \(app.appId)") == 3
             }
             // Dave was erased after he registered (as PersonErasure records it).

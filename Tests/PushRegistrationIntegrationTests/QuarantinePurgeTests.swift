@@ -3,6 +3,7 @@ import Kafka
 import PostgresNIO
 import PushEvents
 import PushRegistration
+import PushTestSupport
 import Testing
 
 /// `SubscriptionPurger`: a quarantined device is purged once it has been disabled here for the
@@ -26,10 +27,10 @@ struct QuarantinePurgeTests {
             let token = String(repeating: "ab", count: 32)
             let day: TimeInterval = 86_400
             try await h.publishRegistration(appId: appId, token: token, registeredAt: Date().addingTimeInterval(-120 * day))
-            try await h.eventually("registered") { try await h.subscription(appId: appId, token: token) != nil }
+            try await eventually("registered") { try await h.subscription(appId: appId, token: token) != nil }
             let invalidSince = Date().addingTimeInterval(-90 * day)
             try await h.disable(appId: appId, token: token, reason: "Unregistered", invalidSince: invalidSince)
-            try await h.eventually("disabled") { try await h.subscription(appId: appId, token: token)?["disabled"] == "true" }
+            try await eventually("disabled") { try await h.subscription(appId: appId, token: token)?["disabled"] == "true" }
 
             let rows = try await h.postgres.query(
                 """
@@ -47,7 +48,7 @@ struct QuarantinePurgeTests {
             #expect(try await h.subscription(appId: appId, token: token) != nil, "not purged: disabled here seconds ago, not 90 days ago")
 
             try await Self.purge(h, after: .seconds(1))
-            try await h.eventually("purged once disabled for longer than the delay") { try await h.subscription(appId: appId, token: token) == nil }
+            try await eventually("purged once disabled for longer than the delay") { try await h.subscription(appId: appId, token: token) == nil }
         }
     }
 }

@@ -36,7 +36,7 @@ struct RegistrationEndpointTests {
                 "/nms/mobile/1/registerAndroid.jssp", body: Self.androidBody(key: android.integrationKey, token: androidToken))
             #expect(androidAnswer.status == 200)
 
-            try await harness.eventually("both rows projected") {
+            try await eventually("both rows projected") {
                 let iosRow = try await harness.subscription(appId: ios.appId, token: iosToken)
                 let androidRow = try await harness.subscription(appId: android.appId, token: androidToken)
                 return iosRow != nil && androidRow != nil
@@ -70,7 +70,7 @@ struct RegistrationEndpointTests {
                 query: "registrationToken=\(token.uppercased())&mobileAppUuid=\(app.integrationKey)"
             )
             #expect(answer.status == 200, "\(answer.body)")
-            try await harness.eventually("row projected") { try await harness.subscription(appId: app.appId, token: token) != nil }
+            try await eventually("row projected") { try await harness.subscription(appId: app.appId, token: token) != nil }
             let row = try #require(try await harness.subscription(appId: app.appId, token: token))
             #expect(row["device_name"] == "Ada Phone")
             #expect(row["user_key"] == "")
@@ -128,7 +128,7 @@ struct RegistrationEndpointTests {
                 "/nms/mobile/1/registerAndroid.jssp",
                 body: "registrationToken=\(token)&mobileAppUuid=\(android.integrationKey)&deviceName=\(encoded(name))&additionalParams=\(encoded(xml))")
             #expect(answer.status == 200, "\(answer.body)")
-            try await harness.eventually("the row projected") { try await harness.subscription(appId: android.appId, token: token) != nil }
+            try await eventually("the row projected") { try await harness.subscription(appId: android.appId, token: token) != nil }
             let row = try #require(try await harness.subscription(appId: android.appId, token: token))
             #expect(row["device_name"] == name)
             let params = try #require(row["params"].flatMap { try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: String] })
@@ -177,7 +177,7 @@ struct RegistrationEndpointTests {
             // A valid registration after the refusals: once it is projected, nothing else is.
             let sentinel = Self.hexToken()
             #expect(try await harness.post("/nms/mobile/1/registerIOS.jssp", body: Self.iosBody(key: ios.integrationKey, token: sentinel)).status == 200)
-            try await harness.eventually("sentinel projected") { try await harness.subscription(appId: ios.appId, token: sentinel) != nil }
+            try await eventually("sentinel projected") { try await harness.subscription(appId: ios.appId, token: sentinel) != nil }
             #expect(try await harness.count("SELECT count(*)::int FROM push.subscriptions WHERE registration_token = \(refusedToken)") == 0)
             #expect(try await harness.count("SELECT count(*)::int FROM push.subscriptions WHERE app_id IN (\(ios.appId), \(android.appId))") == 1)
         }
@@ -200,7 +200,7 @@ struct RegistrationEndpointTests {
                 return try await group.reduce(into: [Int]()) { $0.append($1) }
             }
             #expect(statuses.allSatisfy { $0 == 200 })
-            try await harness.eventually("row projected") { try await harness.subscription(appId: app.appId, token: token) != nil }
+            try await eventually("row projected") { try await harness.subscription(appId: app.appId, token: token) != nil }
             try await Task.sleep(for: .seconds(1))
             #expect(try await harness.count("SELECT count(*)::int FROM push.subscriptions WHERE app_id = \(app.appId)") == 1)
         }
@@ -213,20 +213,20 @@ struct RegistrationEndpointTests {
             let token = Self.hexToken()
             let path = "/nms/mobile/1/registerIOS.jssp"
             #expect(try await harness.post(path, body: Self.iosBody(key: app.integrationKey, token: token)).status == 200)
-            try await harness.eventually("registered") { try await harness.subscription(appId: app.appId, token: token) != nil }
+            try await eventually("registered") { try await harness.subscription(appId: app.appId, token: token) != nil }
 
             try await harness.disable(appId: app.appId, token: token, reason: "Unregistered", invalidSince: Date())
-            try await harness.eventually("disabled") { try await harness.subscription(appId: app.appId, token: token)?["disabled"] == "true" }
+            try await eventually("disabled") { try await harness.subscription(appId: app.appId, token: token)?["disabled"] == "true" }
             #expect(try await harness.subscription(appId: app.appId, token: token)?["disabled_reason"] == "Unregistered")
 
             #expect(try await harness.post(path, body: Self.iosBody(key: app.integrationKey, token: token)).status == 200)
-            try await harness.eventually("re-enabled") { try await harness.subscription(appId: app.appId, token: token)?["disabled"] == "false" }
+            try await eventually("re-enabled") { try await harness.subscription(appId: app.appId, token: token)?["disabled"] == "false" }
 
             // The provider's verdict predates the last registration: ignored.
             try await harness.disable(appId: app.appId, token: token, reason: "Unregistered", invalidSince: Date(timeIntervalSinceNow: -3_600))
             let sentinel = Self.hexToken()
             #expect(try await harness.post(path, body: Self.iosBody(key: app.integrationKey, token: sentinel)).status == 200)
-            try await harness.eventually("sentinel projected") { try await harness.subscription(appId: app.appId, token: sentinel) != nil }
+            try await eventually("sentinel projected") { try await harness.subscription(appId: app.appId, token: sentinel) != nil }
             #expect(try await harness.subscription(appId: app.appId, token: token)?["disabled"] == "false")
         }
     }
@@ -244,7 +244,7 @@ struct RegistrationEndpointTests {
             try await harness.publishRegistration(appId: app.appId, token: recent, registeredAt: Date(timeIntervalSinceNow: -50 * day))
             // These version-1 registrations are keyed by token, the version-2 quarantine by digest
             // (another partition): wait for the rows before quarantining them.
-            try await harness.eventually("registered") {
+            try await eventually("registered") {
                 let oldRow = try await harness.subscription(appId: app.appId, token: old)
                 let recentRow = try await harness.subscription(appId: app.appId, token: recent)
                 return oldRow != nil && recentRow != nil
@@ -257,7 +257,7 @@ struct RegistrationEndpointTests {
             try await harness.disable(
                 appId: app.appId, token: recent, reason: "Unregistered", invalidSince: Date(timeIntervalSinceNow: -45 * day),
                 disabledAt: Date(timeIntervalSinceNow: -2 * day))
-            try await harness.eventually("the old quarantined subscription is purged") {
+            try await eventually("the old quarantined subscription is purged") {
                 let recentRow = try await harness.subscription(appId: app.appId, token: recent)
                 let oldRow = try await harness.subscription(appId: app.appId, token: old)
                 return recentRow?["disabled"] == "true" && oldRow == nil

@@ -7,6 +7,7 @@ import PushEvents
 import PushRegistration
 import PushRuntime
 import PushStore
+import PushTestSupport
 import ServiceLifecycle
 import Synchronization
 import Testing
@@ -213,16 +214,6 @@ struct RegistrationHarness: Sendable {
         let rows = try await postgres.query(query, logger: logger)
         for try await value in rows.decode(Int.self) { return value }
         return 0
-    }
-
-    func eventually(within limit: Duration = .seconds(60), _ what: String, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        Issue.record("timed out after \(limit): \(what)")
-        throw CancellationError()
     }
 
     /// Waits for the row of (app, token) and returns its columns as text.

@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import PushRegistration
 import PushRuntime
+import PushTestSupport
 import Testing
 
 @Suite("Registration under broker stalls and projection rebuilds", .serialized)
@@ -43,10 +44,10 @@ struct RegistrationResilienceTests {
 
             // After SIGCONT the service recovers by itself.
             let token = RegistrationEndpointTests.hexToken()
-            try await harness.eventually(within: .seconds(30), "registrations succeed again") {
+            try await eventually(within: .seconds(30), "registrations succeed again") {
                 try await harness.post(path, body: RegistrationEndpointTests.iosBody(key: app.integrationKey, token: token)).status == 200
             }
-            try await harness.eventually("the registration after the stall is projected") {
+            try await eventually("the registration after the stall is projected") {
                 try await harness.subscription(appId: app.appId, token: token) != nil
             }
         }
@@ -89,7 +90,7 @@ struct RegistrationResilienceTests {
                     ).status == 200)
             }
             try await harness.disable(appId: ios.appId, token: tokens[7], reason: "BadDeviceToken", invalidSince: Date())
-            try await harness.eventually("live projection caught up") {
+            try await eventually("live projection caught up") {
                 let disabled = try await harness.subscription(appId: ios.appId, token: tokens[7])?["disabled"] == "true"
                 let count = try await harness.count("SELECT count(*)::int FROM push.subscriptions WHERE app_id IN (\(ios.appId), \(android.appId))")
                 return disabled && count == 60
@@ -109,7 +110,7 @@ struct RegistrationResilienceTests {
         }
         // Start the service again: the projection replays its topic from the beginning.
         try await RegistrationHarness.run(suffix: suffix) { harness in
-            try await harness.eventually("replay finished") {
+            try await eventually("replay finished") {
                 try await harness.count("SELECT count(*)::int FROM push.subscriptions WHERE app_id = ANY(\(apps))") == 60
             }
             try await Task.sleep(for: .seconds(1))

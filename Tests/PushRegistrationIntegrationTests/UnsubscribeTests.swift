@@ -44,7 +44,7 @@ struct UnsubscribeTests {
                 let body = DeviceAdminTests.body(key: app.integrationKey, token: token, userKey: user)
                 #expect(try await h.post("/nms/mobile/1/registerIOS.jssp", body: body).status == 200)
             }
-            try await h.eventually("registered") {
+            try await eventually("registered") {
                 try await h.count("SELECT count(*)::int FROM push.subscriptions WHERE app_id = \(app.appId)") == 3
             }
 
@@ -64,7 +64,7 @@ struct UnsubscribeTests {
             #expect(
                 try await h.post("/nms/mobile/1/registerIOS.jssp", body: DeviceAdminTests.body(key: app.integrationKey, token: phone, userKey: alice)).status
                     == 200)
-            try await h.eventually("re-registered") {
+            try await eventually("re-registered") {
                 try await h.count(
                     "SELECT extract(epoch FROM registered_at)::int FROM push.subscriptions WHERE app_id = \(app.appId) AND registration_token = \(phone)")
                     > before
@@ -116,7 +116,7 @@ struct UnsubscribeTests {
             tasks.cancelAll()
         }
         try await RegistrationHarness.run(suffix: suffix) { h in
-            try await h.eventually("replayed") { try await RegistrationResilienceTests.snapshot(h, apps: [app]) == live }
+            try await eventually("replayed") { try await RegistrationResilienceTests.snapshot(h, apps: [app]) == live }
         }
     }
 }

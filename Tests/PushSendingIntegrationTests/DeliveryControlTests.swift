@@ -49,7 +49,7 @@ struct DeliveryControlTests {
             let bystanders = Self.messages(h, count: 200, deliveryId: other)
             try await h.publish(doomed + bystanders)
             let (cancelledAtMs, results) = try await h.withSender {
-                try await h.eventually("some of the delivery sent") { h.delivered >= 200 }
+                try await eventually("some of the delivery sent") { h.delivered >= 200 }
                 try await Self.setControl(h, cancelled, "cancelled")
                 let at = Int64(Date().timeIntervalSince1970 * 1000)
                 return (at, try await h.waitForResults(doomed.count + bystanders.count, within: .seconds(120)))
@@ -95,7 +95,7 @@ struct DeliveryControlTests {
             defer { sender.killIfRunning() }
             try await sender.waitUntilReady(port: opsPort, within: .seconds(90))
             // Set aside on the retry topic at least once each, nothing sent.
-            try await h.eventually(within: .seconds(90), "every paused message set aside") {
+            try await eventually(within: .seconds(90), "every paused message set aside") {
                 Set(
                     try await h.records(h.retryTopic.name).compactMap { try? JSONSerialization.jsonObject(with: Data($0.value)) as? [String: Any] }
                         .compactMap { ($0["data"] as? [String: Any])?["messageId"] as? String }

@@ -217,7 +217,7 @@ struct FCMSenderTests {
             defer { sender.killIfRunning() }
             _ = try await h.waitForResults(6, within: .seconds(40))
             // Counted once their events are stored: read until the last one is.
-            try await h.eventually(within: .seconds(10), "every outcome counted") {
+            try await eventually(within: .seconds(10), "every outcome counted") {
                 try await h.metric("push_sender_planned_to_final_seconds_count", labels: [#"lane="bulk""#], opsPort: opsPort) == 6
             }
             let failed = #"outcome="failed""#
@@ -244,13 +244,13 @@ struct FCMSenderTests {
                 _ = h.simulator.state.updateFaults { $0.burst429 = 1 }
                 let first = h.message(token: "token-first-\(UUID())")
                 try await h.publish([first])
-                try await h.eventually("the first send meets the quota") { h.simulator.state.counters.byReason["QUOTA_EXCEEDED", default: 0] == 1 }
+                try await eventually("the first send meets the quota") { h.simulator.state.counters.byReason["QUOTA_EXCEEDED", default: 0] == 1 }
 
                 // While the project is paused, its messages are deferred to the retry topic without
                 // a request to FCM, and the instance's in-flight slots stay free.
                 let rest = (0..<20).map { _ in h.message(token: "token-\(UUID())") }
                 try await h.publish(rest)
-                try await h.eventually("every message waits on the retry topic") {
+                try await eventually("every message waits on the retry topic") {
                     try await h.records(h.topics.fcmRetries.name).count >= 1 + rest.count
                 }
                 #expect(h.simulator.state.notifications().isEmpty, "nothing reaches FCM while the project is paused")

@@ -268,14 +268,4 @@ extension SenderHarness {
         Issue.record("timed out after \(limit) waiting for \(count) results (got \(got))")
         throw CancellationError()
     }
-
-    func eventually(within limit: Duration = .seconds(60), _ what: String, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("timed out after \(limit): \(what)")
-        throw CancellationError()
-    }
 }

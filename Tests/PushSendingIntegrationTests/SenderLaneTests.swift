@@ -24,17 +24,17 @@ struct SenderLaneTests {
             defer { sender.killIfRunning() }
             // The bulk lane is sending (its consumer has its partitions) before the transactional
             // message is published: the backlog is in front of the sender.
-            try await h.eventually(within: .seconds(60), "the bulk lane sends") { h.arrivals(bulk).reduce(0, +) >= 20 }
+            try await eventually(within: .seconds(60), "the bulk lane sends") { h.arrivals(bulk).reduce(0, +) >= 20 }
 
             let transactional = h.message(token: FCMSenderHarness.token())
             try await h.publish([transactional], to: h.topics.fcmTransactionalMessages)
-            try await h.eventually(within: .seconds(60), "the transactional message reaches FCM") { h.arrivals([transactional]) == [1] }
+            try await eventually(within: .seconds(60), "the transactional message reaches FCM") { h.arrivals([transactional]) == [1] }
             let bulkSent = h.arrivals(bulk).reduce(0, +)
             // On a shared topic it would have waited for the 4,000 bulk messages before it.
             #expect(bulkSent < bulk.count / 2, "the transactional message arrived after \(bulkSent) of \(bulk.count) bulk messages")
 
             // Each lane counts its own sends.
-            try await h.eventually(within: .seconds(20), "the transactional lane's metric") {
+            try await eventually(within: .seconds(20), "the transactional lane's metric") {
                 try await h.metric("push_sender_messages_total", labels: [#"lane="transactional""#, #"outcome="sent""#], opsPort: opsPort) == 1
             }
             #expect(try await h.metric("push_sender_messages_total", labels: [#"lane="bulk""#, #"outcome="sent""#], opsPort: opsPort) ?? 0 >= 20)

@@ -44,7 +44,7 @@ struct SenderMemoryTests {
             // The footprint: joined, connected, its access token fetched, one message sent.
             let first = h.message(token: FCMSenderHarness.token())
             try await h.publish([first])
-            try await h.eventually(within: .seconds(60), "the first message reaches FCM") { h.arrivals([first]) == [1] }
+            try await eventually(within: .seconds(60), "the first message reaches FCM") { h.arrivals([first]) == [1] }
             let footprint = try Self.kilobytes("VmHWM", of: sender.processIdentifier) * 1024
 
             // A slow provider while the backlog is published: the sender reads only what it may

@@ -90,7 +90,7 @@ struct ThrottleTests {
             try await first.waitUntilReady(port: portA, within: .seconds(90))
             try await second.waitUntilReady(port: portB, within: .seconds(90))
 
-            try await h.eventually(within: .seconds(120), "a third of the throttled delivery reached FCM") {
+            try await eventually(within: .seconds(120), "a third of the throttled delivery reached FCM") {
                 h.arrivals(throttled).reduce(0, +) >= throttled.count / 3
             }
             let window = try await h.resendWindow(opsPort: portA)
@@ -166,13 +166,13 @@ struct ThrottleTests {
             }
             defer { sampling.cancel() }
             // The sender read the backlog and set it aside for the slots (and read some back).
-            try await h.eventually(within: .seconds(90), "the backlog is set aside for its slots") {
+            try await eventually(within: .seconds(90), "the backlog is set aside for its slots") {
                 try await h.metric("push_sender_throttle_waits_total", labels: [#"lane="bulk""#, #"wait="deferred""#], opsPort: opsPort) ?? 0 >= 1_400
             }
             try await Task.sleep(for: .seconds(1))
             let published = Int64(Date().timeIntervalSince1970 * 1000)
             try await h.publish(free)
-            try await h.eventually(within: .seconds(100), "the unthrottled delivery reaches FCM") { h.arrivals(free).allSatisfy { $0 >= 1 } }
+            try await eventually(within: .seconds(100), "the unthrottled delivery reaches FCM") { h.arrivals(free).allSatisfy { $0 >= 1 } }
             let freeTimes = Self.arrivalTimes(h, free)
             let freeDone = Double((freeTimes.max() ?? published) - published) / 1000
             let throttledBefore = h.arrivals(throttled).reduce(0, +)

@@ -28,7 +28,7 @@ struct CrashRecoveryTests {
             for _ in 0..<2 {
                 let worker = try Self.startJournal(topic: topic, group: group)
                 let before = try await StoreTestSupport.journalCounts(postgres, run: run).rows
-                try await StoreTestSupport.eventually(within: .seconds(60), "the worker makes progress") {
+                try await eventually(within: .seconds(60), "the worker makes progress") {
                     try await StoreTestSupport.journalCounts(postgres, run: run).rows > before + 2_000
                 }
                 await worker.kill()
@@ -38,7 +38,7 @@ struct CrashRecoveryTests {
             #expect(killedAt.allSatisfy { $0 < total }, "each kill happened mid-stream: \(killedAt)")
 
             let worker = try Self.startJournal(topic: topic, group: group)
-            try await StoreTestSupport.eventually(within: .seconds(90), "the restarted worker catches up") {
+            try await eventually(within: .seconds(90), "the restarted worker catches up") {
                 try await StoreTestSupport.journalCounts(postgres, run: run).rows >= total
             }
             try await Task.sleep(for: .seconds(2))

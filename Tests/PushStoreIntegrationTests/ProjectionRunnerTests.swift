@@ -5,6 +5,7 @@ import PostgresNIO
 import PushEvents
 import PushRuntime
 import PushStore
+import PushTestSupport
 import ServiceLifecycle
 import Testing
 
@@ -60,7 +61,7 @@ struct ProjectionRunnerTests {
             let services = ServiceGroup(configuration: .init(services: [.init(service: dlqProducer), .init(service: runner)], logger: StoreTestSupport.logger))
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { try await services.run() }
-                try await StoreTestSupport.eventually(within: .seconds(60), "10 events projected") {
+                try await eventually(within: .seconds(60), "10 events projected") {
                     try await StoreTestSupport.journalCounts(postgres, run: run).rows == 10
                 }
                 await services.triggerGracefulShutdown()
@@ -105,14 +106,14 @@ struct ProjectionRunnerTests {
                 tasks.addTask { try await firstGroup.run() }
                 tasks.addTask { try await secondGroup.run() }
                 _ = try await StoreTestSupport.produceEvents(topic: topic, run: run, count: total, range: 0..<total / 2)
-                try await StoreTestSupport.eventually(within: .seconds(60), "first half projected") {
+                try await eventually(within: .seconds(60), "first half projected") {
                     try await StoreTestSupport.journalCounts(postgres, run: run).rows >= total / 4
                 }
                 // The second member leaves while events are still flowing.
                 async let more = StoreTestSupport.produceEvents(topic: topic, run: run, count: total, range: total / 2..<total)
                 await secondGroup.triggerGracefulShutdown()
                 _ = try await more
-                try await StoreTestSupport.eventually(within: .seconds(90), "all events projected") {
+                try await eventually(within: .seconds(90), "all events projected") {
                     try await StoreTestSupport.journalCounts(postgres, run: run).rows >= total
                 }
                 // Give a duplicate, if any, time to show up.

@@ -43,7 +43,7 @@ struct ServiceRuntimeTests {
 
         let live = try await Self.get(port, "/health/live")
         #expect(live.status == 200)
-        try await StoreTestSupport.eventually(within: .seconds(20), "readiness turns 200") {
+        try await eventually(within: .seconds(20), "readiness turns 200") {
             try await Self.get(port, "/health/ready").status == 200
         }
         let ready = try await Self.get(port, "/health/ready")

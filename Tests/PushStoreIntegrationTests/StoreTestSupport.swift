@@ -98,17 +98,6 @@ enum StoreTestSupport {
         for try await (total, distinct) in rows.decode((Int, Int).self) { return (total, distinct) }
         return (0, 0)
     }
-
-    /// Polls `condition` until it holds or `limit` passes.
-    static func eventually(within limit: Duration, _ what: String, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        Issue.record("timed out after \(limit): \(what)")
-        throw CancellationError()
-    }
 }
 
 struct TestRecorded: PushEvent {

@@ -2,6 +2,7 @@ import Foundation
 import Kafka
 import PushEvents
 import PushRuntime
+import PushTestSupport
 import PushTracking
 import ServiceLifecycle
 import Testing
@@ -84,7 +85,7 @@ struct TrackingEndpointTests {
             }
             let hits = try TrackingHarness.hits(records)
             #expect(hits.map(\.hit.deliveryId) == [sentinel], "the refused hits wrote nothing")
-            try await harness.eventually("the sentinel is projected") {
+            try await eventually("the sentinel is projected") {
                 try await harness.rows(deliveryId: sentinel).count == 1
             }
         }

@@ -56,7 +56,7 @@ struct TrackingExecutableTests {
             for round in 0..<2 {
                 if round > 0 { worker = try Self.start(harness: harness, port: port, opsPort: opsPort) }
                 let before = try await rows()
-                try await harness.eventually(within: .seconds(60), "the executable makes progress") {
+                try await eventually(within: .seconds(60), "the executable makes progress") {
                     try await rows() > before + 1_000
                 }
                 await worker.kill()
@@ -64,7 +64,7 @@ struct TrackingExecutableTests {
             }
             #expect(killedAt.allSatisfy { $0 < expected }, "both kills happened mid-stream: \(killedAt)")
             worker = try Self.start(harness: harness, port: port, opsPort: opsPort)
-            try await harness.eventually(within: .seconds(90), "every hit projected after the restarts") {
+            try await eventually(within: .seconds(90), "every hit projected after the restarts") {
                 try await rows() >= expected
             }
             try await Task.sleep(for: .seconds(1))

@@ -5,6 +5,7 @@ import PostgresNIO
 import PushEvents
 import PushRuntime
 import PushStore
+import PushTestSupport
 import PushTracking
 import ServiceLifecycle
 import Testing
@@ -219,16 +220,6 @@ struct TrackingHarness: Sendable {
         let rows = try await postgres.query(query, logger: logger)
         for try await value in rows.decode(Int.self) { return value }
         return 0
-    }
-
-    func eventually(within limit: Duration = .seconds(60), _ what: String, _ condition: () async throws -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        Issue.record("timed out after \(limit): \(what)")
-        throw CancellationError()
     }
 
     /// The `tracking_log` rows of `deliveryId`, as (message_id, message_id_form, tag_id, kind, tracking_id).

@@ -2,6 +2,7 @@ import Foundation
 import Kafka
 import PostgresNIO
 import PushEvents
+import PushTestSupport
 import PushTracking
 import Testing
 
@@ -36,7 +37,7 @@ struct TrackingLogProjectionTests {
             #expect(try await harness.get("id=h3039,\(delivery),3").status == 200)
             accepted += 2
 
-            try await harness.eventually("every accepted hit is a row") {
+            try await eventually("every accepted hit is a row") {
                 try await harness.rows(deliveryId: delivery).count >= accepted
             }
             try await Task.sleep(for: .seconds(1))
@@ -72,7 +73,7 @@ struct TrackingLogProjectionTests {
             try await postgres.query("DELETE FROM push.consumer_offsets WHERE group_id = \("test.tracking-log.\(suffix)")")
         }
         try await TrackingHarness.run(suffix: suffix) { harness in
-            try await harness.eventually("the replay reached the end of the topic") {
+            try await eventually("the replay reached the end of the topic") {
                 let stored = try await harness.count(
                     "SELECT coalesce(sum(next_offset), 0)::int FROM push.consumer_offsets WHERE group_id = \(harness.settings.projectionName)"
                 )
@@ -99,7 +100,7 @@ struct TrackingLogProjectionTests {
             ])
             try await harness.publish([after])
 
-            try await harness.eventually("the hits around the bad records are projected") {
+            try await eventually("the hits around the bad records are projected") {
                 try await harness.rows(deliveryId: delivery).count == 2
             }
             let rows = try await harness.rows(deliveryId: delivery)
@@ -129,7 +130,7 @@ struct TrackingLogProjectionTests {
             // One publish: the poison record sits in the middle of the others' batch.
             try await harness.publish(Array(hits[0..<3]) + [poison] + Array(hits[3..<5]))
             try await harness.publish([hits[5]])
-            try await harness.eventually("every other hit is projected") {
+            try await eventually("every other hit is projected") {
                 try await harness.rows(deliveryId: delivery).count == 6
             }
             #expect(Set(try await harness.rows(deliveryId: delivery).map(\.trackingId)) == Set(hits.map(\.trackingId)))
@@ -152,14 +153,14 @@ struct TrackingLogProjectionTests {
         }
         let atStop = try await TrackingHarness.run(suffix: suffix, partitions: 3) { harness in
             try await harness.publish(hits)
-            try await harness.eventually("the projection has started") {
+            try await eventually("the projection has started") {
                 try await harness.count("SELECT count(*)::int FROM push.tracking_log WHERE delivery_id = \(delivery)") > 0
             }
             return try await harness.count("SELECT count(*)::int FROM push.tracking_log WHERE delivery_id = \(delivery)")
         }
         #expect(atStop < total, "stopped before the end (else this test proves less): \(atStop)")
         try await TrackingHarness.run(suffix: suffix, partitions: 3) { harness in
-            try await harness.eventually("all hits projected after the restart") {
+            try await eventually("all hits projected after the restart") {
                 try await harness.count("SELECT count(*)::int FROM push.tracking_log WHERE delivery_id = \(delivery)") >= total
             }
             try await Task.sleep(for: .seconds(1))

@@ -127,7 +127,7 @@ struct AdminAPITests {
     }
 }
 
-@Suite("pushctl services and apps against the running admin API", .serialized)
+@Suite("pushctl against the registration service's running admin API", .serialized)
 struct PushCtlAdminTests {
     /// Runs the built `pushctl` with the harness's URL and token; returns status and output.
     static func pushctl(_ arguments: [String], harness: RegistrationHarness, token: String = RegistrationHarness.adminToken) async throws -> (
@@ -183,6 +183,74 @@ struct PushCtlAdminTests {
             let unauthorized = try await Self.pushctl(["services", "list"], harness: harness, token: "not-the-right-token")
             #expect(unauthorized.status != 0)
             #expect(unauthorized.output.contains("401"), "\(unauthorized.output)")
+        }
+    }
+
+    /// pushctl's output as JSON (one answer of the API, pretty-printed).
+    static func json(_ output: String) -> Any? {
+        try? JSONSerialization.jsonObject(with: Data(output.utf8))
+    }
+
+    @Test(
+        "devices show, lift, unsubscribe and resubscribe, and templates define, list and show from the command line; refusals exit non-zero naming the API's status"
+    )
+    func devicesAndTemplates() async throws {
+        try await RegistrationHarness.run { h in
+            let app = try await h.defineApp(platform: .ios)
+            let rows = try await h.postgres.query(
+                "SELECT s.name FROM push.services s JOIN push.apps a USING (service_id) WHERE a.app_id = \(app.appId)", logger: h.logger)
+            var service = ""
+            for try await name in rows.decode(String.self) { service = name }
+            let alice = "alice-\(UUID().uuidString.prefix(6))"
+            let (phone, tablet) = (RegistrationEndpointTests.hexToken(), RegistrationEndpointTests.hexToken())
+            for token in [phone, tablet] {
+                let body = DeviceAdminTests.body(key: app.integrationKey, token: token, userKey: alice)
+                #expect(try await h.post("/nms/mobile/1/registerIOS.jssp", body: body).status == 200)
+            }
+            try await eventually("registered") { try await h.subscription(appId: app.appId, token: tablet) != nil }
+            try await h.disable(appId: app.appId, token: tablet, reason: "Unregistered", invalidSince: Date())
+            try await eventually("quarantined") { try await h.subscription(appId: app.appId, token: tablet)?["disabled"] == "true" }
+
+            let shown = try await Self.pushctl(["devices", "show", "--service", service, "--user-key", alice], harness: h)
+            #expect(shown.status == 0, "\(shown.output)")
+            let devices = Self.json(shown.output) as? [[String: Any]] ?? []
+            #expect(Set(devices.compactMap { $0["registrationToken"] as? String }) == [phone, tablet])
+            let quarantine = devices.first { $0["registrationToken"] as? String == tablet }?["quarantine"] as? [String: Any]
+            #expect(quarantine?["reason"] as? String == "Unregistered")
+
+            let lifted = try await Self.pushctl(["devices", "lift", "--app", app.appId.uuidString, "--token", tablet], harness: h)
+            #expect(lifted.status == 0, "\(lifted.output)")
+            #expect((Self.json(lifted.output) as? [String: Any])?["applied"] as? Bool == true)
+            #expect(try await h.subscription(appId: app.appId, token: tablet)?["disabled"] == "false")
+            let again = try await Self.pushctl(["devices", "lift", "--app", app.appId.uuidString, "--token", tablet], harness: h)
+            #expect(again.status != 0 && again.output.contains("admin API answered 409"), "\(again.output)")
+
+            let unsubscribed = try await Self.pushctl(["devices", "unsubscribe", "--service", service, "--user-key", alice], harness: h)
+            #expect(unsubscribed.status == 0, "\(unsubscribed.output)")
+            let changed = (Self.json(unsubscribed.output) as? [String: Any])?["changed"] as? [[String: Any]] ?? []
+            #expect(Set(changed.compactMap { $0["registrationToken"] as? String }) == [phone, tablet])
+            #expect(try await UnsubscribeTests.unsubscribed(h, appId: app.appId) == [phone, tablet])
+            let resubscribed = try await Self.pushctl(["devices", "resubscribe", "--service", service, "--token", phone], harness: h)
+            #expect(resubscribed.status == 0, "\(resubscribed.output)")
+            #expect(try await UnsubscribeTests.unsubscribed(h, appId: app.appId) == [tablet], "only the device named")
+            let neither = try await Self.pushctl(["devices", "unsubscribe", "--service", service], harness: h)
+            #expect(neither.status != 0 && neither.output.contains("give exactly one of --user-key and --token"), "\(neither.output)")
+
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("template-\(UUID()).json")
+            defer { try? FileManager.default.removeItem(at: file) }
+            for (version, title) in [(1, "Welcome"), (2, "Welcome back")] {
+                try #"{"title": "\#(title)", "body": "Hello {{userKey}}"}"#.write(to: file, atomically: true, encoding: .utf8)
+                let defined = try await Self.pushctl(["templates", "define", "--service", service, "--name", "welcome", "--file", file.path], harness: h)
+                #expect(defined.status == 0, "\(defined.output)")
+                #expect((Self.json(defined.output) as? [String: Any])?["version"] as? Int == version)
+            }
+            let listed = try await Self.pushctl(["templates", "list", "--service", service], harness: h)
+            #expect(listed.status == 0)
+            #expect((Self.json(listed.output) as? [[String: Any]])?.map { "\($0["name"] ?? ""):\($0["version"] ?? "")" } == ["welcome:2"])
+            let first = try await Self.pushctl(["templates", "show", "--service", service, "--name", "welcome", "--version", "1"], harness: h)
+            #expect(((Self.json(first.output) as? [String: Any])?["content"] as? [String: Any])?["title"] as? String == "Welcome")
+            let missing = try await Self.pushctl(["templates", "show", "--service", service, "--name", "none"], harness: h)
+            #expect(missing.status != 0 && missing.output.contains("admin API answered 404"), "\(missing.output)")
         }
     }
 }

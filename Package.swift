@@ -326,7 +326,9 @@ let package = Package(
         .testTarget(
             name: "PushRegistrationUnitTests", dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushEvents", "PushTestSupport", crypto],
             swiftSettings: swiftSettings),
-        .testTarget(name: "PushPlanningUnitTests", dependencies: ["PushPlanning", "PushEvents", "PushTestSupport"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "PushPlanningUnitTests", dependencies: ["PushPlanning", "PushEvents", "PushRuntime", "Kafka", "PushTestSupport"], swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "PushSendingUnitTests", dependencies: ["PushSending", "PushCredentials", "PushRuntime", "PushEvents", "Kafka"], swiftSettings: swiftSettings),
         .testTarget(name: "PushConsoleUnitTests", dependencies: ["PushConsole", "PushRuntime", crypto], swiftSettings: swiftSettings),

@@ -34,6 +34,7 @@ struct ShardedPlannerTests {
         // closes outlasted the grace on CI (stop 33: status 70, the planner group closed 8 s
         // after SIGTERM). The shutdown's budget is the platform's choice (docs/configuration.md).
         environment["PUSH_SHUTDOWN_GRACE_MS"] = "20000"
+        environment["PLANNER_GROUP_LAG_INTERVAL_MS"] = "1000"
         return try BuiltExecutable("delivery-planning", environment: environment)
     }
 
@@ -162,6 +163,14 @@ struct ShardedPlannerTests {
                 observed.append(try await OpsMetrics.value("push_delivery_request_to_planned_seconds_count", labels: [#"lane="bulk""#], port: port) ?? 0)
                 seconds += try await OpsMetrics.value("push_delivery_request_to_planned_seconds_sum", labels: [#"lane="bulk""#], port: port) ?? 0
             }
+            // Every instance reads the channel's groups from outside: the senders' group, which no
+            // process of this test joins, owes the delivery's APNs messages (on Tansu a topic's end
+            // can read a batch short: at least most of them); the intake group owes nothing.
+            let port = try #require(planners.last?.opsPort)
+            try await eventually(within: .seconds(20), "push_consumer_group_lag of the APNs sender's group") {
+                try await OpsMetrics.value("push_consumer_group_lag", labels: [#"group="push-apns-sender""#], port: port) ?? 0 > Double(Self.messages / 4)
+            }
+            #expect(try await OpsMetrics.value("push_consumer_group_lag", labels: [#"group="test.planner.\#(suffix)""#], port: port) == 0)
             // The instance that ended the last shard observed the delivery's request-to-planned
             // time, once; the fan-out took seconds at least.
             #expect(observed.reduce(0, +) == 1, "push_delivery_request_to_planned_seconds_count per instance: \(observed)")

@@ -2,6 +2,7 @@ import Hummingbird
 import Kafka
 import Logging
 import PostgresNIO
+import PushEvents
 import PushRuntime
 import PushStore
 import ServiceLifecycle
@@ -32,6 +33,33 @@ package enum PlanningApplication {
                 broadLog: environment.string("PLANNER_BROAD_LOG_GROUP", default: defaults.broadLog)
             )
         }
+    }
+
+    /// The groups whose lag the planner exports by default (`PLANNER_WATCHED_GROUPS` unset):
+    /// every consumer group of the channel under its default name, with the topics it reads,
+    /// the planner's own under `groups`. A deployment that renames a group (`*_GROUP`) names the
+    /// groups itself.
+    package static func watchedGroups(topics: TopicCatalog, groups: GroupNames) -> [KafkaGroupLag.Group] {
+        var watched: [KafkaGroupLag.Group] = [
+            .init(name: groups.intake, topics: [topics.deliveryRequests.name]),
+            .init(name: groups.deliveries, topics: [topics.deliveryEvents.name]),
+            .init(name: groups.broadLog, topics: topics.messageTopics.map(\.name) + [topics.messageResults.name]),
+            .init(name: "push-catalog-projection", topics: [topics.catalog.name]),
+            .init(name: "push-subscriptions-projection", topics: [topics.subscriptions.name]),
+            .init(name: "push-tracking-log-projection", topics: [topics.tracking.name]),
+        ]
+        for (provider, bulk, bulkRetries, transactional, transactionalRetries, throttled) in [
+            ("apns", topics.apnsMessages, topics.apnsRetries, topics.apnsTransactionalMessages, topics.apnsTransactionalRetries, topics.apnsThrottled),
+            ("fcm", topics.fcmMessages, topics.fcmRetries, topics.fcmTransactionalMessages, topics.fcmTransactionalRetries, topics.fcmThrottled),
+        ] {
+            let group = "push-\(provider)-sender"
+            watched += [
+                .init(name: group, topics: [bulk.name, bulkRetries.name]),
+                .init(name: "\(group).transactional", topics: [transactional.name, transactionalRetries.name]),
+                .init(name: "\(group).throttled", topics: [throttled.name]),
+            ]
+        }
+        return watched
     }
 
     /// The parts in start order: request intake, outbox publisher, the fan-outs of both lanes, the projections of
@@ -67,6 +95,14 @@ package enum PlanningApplication {
         }
         let adminAPI = Application(
             router: router, configuration: .init(address: .hostname(settings.adminHost, port: settings.adminPort), serverName: nil), logger: logger)
+        let watched = settings.watchedGroups ?? watchedGroups(topics: topics, groups: groups)
+        let groupLag: [any Service] =
+            watched.isEmpty
+            ? []
+            : [
+                try KafkaGroupLag(
+                    client: configuration.kafka, groups: watched, interval: .milliseconds(settings.groupLagIntervalMilliseconds), logger: logger)
+            ]
         return [
             runner(DeliveryRequestIntake(name: groups.intake, catalog: topics, wakeOnCommit: [bulkAccepted, transactionalAccepted, outboxWritten])),
             PlannerOutboxPublisher(postgres: postgres, producer: producer, catalog: topics, outboxWritten: outboxWritten, backstop: idleWait, logger: logger),
@@ -85,6 +121,6 @@ package enum PlanningApplication {
             runner(BroadLogProjection(name: groups.broadLog, catalog: topics)),
             LogPartitionMaintenance(postgres: postgres, retentionDays: configuration.logRetentionDays, logger: logger),
             adminAPI,
-        ]
+        ] + groupLag
     }
 }

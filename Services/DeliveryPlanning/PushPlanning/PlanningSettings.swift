@@ -1,3 +1,5 @@
+import Foundation
+import Kafka
 import PushRuntime
 
 /// The planner's settings (`PLANNER_*`, docs/configuration.md).
@@ -23,8 +25,29 @@ package struct PlanningSettings: Sendable, Hashable {
     /// Where the deliveries' admin API listens (`PLANNER_ADMIN_HOST`, `PLANNER_ADMIN_PORT`).
     package var adminHost: String = "0.0.0.0"
     package var adminPort: Int = 8082
+    /// The consumer groups whose lag this service exports from their committed offsets
+    /// (`push_consumer_group_lag`, also while a group has no member): `PLANNER_WATCHED_GROUPS`,
+    /// `group:topic,topic;group:topic`. Nil: every group of the channel under its default name
+    /// (`PlanningApplication.watchedGroups`); empty: none.
+    package var watchedGroups: [KafkaGroupLag.Group]?
+    /// How often they are read (`PLANNER_GROUP_LAG_INTERVAL_MS`).
+    package var groupLagIntervalMilliseconds: Int = 15_000
 
     package init() {}
+
+    /// `group:topic,topic;group:topic` as (group, topics); a malformed entry is named.
+    package static func groups(_ text: String) throws(ConfigurationError) -> [KafkaGroupLag.Group] {
+        var groups: [KafkaGroupLag.Group] = []
+        for entry in text.split(separator: ";").map({ $0.trimmingCharacters(in: .whitespaces) }) where !entry.isEmpty {
+            let parts = entry.split(separator: ":", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            let topics = parts.count == 2 ? parts[1].split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty } : []
+            guard parts.count == 2, !parts[0].isEmpty, !topics.isEmpty else {
+                throw ConfigurationError("PLANNER_WATCHED_GROUPS: \"\(entry)\" is not group:topic[,topic...]")
+            }
+            groups.append(KafkaGroupLag.Group(name: parts[0], topics: topics))
+        }
+        return groups
+    }
 
     package init(environment: EnvironmentSettings) throws {
         chunkSize = try environment.int("PLANNER_CHUNK_SIZE", default: chunkSize, in: 1...100_000)
@@ -35,5 +58,7 @@ package struct PlanningSettings: Sendable, Hashable {
         shardSize = try environment.int("PLANNER_SHARD_SIZE", default: shardSize, in: 100...100_000_000)
         adminHost = environment.string("PLANNER_ADMIN_HOST", default: adminHost)
         adminPort = try environment.int("PLANNER_ADMIN_PORT", default: adminPort, in: 0...65_535)
+        if let watched = environment.values["PLANNER_WATCHED_GROUPS"] { watchedGroups = try Self.groups(watched) }
+        groupLagIntervalMilliseconds = try environment.int("PLANNER_GROUP_LAG_INTERVAL_MS", default: groupLagIntervalMilliseconds, in: 1_000...3_600_000)
     }
 }

@@ -65,14 +65,18 @@ package final class KafkaLogReader: Sendable {
     /// be low on Tansu, which is safe for a mark taken before writing: reading back from it
     /// reads a little more, never less.)
     ///
-    /// `atEnd` is called, on the reader's thread, once per partition when it has been read to
-    /// that end, before `body` receives the batch that holds its last records: a caller that
-    /// orders records across partitions learns the ends from the reader, not from `endOffsets`.
+    /// `atEnd` is called once per partition when it has been read to that end, before `body`
+    /// receives the batch that holds its last records: a caller that orders records across
+    /// partitions learns the ends from the reader, not from `endOffsets`.
+    ///
+    /// Polling runs on a thread of the reader's own (librdkafka's calls block); `body` runs in
+    /// the caller's task, so it may await (store what it read, publish) without holding that
+    /// thread, and the next batch is polled once it returns: the back-pressure.
     package func read(
         topic: String, from start: [Int32: Int64] = [:],
         timeout: Duration = .seconds(60),
         atEnd: @escaping @Sendable (Int32) -> Void = { _ in },
-        _ body: @escaping @Sendable ([KafkaConsumerRecord]) throws -> Void
+        _ body: @Sendable ([KafkaConsumerRecord]) async throws -> Void
     ) async throws {
         var properties = configuration.baseProperties.merging(configuration.properties) { $1 }
         // A group id is needed for the consumer queue; assign() never joins the group.
@@ -86,61 +90,100 @@ package final class KafkaLogReader: Sendable {
         let thread = NIOThreadPool(numberOfThreads: 1)
         thread.start()
         defer { thread.shutdownGracefully { _ in } }
-        try await thread.runIfActive { [properties] in
-            let client = try RdKafkaClient(type: RD_KAFKA_CONSUMER, properties: properties, events: 0, sink: RdKafkaEventSink(logger: logger))
-            defer { client.destroy() }
-            let count = try Self.partitionCount(client: client, topic: topic, timeoutMilliseconds: 10_000)
-            let list = rd_kafka_topic_partition_list_new(count)
-            defer { rd_kafka_topic_partition_list_destroy(list) }
-            for partition in 0..<count {
-                rd_kafka_topic_partition_list_add(list, topic, partition)?.pointee.offset = start[partition] ?? KafkaOffset.beginning
+        let reading = try await thread.runIfActive { [properties] in
+            try Reading(properties: properties, topic: topic, start: start, logger: logger)
+        }
+        do {
+            while true {
+                let (records, ended, done) = try await thread.runIfActive { try reading.poll(until: deadline) }
+                ended.forEach(atEnd)
+                if !records.isEmpty { try await body(records) }
+                if done { break }
             }
-            var err = rd_kafka_assign(client.handle, list)
-            guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(code: .consumer, err, detail: "assign") }
-            defer { _ = rd_kafka_assign(client.handle, nil) }
+        } catch {
+            _ = try? await thread.runIfActive { reading.close() }
+            throw error
+        }
+        _ = try? await thread.runIfActive { reading.close() }
+    }
 
-            var remaining = Set(0..<count)
-            // Each partition's end, fixed at its first fetched record: the high watermark of the
-            // fetch response that carried it (librdkafka caches it per partition). Partition EOF
-            // alone is not enough while a writer keeps appending: the consumer can trail a
-            // moving end for as long as the writes go on.
-            var ends: [Int32: Int64] = [:]
-            while !remaining.isEmpty {
-                guard ContinuousClock.now < deadline else {
-                    throw KafkaError(code: .consumer, reason: "reading \(topic) back did not reach the end of every partition in time", isRetriable: true)
+    /// One read back's client and progress. Used from the reader's thread only, one call at a
+    /// time (the caller awaits each), hence unchecked.
+    private final class Reading: @unchecked Sendable {
+        let client: RdKafkaClient
+        let topic: String
+        let logger: Logger
+        var remaining: Set<Int32>
+        /// Each partition's end, fixed at its first fetched record: the high watermark of the
+        /// fetch response that carried it (librdkafka caches it per partition). Partition EOF
+        /// alone is not enough while a writer keeps appending: the consumer can trail a moving
+        /// end for as long as the writes go on.
+        var ends: [Int32: Int64] = [:]
+
+        init(properties: [String: String], topic: String, start: [Int32: Int64], logger: Logger) throws {
+            client = try RdKafkaClient(type: RD_KAFKA_CONSUMER, properties: properties, events: 0, sink: RdKafkaEventSink(logger: logger))
+            self.topic = topic
+            self.logger = logger
+            do {
+                let count = try KafkaLogReader.partitionCount(client: client, topic: topic, timeoutMilliseconds: 10_000)
+                let list = rd_kafka_topic_partition_list_new(count)
+                defer { rd_kafka_topic_partition_list_destroy(list) }
+                for partition in 0..<count {
+                    rd_kafka_topic_partition_list_add(list, topic, partition)?.pointee.offset = start[partition] ?? KafkaOffset.beginning
                 }
-                var records: [KafkaConsumerRecord] = []
-                var timeout: Int32 = 100
-                // rd_kafka_consumer_poll returns partition EOF as a message with that error.
-                while records.count < 10_000, let message = rd_kafka_consumer_poll(client.handle, timeout) {
-                    defer { rd_kafka_message_destroy(message) }
-                    timeout = 0
-                    err = message.pointee.err
-                    if err == RD_KAFKA_RESP_ERR__PARTITION_EOF {
-                        if let partition = remaining.remove(message.pointee.partition) { atEnd(partition) }
-                        continue
-                    }
-                    guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                        logger.warning("Kafka fetch error while reading back", metadata: ["error": "\(KafkaError(code: .consumer, err))"])
-                        continue
-                    }
-                    let partition = message.pointee.partition
-                    if ends[partition] == nil {
-                        var low: Int64 = 0
-                        var high: Int64 = 0
-                        if rd_kafka_get_watermark_offsets(client.handle, topic, partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR, high > 0 {
-                            ends[partition] = high
-                        }
-                    }
-                    records.append(KafkaConsumer.record(from: message))
-                    if let end = ends[partition], message.pointee.offset + 1 >= end, remaining.remove(partition) != nil { atEnd(partition) }
-                }
-                if !records.isEmpty { try body(records) }
+                let err = rd_kafka_assign(client.handle, list)
+                guard err == RD_KAFKA_RESP_ERR_NO_ERROR else { throw KafkaError(code: .consumer, err, detail: "assign") }
+                remaining = Set(0..<count)
+            } catch {
+                client.destroy()
+                throw error
             }
+        }
+
+        /// Up to 10,000 records, the partitions read to their end meanwhile, and whether every
+        /// partition is.
+        func poll(until deadline: ContinuousClock.Instant) throws -> (records: [KafkaConsumerRecord], ended: [Int32], done: Bool) {
+            guard !remaining.isEmpty else { return ([], [], true) }
+            guard ContinuousClock.now < deadline else {
+                throw KafkaError(code: .consumer, reason: "reading \(topic) back did not reach the end of every partition in time", isRetriable: true)
+            }
+            var records: [KafkaConsumerRecord] = []
+            var ended: [Int32] = []
+            var timeout: Int32 = 100
+            // rd_kafka_consumer_poll returns partition EOF as a message with that error.
+            while records.count < 10_000, let message = rd_kafka_consumer_poll(client.handle, timeout) {
+                defer { rd_kafka_message_destroy(message) }
+                timeout = 0
+                let err = message.pointee.err
+                if err == RD_KAFKA_RESP_ERR__PARTITION_EOF {
+                    if let partition = remaining.remove(message.pointee.partition) { ended.append(partition) }
+                    continue
+                }
+                guard err == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                    logger.warning("Kafka fetch error while reading back", metadata: ["error": "\(KafkaError(code: .consumer, err))"])
+                    continue
+                }
+                let partition = message.pointee.partition
+                if ends[partition] == nil {
+                    var low: Int64 = 0
+                    var high: Int64 = 0
+                    if rd_kafka_get_watermark_offsets(client.handle, topic, partition, &low, &high) == RD_KAFKA_RESP_ERR_NO_ERROR, high > 0 {
+                        ends[partition] = high
+                    }
+                }
+                records.append(KafkaConsumer.record(from: message))
+                if let end = ends[partition], message.pointee.offset + 1 >= end, remaining.remove(partition) != nil { ended.append(partition) }
+            }
+            return (records, ended, remaining.isEmpty)
+        }
+
+        func close() {
+            _ = rd_kafka_assign(client.handle, nil)
+            client.destroy()
         }
     }
 
-    private static func partitionCount(client: RdKafkaClient, topic: String, timeoutMilliseconds: Int32) throws -> Int32 {
+    fileprivate static func partitionCount(client: RdKafkaClient, topic: String, timeoutMilliseconds: Int32) throws -> Int32 {
         guard let topicHandle = rd_kafka_topic_new(client.handle, topic, nil) else {
             throw KafkaError(code: .admin, reason: "topic handle for \(topic)", isRetriable: false)
         }

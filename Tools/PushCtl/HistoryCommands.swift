@@ -165,8 +165,6 @@ final class HistoryUpgrade: Sendable {
     let decoder: EventDecoder<Upgrade>
     let counts = Mutex(Counts())
     let merge: Mutex<Merge>
-    /// A batch's failure, handed from its task to the reader's thread.
-    let failure = Mutex<(any Error)?>(nil)
 
     init(postgres: PostgresClient, logger: Logger, partitions: some Sequence<Int32>) async throws {
         self.postgres = postgres
@@ -195,21 +193,11 @@ final class HistoryUpgrade: Sendable {
     }
 
     func copy(topic: String, into target: String, reader: KafkaLogReader, producer: KafkaProducer) async throws {
-        // The reader calls back on its own thread: each batch is rewritten and what can leave
-        // the merge is stored before the callback returns.
+        // Each batch is rewritten and what can leave the merge is stored before the reader
+        // polls the next one.
         let ended: @Sendable (Int32) -> Void = { [self] partition in _ = merge.withLock { $0.open.remove(partition) } }
         try await reader.read(topic: topic, timeout: .seconds(7 * 24 * 3600), atEnd: ended) { [self] batch in
-            let done = DispatchSemaphore(value: 0)
-            Task {
-                do {
-                    try await self.store(batch, into: target, producer: producer)
-                } catch {
-                    self.failure.withLock { $0 = error }
-                }
-                done.signal()
-            }
-            done.wait()
-            if let error = self.failure.withLock({ $0 }) { throw error }
+            try await self.store(batch, into: target, producer: producer)
         }
         try await send(merge.withLock { $0.ready(all: true) }, producer: producer)
     }

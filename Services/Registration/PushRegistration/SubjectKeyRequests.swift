@@ -3,26 +3,87 @@ import Foundation
 import Synchronization
 
 /// The registrations waiting for their data key, served by shared statements: a registration
-/// that finds fewer than `maximumStatements` statements running starts one for every request
-/// waiting (itself included, at most `maximumBatch`); the others wait for the next one. Under
-/// load a statement serves many registrations; alone, a registration waits for its own statement
-/// only, as before. Measured in docs/benchmarks.md (issue 25).
+/// that finds fewer than `maximumStatements` serving runs statements itself, each for every
+/// request waiting (its own included, at most `maximumBatch`); the others wait. Under load a
+/// statement serves many registrations; alone, a registration waits for its own statement only.
+/// Measured in docs/benchmarks.md (issue 25).
+///
+/// The statements run in the registrations' own tasks, never in a task of their own: a
+/// registration that serves stops once its own key is answered and hands the serving over to
+/// the first one still waiting, which wakes up to serve (so no registration serves the others
+/// for longer than its own wait, and nothing outlives the requests). The one handed over to is
+/// taken out of the queue in the same step, so no other statement answers it meanwhile: every
+/// waiting registration is woken exactly once, answered or asked to serve.
 package final class SubjectKeyRequests: Sendable {
     package struct Subject: Hashable, Sendable {
         package var serviceId: UUID
         package var subject: String
     }
 
-    private struct Waiter {
-        var subject: Subject
-        var continuation: CheckedContinuation<(id: UUID, key: SymmetricKey), any Error>
+    package typealias Key = (id: UUID, key: SymmetricKey)
+
+    /// What a waiting registration is woken for.
+    enum Event: Sendable {
+        case answered(Result<Key, any Error>)
+        /// Its turn to run statements (a serving registration handed over), with its request,
+        /// taken out of the queue.
+        case serve(Entry)
+    }
+
+    /// One registration's request: woken for the event delivered, whether it waits already or
+    /// not yet (one at a time: a request is in the queue, in a statement, or serving).
+    final class Waiter: Sendable {
+        let subject: Subject
+        private let state = Mutex(State.idle)
+        private enum State {
+            case idle
+            case waiting(CheckedContinuation<Event, Never>)
+            case delivered(Event)
+        }
+
+        init(subject: Subject) { self.subject = subject }
+
+        func next() async -> Event {
+            await withCheckedContinuation { continuation in
+                let ready: Event? = state.withLock { state in
+                    if case .delivered(let event) = state {
+                        state = .idle
+                        return event
+                    }
+                    state = .waiting(continuation)
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
+        }
+
+        /// Whether an event waits to be taken (its answer came while it was serving).
+        var hasEvent: Bool {
+            state.withLock { if case .delivered = $0 { true } else { false } }
+        }
+
+        func deliver(_ event: Event) {
+            let waiting: CheckedContinuation<Event, Never>? = state.withLock { state in
+                if case .waiting(let continuation) = state {
+                    state = .idle
+                    return continuation
+                }
+                state = .delivered(event)
+                return nil
+            }
+            waiting?.resume(returning: event)
+        }
+    }
+
+    struct Entry: Sendable {
+        var waiter: Waiter
         /// Statements that ran for it without seeing its row (created meanwhile by another transaction).
         var misses = 0
     }
 
     private struct State {
-        var waiting: [Waiter] = []
-        var running = 0
+        var waiting: [Entry] = []
+        var serving = 0
     }
 
     private let state = Mutex(State())
@@ -34,47 +95,69 @@ package final class SubjectKeyRequests: Sendable {
         self.maximumBatch = maximumBatch
     }
 
-    func key(_ subject: Subject, keys: PersonalDataKeys) async throws -> (id: UUID, key: SymmetricKey) {
-        try await withCheckedThrowingContinuation { continuation in
-            let start = state.withLock { state in
-                state.waiting.append(Waiter(subject: subject, continuation: continuation))
-                guard state.running < maximumStatements else { return false }
-                state.running += 1
-                return true
+    func key(_ subject: Subject, keys: PersonalDataKeys) async throws -> Key {
+        let waiter = Waiter(subject: subject)
+        var serve = state.withLock { state in
+            state.waiting.append(Entry(waiter: waiter))
+            guard state.serving < maximumStatements else { return false }
+            state.serving += 1
+            return true
+        }
+        while true {
+            if serve { await self.serve(until: waiter, keys: keys) }
+            switch await waiter.next() {
+            case .answered(let result):
+                return try result.get()
+            case .serve(let entry):
+                state.withLock { $0.waiting.insert(entry, at: 0) }
+                serve = true
             }
-            if start { Task { await self.serve(keys) } }
         }
     }
 
-    /// Runs statements while registrations wait, then gives its place back.
-    private func serve(_ keys: PersonalDataKeys) async {
-        while true {
-            let batch: [Waiter] = state.withLock { state in
+    /// Runs statements for the requests waiting until `own` is answered (or none waits), then
+    /// hands the serving over to the first request still waiting, or gives its place back.
+    private func serve(until own: Waiter, keys: PersonalDataKeys) async {
+        var answered = false
+        // Until its own answer: from one of its statements, or from another serving
+        // registration's (its request went back to the queue after a miss).
+        while !answered && !own.hasEvent {
+            let batch: [Entry] = state.withLock { state in
                 let batch = Array(state.waiting.prefix(maximumBatch))
                 state.waiting.removeFirst(batch.count)
-                if batch.isEmpty { state.running -= 1 }
                 return batch
             }
-            guard !batch.isEmpty else { return }
-            let found: [Subject: (id: UUID, key: SymmetricKey)]
+            guard !batch.isEmpty else { break }
+            let found: [Subject: Key]
             do {
-                found = try await keys.keys(of: Array(Set(batch.map(\.subject))))
+                found = try await keys.keys(of: Array(Set(batch.map(\.waiter.subject))))
             } catch {
-                for waiter in batch { waiter.continuation.resume(throwing: error) }
+                for entry in batch { entry.waiter.deliver(.answered(.failure(error))) }
+                answered = answered || batch.contains { $0.waiter === own }
                 continue
             }
-            var again: [Waiter] = []
-            for var waiter in batch {
-                if let key = found[waiter.subject] {
-                    waiter.continuation.resume(returning: key)
-                } else if waiter.misses < 2 {
-                    waiter.misses += 1
-                    again.append(waiter)
+            var again: [Entry] = []
+            for var entry in batch {
+                if let key = found[entry.waiter.subject] {
+                    entry.waiter.deliver(.answered(.success(key)))
+                } else if entry.misses < 2 {
+                    entry.misses += 1
+                    again.append(entry)
+                    continue
                 } else {
-                    waiter.continuation.resume(throwing: PersonalDataError("no data key could be created or read for the subject"))
+                    entry.waiter.deliver(.answered(.failure(PersonalDataError("no data key could be created or read for the subject"))))
                 }
+                if entry.waiter === own { answered = true }
             }
             if !again.isEmpty { state.withLock { $0.waiting.insert(contentsOf: again, at: 0) } }
         }
+        let next: Entry? = state.withLock { state in
+            guard !state.waiting.isEmpty else {
+                state.serving -= 1
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        if let next { next.waiter.deliver(.serve(next)) }
     }
 }

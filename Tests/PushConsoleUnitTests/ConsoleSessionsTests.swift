@@ -68,4 +68,18 @@ struct ConsoleSessionsTests {
         #expect(ConsolePages.signIn(formToken: "t", next: "/x\"><script>", problem: "<b>").contains("&lt;b&gt;"))
         #expect(!ConsolePages.signIn(formToken: "t", next: "/x\"><script>", problem: nil).contains("<script>"))
     }
+
+    @Test("sign-in sends back only to a path of the console: encoded tabs, newlines, backslashes and slashes that lead off-site go to the deliveries")
+    func nextStaysOnSite() {
+        for kept in ["/deliveries", "/deliveries/42", "/devices?userKey=a%20b", "/deliveries?service=neo&status=planned"] {
+            #expect(ConsoleEndpoints.safeNext(kept) == kept, "\(kept)")
+        }
+        for refused in [
+            nil, "", "deliveries", "https://evil.example", "//evil.example", "/%09/evil.example", "/%0a/evil.example", "/%0D%0A/evil.example",
+            "/\\evil.example", "/%5C/evil.example", "/%2F/evil.example", "/%2fevil.example", "/\t/evil.example", "/ /evil.example", "/%7F/x",
+            "/signin?next=/deliveries", "/%zz", String(repeating: "/a", count: 1_100),
+        ] {
+            #expect(ConsoleEndpoints.safeNext(refused) == "/deliveries", "\(String(describing: refused))")
+        }
+    }
 }

@@ -247,10 +247,20 @@ package struct ConsoleEndpoints: Sendable {
         ConsoleHTML.redirect(to: "/signin?next=\(ConsoleHTML.queryValue(safeNext(next)))", headers: headers)
     }
 
-    /// Where to go after signing in: a path of this console only (no other site).
-    static func safeNext(_ next: String?) -> String {
-        guard let next, next.hasPrefix("/"), !next.hasPrefix("//"), !next.contains("\\"), !next.hasPrefix("/signin"), next.utf8.count < 2048 else {
-            return "/deliveries"
+    /// Where sign-in sends the operator back: only a path of this console. Browsers remove tabs
+    /// and newlines anywhere in a URL and read a backslash as a slash, so `/%09/evil.example`
+    /// or `/\\evil.example` would leave the site: the path is checked as written and
+    /// percent-decoded, and refused when either holds a control character, a backslash or starts
+    /// with two slashes (`//host` is another site), or when the written form holds a space;
+    /// anything refused goes to the deliveries page.
+    package static func safeNext(_ next: String?) -> String {
+        let fallback = "/deliveries"
+        guard let next, next.utf8.count < 2048, let decoded = next.removingPercentEncoding else { return fallback }
+        for (form, spaceAllowed) in [(next, false), (decoded, true)] {
+            let unsafe = form.unicodeScalars.contains { scalar in
+                scalar.value < 0x20 || scalar.value == 0x7F || scalar == "\\" || (scalar == " " && !spaceAllowed)
+            }
+            guard form.hasPrefix("/"), !form.hasPrefix("//"), !form.hasPrefix("/signin"), !unsafe else { return fallback }
         }
         return next
     }

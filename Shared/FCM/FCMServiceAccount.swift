@@ -1,4 +1,5 @@
 import Foundation
+import PushWire
 import _CryptoExtras
 
 /// A Google service-account JSON key, parsed: who signs the OAuth assertion, with which RSA key,
@@ -46,8 +47,8 @@ package struct FCMServiceAccount: Sendable {
             throw invalid("field private_key is not a PEM RSA private key of 2048 bits or more")
         }
         let tokenURI = try object["token_uri"] == nil ? Self.defaultTokenURI : required("token_uri")
-        guard tokenURI.hasPrefix("https://") || tokenURI.hasPrefix("http://") else {
-            throw invalid("field token_uri is not an http(s) URL")
+        guard GoogleTokenEndpoint.isAllowed(tokenURI) else {
+            throw invalid("field token_uri is not an https URL of Google's token endpoint (\(Self.defaultTokenURI))")
         }
         self.id = id
         self.clientEmail = clientEmail

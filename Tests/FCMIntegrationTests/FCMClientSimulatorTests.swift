@@ -212,6 +212,13 @@ struct FCMClientSimulatorTests {
             ("client_email", Fixture.projectA.json(dropping: "client_email")),
             ("project_id", Fixture.projectA.json(dropping: "project_id")),
             ("private_key", Fixture.projectA.json().replacingOccurrences(of: "MII", with: "XXX")),
+            // The assertion is posted to token_uri: never in cleartext, never to another host.
+            ("token_uri", Fixture.projectA.json(tokenURI: "http://oauth2.googleapis.com/token")),
+            ("token_uri", Fixture.projectA.json(tokenURI: "https://evil.example/token")),
+            ("token_uri", Fixture.projectA.json(tokenURI: "https://oauth2.googleapis.com.evil.example/token")),
+            ("token_uri", Fixture.projectA.json(tokenURI: "https://googleapis.com/token")),
+            ("token_uri", Fixture.projectA.json(tokenURI: "https://127.0.0.1:8443/token")),
+            ("token_uri", Fixture.projectA.json(tokenURI: "https://oauth2.googleapis.com:8443/token")),
         ] {
             do {
                 _ = try FCMServiceAccount(id: "broken", json: json)
@@ -221,6 +228,10 @@ struct FCMClientSimulatorTests {
                 #expect(error.description.contains(field), "\(error)")
                 #expect(!error.description.contains("PRIVATE KEY"))
             }
+        }
+        // Google's other token hosts of older key files are accepted.
+        for uri in ["https://accounts.google.com/o/oauth2/token", "https://www.googleapis.com/oauth2/v4/token"] {
+            #expect(try FCMServiceAccount(id: "older", json: Fixture.projectA.json(tokenURI: uri)).tokenURI == uri)
         }
     }
 

@@ -8,6 +8,14 @@ import _CryptoExtras
 
 @Suite("Provider credentials through the admin API", .serialized)
 struct CredentialTests {
+    /// A service-account key file with `token_uri`.
+    static func account(_ privateKey: String, tokenURI: String) throws -> String {
+        try json([
+            "type": "service_account", "project_id": "example", "client_email": "push@example.iam.gserviceaccount.com", "private_key": privateKey,
+            "token_uri": tokenURI,
+        ])
+    }
+
     static func json(_ object: Any) throws -> String {
         String(decoding: try JSONSerialization.data(withJSONObject: object), as: UTF8.self)
     }
@@ -124,6 +132,15 @@ struct CredentialTests {
                 (androidId, ["kind": "apns-token", "keyId": "ABC123DEFG", "teamId": "TEAM123456", "privateKey": firstKey], "for iOS apps"),
                 (iosId, ["kind": "fcm-service-account", "serviceAccount": account], "for Android apps"),
                 (androidId, ["kind": "fcm-service-account", "serviceAccount": #"{"type": "user"}"#], "serviceAccount needs"),
+                // The signed assertion goes to token_uri: Google's, over https, only.
+                (
+                    androidId, ["kind": "fcm-service-account", "serviceAccount": try Self.account(rsa, tokenURI: "http://oauth2.googleapis.com/token")],
+                    "token_uri must be"
+                ),
+                (
+                    androidId, ["kind": "fcm-service-account", "serviceAccount": try Self.account(rsa, tokenURI: "https://evil.example/token")],
+                    "token_uri must be"
+                ),
                 (iosId, ["kind": "magic"], "kind must be"),
             ]
             for (appId, body, reason) in refusals {

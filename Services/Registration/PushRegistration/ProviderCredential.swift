@@ -3,6 +3,7 @@ import Foundation
 import NIOSSL
 import PushCredentials
 import PushEvents
+import PushWire
 import _CryptoExtras
 
 /// Body of `PUT /admin/v1/apps/{id}/credentials`: one of
@@ -92,6 +93,11 @@ struct ValidatedCredential {
             else { throw .badRequest("serviceAccount needs type service_account, project_id, client_email and private_key") }
             guard (try? _RSA.Signing.PrivateKey(pemRepresentation: key)) != nil else {
                 throw .badRequest("serviceAccount private_key is not an RSA private key in PEM")
+            }
+            if let tokenURI = object["token_uri"] {
+                guard let text = tokenURI as? String, GoogleTokenEndpoint.isAllowed(text) else {
+                    throw .badRequest("serviceAccount token_uri must be an https URL of Google's token endpoint (https://oauth2.googleapis.com/token)")
+                }
             }
             details = ["projectId": project, "clientEmail": email]
             material = Data(text.utf8)

@@ -22,14 +22,14 @@ struct SimulatorFixture {
 
         /// The key file Google hands out. `token_uri` stays Google's: the client posts to the
         /// simulator through `tokenURLOverride`, the assertion's `aud` is this `token_uri`.
-        func json(key: _RSA.Signing.PrivateKey? = nil, dropping field: String? = nil) -> String {
+        func json(key: _RSA.Signing.PrivateKey? = nil, dropping field: String? = nil, tokenURI: String = "https://oauth2.googleapis.com/token") -> String {
             var object: [String: String] = [
                 "type": "service_account",
                 "project_id": self.project,
                 "private_key_id": "test-key-1",
                 "private_key": (key ?? self.key).pemRepresentation,
                 "client_email": self.clientEmail,
-                "token_uri": "https://oauth2.googleapis.com/token",
+                "token_uri": tokenURI,
             ]
             if let field { object[field] = nil }
             return String(decoding: try! JSONSerialization.data(withJSONObject: object), as: UTF8.self)

@@ -34,6 +34,7 @@ let asyncHTTPClient: Target.Dependency = .product(name: "AsyncHTTPClient", packa
 let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto")
 let cryptoExtras: Target.Dependency = .product(name: "_CryptoExtras", package: "swift-crypto")
 let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
+let hummingbirdCore: Target.Dependency = .product(name: "HummingbirdCore", package: "hummingbird")
 let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
 let metricsTestKit: Target.Dependency = .product(name: "MetricsTestKit", package: "swift-metrics")
@@ -117,7 +118,8 @@ let package = Package(
         .target(
             name: "PushRuntime",
             dependencies: [
-                "Kafka", "PushEvents", "PushStore", crypto, hummingbird, nioCore, postgresNIO, nioSSL, logging, metrics, prometheus, serviceLifecycle,
+                "Kafka", "PushEvents", "PushStore", crypto, hummingbird, hummingbirdCore, nioCore, postgresNIO, nioSSL, logging, metrics, prometheus,
+                serviceLifecycle,
             ],
             path: "Shared/PushRuntime",
             swiftSettings: swiftSettings
@@ -237,7 +239,9 @@ let package = Package(
         // MARK: Services: the console (web pages behind the admin token: reports read PostgreSQL, writes go through the admin APIs)
         .target(
             name: "PushConsole",
-            dependencies: ["PushRuntime", "PushWire", asyncHTTPClient, nioHTTP1, hummingbird, postgresNIO, crypto, nioCore, logging, serviceLifecycle],
+            dependencies: [
+                "PushRuntime", "PushWire", asyncHTTPClient, nioHTTP1, hummingbird, hummingbirdCore, postgresNIO, crypto, nioCore, logging, serviceLifecycle,
+            ],
             path: "Services/Console/PushConsole",
             swiftSettings: swiftSettings
         ),

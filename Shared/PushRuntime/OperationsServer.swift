@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import Logging
 import Prometheus
 
@@ -20,7 +21,7 @@ package struct ReadinessCheck: Sendable {
 /// - `GET /metrics`: Prometheus text format.
 package enum OperationsServer {
     package static func build(
-        host: String, port: Int, registry: PrometheusCollectorRegistry, checks: [ReadinessCheck], logger: Logger
+        host: String, port: Int, registry: PrometheusCollectorRegistry, checks: [ReadinessCheck], server: HTTPServerBuilder, logger: Logger
     ) -> some ApplicationProtocol {
         let router = Router()
         router.get("/health/live") { _, _ in "ok\n" }
@@ -59,6 +60,7 @@ package enum OperationsServer {
         }
         return Application(
             router: router,
+            server: server,
             configuration: .init(address: .hostname(host, port: port), serverName: nil),
             logger: logger
         )

@@ -36,6 +36,12 @@ package struct RuntimeConfiguration: Sendable {
     /// process exits (status 70). Default 7000: with the watchdog's 2 s, 9 s, inside docker's
     /// default 10 s stop timeout.
     package var shutdownGraceMilliseconds: Int
+    /// `PUSH_HTTP_IDLE_TIMEOUT_MS`: how long an HTTP connection of any of the service's servers
+    /// (public endpoints, admin API, console, operations) may stay without a complete request
+    /// before it is closed. Default 30 s. It covers a connection that sends nothing, one that
+    /// sends a request's head slower than that (a slowloris: until its head is complete no
+    /// request is under way) and a body that stops arriving; not an answer being prepared.
+    package var httpIdleTimeoutMilliseconds: Int
 
     /// How long after the grace period cancelled what was still running the process is ended
     /// (status 70) if it has not exited yet.
@@ -77,6 +83,7 @@ package struct RuntimeConfiguration: Sendable {
         kafkaDeliveryTimeoutMilliseconds = try environment.int("KAFKA_DELIVERY_TIMEOUT_MS", default: 10_000)
         kafkaLingerMilliseconds = try environment.int("KAFKA_LINGER_MS", default: defaultLingerMilliseconds, in: 0...900_000)
         shutdownGraceMilliseconds = try environment.int("PUSH_SHUTDOWN_GRACE_MS", default: 7_000)
+        httpIdleTimeoutMilliseconds = try environment.int("PUSH_HTTP_IDLE_TIMEOUT_MS", default: 30_000, in: 100...3_600_000)
         guard shutdownGraceMilliseconds >= 1_000 else {
             throw ConfigurationError("PUSH_SHUTDOWN_GRACE_MS must be at least 1000; got \(shutdownGraceMilliseconds)")
         }

@@ -86,7 +86,7 @@ package struct ServiceRuntime: Sendable {
             ])
         let ops = OperationsServer.build(
             host: configuration.opsHost, port: configuration.opsPort, registry: registry,
-            checks: standardChecks + extraChecks, logger: logger
+            checks: standardChecks + extraChecks, server: configuration.httpServer, logger: logger
         )
         let grace = Duration.milliseconds(configuration.shutdownGraceMilliseconds)
         let watchdog = Duration.milliseconds(RuntimeConfiguration.shutdownWatchdogMilliseconds)

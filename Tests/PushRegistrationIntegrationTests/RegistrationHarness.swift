@@ -34,13 +34,14 @@ struct RegistrationHarness: Sendable {
     ///   share them (a restart of the same service).
     static func run<T: Sendable>(
         settings: RegistrationSettings = RegistrationSettings(), suffix: String = String(UUID().uuidString.prefix(8).lowercased()),
-        _ body: @escaping @Sendable (RegistrationHarness) async throws -> T
+        environment extra: [String: String] = [:], _ body: @escaping @Sendable (RegistrationHarness) async throws -> T
     ) async throws -> T {
         try TestStack.require()
         let environment = TestStack.environment
         var overrides = environment
         overrides["PUSH_TOPIC_SUBSCRIPTIONS"] = "test.subscriptions.\(suffix)"
         overrides["PUSH_TOPIC_CATALOG"] = "test.catalog.\(suffix)"
+        overrides.merge(extra) { _, given in given }
         var configuration = try RuntimeConfiguration(service: "registration-tests", defaultOpsPort: 0, environment: EnvironmentSettings(overrides))
         configuration.kafkaSessionTimeoutMilliseconds = 6_000
         var logger = Logger(label: "registration-tests")

@@ -13,7 +13,8 @@ enum ConsoleMain {
                 throw ConfigurationError("the console needs PUSH_ADMIN_TOKEN or PUSH_ADMIN_TOKEN_FILE: people sign in with it")
             }
             return try ConsoleApplication.build(
-                adminToken: secret, settings: try ConsoleSettings(environment: environment), postgres: runtime.postgres, logger: runtime.logger)
+                adminToken: secret, settings: try ConsoleSettings(environment: environment), postgres: runtime.postgres,
+                server: runtime.configuration.httpServer, logger: runtime.logger)
         }
     }
 }

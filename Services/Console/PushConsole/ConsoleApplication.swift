@@ -1,4 +1,5 @@
 import Hummingbird
+import HummingbirdCore
 import Logging
 import PostgresNIO
 import PushRuntime
@@ -10,7 +11,9 @@ package enum ConsoleApplication {
     /// (`ConsoleSessions`): replicas given the same token share sessions without shared state.
     /// - Parameter adminToken: the admin token itself: people sign in with it, and the console
     ///   calls the admin APIs with it.
-    package static func build(adminToken: String, settings: ConsoleSettings, postgres: PostgresClient, logger: Logger) throws(ConfigurationError)
+    package static func build(
+        adminToken: String, settings: ConsoleSettings, postgres: PostgresClient, server: HTTPServerBuilder, logger: Logger
+    ) throws(ConfigurationError)
         -> [any Service]
     {
         let token = try AdminToken(adminToken)
@@ -22,6 +25,9 @@ package enum ConsoleApplication {
             sessions: ConsoleSessions(key: token.derivedKey(purpose: "push console sessions v1"), lifetime: .seconds(settings.sessionMinutes * 60)),
             reports: ConsoleReports(postgres: postgres, logger: logger), settings: settings, logger: logger
         ).addRoutes(to: router)
-        return [Application(router: router, configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: nil), logger: logger)]
+        return [
+            Application(
+                router: router, server: server, configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: nil), logger: logger)
+        ]
     }
 }

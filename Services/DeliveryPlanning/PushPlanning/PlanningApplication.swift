@@ -94,7 +94,8 @@ package enum PlanningApplication {
             logger.warning("PUSH_ADMIN_TOKEN is not set: the deliveries' admin API answers 503")
         }
         let adminAPI = Application(
-            router: router, configuration: .init(address: .hostname(settings.adminHost, port: settings.adminPort), serverName: nil), logger: logger)
+            router: router, server: configuration.httpServer,
+            configuration: .init(address: .hostname(settings.adminHost, port: settings.adminPort), serverName: nil), logger: logger)
         let watched = settings.watchedGroups ?? watchedGroups(topics: topics, groups: groups)
         let groupLag: [any Service] =
             watched.isEmpty

@@ -63,6 +63,7 @@ package enum RegistrationApplication {
         }
         let http = Application(
             router: router,
+            server: configuration.httpServer,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: nil),
             logger: logger
         )

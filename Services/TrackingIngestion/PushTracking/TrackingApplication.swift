@@ -45,6 +45,7 @@ package enum TrackingApplication {
         TrackingEndpoints(producer: producer, topic: configuration.topics.tracking.name, logger: logger).addRoutes(to: router)
         return Application(
             router: router,
+            server: configuration.httpServer,
             configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: nil),
             logger: logger
         )

@@ -293,4 +293,25 @@ struct RegistrationEndpointTests {
             #expect(retryAfter.flatMap(Int.init).map { $0 >= 1 } == true)
         }
     }
+
+    @Test("the per-app rate limit counts only registrations whose key the catalog knows: made-up keys get 404, never 429, and spend no app's budget")
+    func appRateLimitAfterKeyCheck() async throws {
+        try await RegistrationHarness.run(settings: RegistrationSettings(ratePerKey: 1, burstPerKey: 2)) { harness in
+            let app = try await harness.defineApp(platform: .ios)
+            // One made-up key, again and again (a probe): always "unknown", no bucket kept for it.
+            let key = UUID().uuidString.lowercased()
+            var unknown: [Int] = []
+            for _ in 0..<5 {
+                unknown.append(try await harness.post("/nms/mobile/1/registerIOS.jssp", body: Self.iosBody(key: key, token: Self.hexToken())).status)
+            }
+            #expect(unknown == [404, 404, 404, 404, 404], "unknown keys: \(unknown)")
+            var known: [Int] = []
+            for _ in 0..<4 {
+                known.append(
+                    try await harness.post("/nms/mobile/1/registerIOS.jssp", body: Self.iosBody(key: app.integrationKey, token: Self.hexToken())).status)
+            }
+            #expect(known.prefix(2) == [200, 200], "the app's burst is whole: \(known)")
+            #expect(known.contains(429), "then the app's own limit: \(known)")
+        }
+    }
 }

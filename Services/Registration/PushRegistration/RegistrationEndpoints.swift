@@ -91,9 +91,6 @@ package struct RegistrationEndpoints: Sendable {
         case .success(let parsed): registration = parsed
         case .failure(let error): throw Refusal(error: error)
         }
-        if let retryAfter = keyLimiter.acquire("key:\(registration.integrationKey)") {
-            throw Refusal(error: RegistrationError(status: 429, reason: "too many registrations for this integration key"), retryAfter: retryAfter)
-        }
         let app: AppEntry?
         do {
             app = try await directory.app(integrationKey: registration.integrationKey)
@@ -102,6 +99,11 @@ package struct RegistrationEndpoints: Sendable {
             throw Refusal(error: RegistrationError(status: 503, reason: "the app catalog is unavailable; retry later"))
         }
         guard let app else { throw Refusal(error: .unknownIntegrationKey()) }
+        // The app's budget is taken only for a key the catalog knows: made-up keys neither
+        // spend a real app's budget nor make a bucket each (the address limit above bounds them).
+        if let retryAfter = keyLimiter.acquire("app:\(app.appId)") {
+            throw Refusal(error: RegistrationError(status: 429, reason: "too many registrations for this integration key"), retryAfter: retryAfter)
+        }
         guard app.platform == platform else {
             let other = app.platform == .ios ? "registerIOS.jssp" : "registerAndroid.jssp"
             throw Refusal(error: .badRequest("integration key belongs to an \(app.platform == .ios ? "iOS" : "Android") app: use \(other)"))

@@ -294,6 +294,36 @@ struct RegistrationEndpointTests {
         }
     }
 
+    @Test(
+        "behind a trusted proxy the per-address limit counts the client X-Forwarded-For names; from any other peer the header changes nothing"
+    )
+    func rateLimitBehindProxy() async throws {
+        let path = "/nms/mobile/1/registerIOS.jssp"
+        var trusting = RegistrationSettings(ratePerAddress: 1, burstPerAddress: 1)
+        trusting.trustedProxies = ["127.0.0.1"]
+        try await RegistrationHarness.run(settings: trusting) { harness in
+            let app = try await harness.defineApp(platform: .ios)
+            func post(from client: String) async throws -> Int {
+                try await harness.post(path, body: Self.iosBody(key: app.integrationKey, token: Self.hexToken()), headers: ["X-Forwarded-For": client])
+                    .status
+            }
+            #expect(try await post(from: "203.0.113.7") == 200)
+            #expect(try await post(from: "203.0.113.8") == 200, "another client behind the same proxy has its own budget")
+            #expect(try await post(from: "203.0.113.7") == 429, "the first client's budget is spent")
+            // The client cannot choose its address: what it wrote left of the proxy's entry is ignored.
+            #expect(try await post(from: "198.51.100.1, 203.0.113.7") == 429)
+        }
+        try await RegistrationHarness.run(settings: RegistrationSettings(ratePerAddress: 1, burstPerAddress: 1)) { harness in
+            let app = try await harness.defineApp(platform: .ios)
+            let first = try await harness.post(
+                path, body: Self.iosBody(key: app.integrationKey, token: Self.hexToken()), headers: ["X-Forwarded-For": "203.0.113.7"])
+            let second = try await harness.post(
+                path, body: Self.iosBody(key: app.integrationKey, token: Self.hexToken()), headers: ["X-Forwarded-For": "203.0.113.8"])
+            #expect(first.status == 200)
+            #expect(second.status == 429, "an untrusted peer's X-Forwarded-For is ignored")
+        }
+    }
+
     @Test("the per-app rate limit counts only registrations whose key the catalog knows: made-up keys get 404, never 429, and spend no app's budget")
     func appRateLimitAfterKeyCheck() async throws {
         try await RegistrationHarness.run(settings: RegistrationSettings(ratePerKey: 1, burstPerKey: 2)) { harness in

@@ -188,12 +188,13 @@ struct RegistrationHarness: Sendable {
         return Answer(status: http.statusCode, body: String(decoding: data, as: UTF8.self), retryAfter: nil)
     }
 
-    func post(_ path: String, body: String, query: String? = nil) async throws -> Answer {
+    func post(_ path: String, body: String, query: String? = nil, headers: [String: String] = [:]) async throws -> Answer {
         var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false)!
         if let query { components.percentEncodedQuery = query }
         var request = URLRequest(url: components.url!)
         request.httpMethod = "POST"
         request.setValue("application/x-www-form-urlencoded;charset=UTF-8", forHTTPHeaderField: "Content-Type")
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         request.httpBody = Data(body.utf8)
         request.timeoutInterval = 30
         let (data, response) = try await URLSession.shared.data(for: request)

@@ -118,3 +118,17 @@ struct RegistrationParsingTests {
         #expect(error?.reason.contains(fragment) == true, "\(error?.reason ?? "")")
     }
 }
+
+@Suite("The client address behind reverse proxies")
+struct ClientAddressTests {
+    @Test("the peer unless it is a trusted proxy; then the last X-Forwarded-For hop that is not one")
+    func clientAddress() {
+        let trusted: Set<String> = ["10.0.0.2", "10.0.0.3"]
+        #expect(RegistrationEndpoints.clientAddress(peer: "198.51.100.9", forwardedFor: ["203.0.113.7"], trusted: trusted) == "198.51.100.9")
+        #expect(RegistrationEndpoints.clientAddress(peer: "10.0.0.2", forwardedFor: ["203.0.113.7"], trusted: trusted) == "203.0.113.7")
+        #expect(RegistrationEndpoints.clientAddress(peer: "10.0.0.2", forwardedFor: ["1.2.3.4, 203.0.113.7, 10.0.0.3"], trusted: trusted) == "203.0.113.7")
+        #expect(RegistrationEndpoints.clientAddress(peer: "10.0.0.2", forwardedFor: ["1.2.3.4", "203.0.113.7"], trusted: trusted) == "203.0.113.7")
+        #expect(RegistrationEndpoints.clientAddress(peer: "10.0.0.2", forwardedFor: ["10.0.0.3"], trusted: trusted) == "10.0.0.3")
+        #expect(RegistrationEndpoints.clientAddress(peer: "10.0.0.2", forwardedFor: [], trusted: trusted) == "10.0.0.2")
+    }
+}

@@ -75,8 +75,22 @@ package struct RegistrationEndpoints: Sendable {
         var retryAfter: Int?
     }
 
+    static let forwardedFor = HTTPFields.Element.Name("X-Forwarded-For")!
+
+    /// The client a request is counted against: the socket's peer, or, when the peer is a
+    /// trusted proxy, the last address of `X-Forwarded-For` (all its lines, in order) that is not
+    /// itself a trusted proxy: each proxy appends the address it got the request from, so the
+    /// addresses left of the last untrusted one were written by the client and prove nothing.
+    package static func clientAddress(peer: String, forwardedFor: [String], trusted: Set<String>) -> String {
+        guard trusted.contains(peer) else { return peer }
+        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        return hops.last { !trusted.contains($0) } ?? hops.first ?? peer
+    }
+
     private func registerOrThrow(platform: Platform, request: Request, context: RegistrationRequestContext) async throws {
-        let address = context.remoteAddress?.ipAddress ?? "unknown"
+        let address = Self.clientAddress(
+            peer: context.remoteAddress?.ipAddress ?? "unknown", forwardedFor: request.headers[values: Self.forwardedFor],
+            trusted: settings.trustedProxies)
         if let retryAfter = addressLimiter.acquire("address:\(address)") {
             throw Refusal(error: RegistrationError(status: 429, reason: "too many requests from this address"), retryAfter: retryAfter)
         }

@@ -1,3 +1,4 @@
+import Foundation
 import PushRuntime
 import PushStore
 
@@ -19,6 +20,11 @@ package struct RegistrationSettings: Sendable {
     /// per client address (0 disables). Default 50/s, bursts of 100 (carrier NATs share addresses).
     package var ratePerAddress: Double
     package var burstPerAddress: Double
+    /// `REGISTRATION_TRUSTED_PROXIES`: addresses of the reverse proxies in front of the service
+    /// (comma-separated IPs). A request from one of them is counted against the client address
+    /// its `X-Forwarded-For` names (the last address not itself a trusted proxy); from any other
+    /// peer the header is ignored. Default none: the socket's peer is the client.
+    package var trustedProxies: Set<String> = []
     /// `REGISTRATION_PURGE_AFTER_DAYS`: quarantined subscriptions are purged (by event) this long
     /// after they were disabled. Default 30 days.
     package var purgeAfter: Duration = .seconds(30 * 86_400)
@@ -52,5 +58,8 @@ package struct RegistrationSettings: Sendable {
         )
         purgeAfter = .seconds(try environment.int("REGISTRATION_PURGE_AFTER_DAYS", default: 30) * 86_400)
         purgeInterval = .seconds(max(1, try environment.int("REGISTRATION_PURGE_INTERVAL_SECONDS", default: 3_600)))
+        trustedProxies = Set(
+            environment.string("REGISTRATION_TRUSTED_PROXIES", default: "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty })
     }
 }

@@ -20,10 +20,7 @@ struct DeviceAdminTests {
     func lookUpAndLift() async throws {
         try await RegistrationHarness.run { h in
             let app = try await h.defineApp(platform: .ios)
-            let rows = try await h.postgres.query(
-                "SELECT s.name FROM push.services s JOIN push.apps a USING (service_id) WHERE a.app_id = \(app.appId)", logger: h.logger)
-            var service = ""
-            for try await name in rows.decode(String.self) { service = name }
+            let service = try await h.serviceName(of: app.appId)
             let alice = "alice-\(UUID().uuidString.prefix(6))"
             let (phone, tablet, other) = (RegistrationEndpointTests.hexToken(), RegistrationEndpointTests.hexToken(), RegistrationEndpointTests.hexToken())
             for (token, user) in [(phone, alice), (tablet, alice), (other, "bob")] {

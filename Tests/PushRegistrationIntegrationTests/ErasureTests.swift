@@ -58,10 +58,7 @@ struct ErasureTests {
         )
         let (app, live) = try await RegistrationHarness.run(suffix: suffix) { h in
             let app = try await h.defineApp(platform: .ios)
-            let rows = try await h.postgres.query(
-                "SELECT s.name FROM push.services s JOIN push.apps a USING (service_id) WHERE a.app_id = \(app.appId)", logger: h.logger)
-            var service = ""
-            for try await name in rows.decode(String.self) { service = name }
+            let service = try await h.serviceName(of: app.appId)
             for (token, user) in [(phone, alice), (tablet, alice), (anonymous, ""), (bobs, bob)] {
                 let body = DeviceAdminTests.body(key: app.integrationKey, token: token, userKey: user)
                 #expect(try await h.post("/nms/mobile/1/registerIOS.jssp", body: body).status == 200)

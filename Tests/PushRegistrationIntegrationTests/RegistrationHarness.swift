@@ -93,6 +93,16 @@ struct RegistrationHarness: Sendable {
 
     // MARK: catalog
 
+    /// The internal name of the service `appId` belongs to.
+    func serviceName(of appId: UUID) async throws -> String {
+        let rows = try await postgres.query(
+            "SELECT s.name FROM push.services s JOIN push.apps a USING (service_id) WHERE a.app_id = \(appId)", logger: logger)
+        for try await name in rows.decode(String.self) { return name }
+        throw ServiceNotFound(appId: appId)
+    }
+
+    struct ServiceNotFound: Error { var appId: UUID }
+
     /// Defines a service and an app by publishing catalog events (what the admin API does),
     /// then waits until the app is in `push.apps`.
     func defineApp(platform: Platform, integrationKey: String = "key-\(UUID().uuidString.prefix(12))", keptParameters: [String] = []) async throws -> (

@@ -24,7 +24,8 @@ package enum KafkaOffset {
 ///   by whoever owns the partition next.
 /// - On assignment, the optional start-position provider is asked where each new partition
 ///   starts (a projection answers from its own table, so its position and its data commit
-///   together); partitions it does not name start from the group's committed offset.
+///   together); partitions it does not name start from the group's committed offset. The
+///   positions it names are stored as offsets too, so the group's committed offsets follow them.
 /// - Every librdkafka call that may block runs on the consumer's own threads, never on Swift's
 ///   cooperative pool.
 /// - `push_consumer_lag` is updated with every batch read and, every
@@ -375,6 +376,11 @@ package final class KafkaConsumer: Service, Sendable {
                 $0.everAssigned = true
                 for (partition, offset) in positions where offset >= 0 { $0.nextOffsets[partition] = offset }
             }
+            // The group's committed offsets follow a projection's own positions: stored now, they
+            // go with the next commit, so that whoever reads the group's lag from the broker
+            // (`KafkaGroupLag`, `kafka-consumer-groups`) sees where the projection is, even when
+            // it has nothing new to read.
+            try storeOffsets(positions.filter { $0.value >= 0 })
             logger.info("Kafka partitions assigned", metadata: ["partitions": "\(partitions.map(\.description).sorted())"])
         } else {
             let lost = rd_kafka_assignment_lost(client.handle) != 0

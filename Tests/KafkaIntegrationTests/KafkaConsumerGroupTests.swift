@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import MetricsTestKit
 import Synchronization
 import Testing
 
@@ -116,16 +117,19 @@ struct KafkaConsumerGroupTests {
         await producer.close()
     }
 
-    @Test("a start-position provider decides where an assigned partition is read from")
+    @Test(
+        "a start-position provider decides where an assigned partition is read from; the group's committed offset follows it, with nothing processed"
+    )
     func startPositions() async throws {
         let topic = KafkaTestSupport.uniqueName("start")
         try await KafkaTestSupport.createTopic(topic, partitions: 1)
         let producer = try KafkaTestSupport.producer()
-        _ = await producer.send((0..<10).map { KafkaProducerRecord(topic: topic, key: "k", value: Array("\($0)".utf8)) })
+        try await KafkaConsumerLagTests.produce(10, to: topic, from: producer)
         await producer.close()
 
         let asked = Locked<[KafkaTopicPartition]>([])
-        let consumer = try KafkaTestSupport.consumer(group: KafkaTestSupport.uniqueName("s"), topics: [topic]) { partitions in
+        let group = KafkaTestSupport.uniqueName("s")
+        let consumer = try KafkaTestSupport.consumer(group: group, topics: [topic]) { partitions in
             asked.withLock { $0 += partitions }
             return Dictionary(uniqueKeysWithValues: partitions.map { ($0, Int64(7)) })
         }
@@ -134,9 +138,15 @@ struct KafkaConsumerGroupTests {
             return try #require(try await iterator.next())
         }
         #expect(first.offset == 7)
-        #expect(String(decoding: first.value, as: UTF8.self) == "7")
+        #expect(String(decoding: first.value, as: UTF8.self) == "r7")
         #expect(asked.withLock { $0 } == [KafkaTopicPartition(topic: topic, partition: 0)])
+        // The record read is not stored (not processed); the close commits the start position:
+        // read from outside, the group owes the 3 records from offset 7, not all 10.
         await consumer.close()
+        let lag = try KafkaGroupLag(
+            client: try KafkaTestSupport.client(), groups: [.init(name: group, topics: [topic])], metricsFactory: TestMetrics(),
+            logger: KafkaTestSupport.logger)
+        #expect(try await lag.refresh()[group] == [topic: 3])
     }
 }
 

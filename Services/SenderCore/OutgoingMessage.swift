@@ -25,7 +25,7 @@ extension OutgoingMessage {
     package var reference: MessageReference {
         MessageReference(
             messageId: messageId, broadLogId: broadLogId, deliveryId: deliveryId, appId: appId, tokenDigest: tokenDigest,
-            platform: Self.platform)
+            platform: Self.platform, plannedAt: plannedAt)
     }
 
     /// The key of the message's records: `<appId>:<tokenDigest>` (`<appId>:<token>` for an

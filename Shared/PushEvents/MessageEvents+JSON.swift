@@ -199,6 +199,7 @@ extension MessageReference: EventJSONWritable {
         writer.int("broadLogId", broadLogId)
         writer.string("deliveryId", deliveryId)
         writer.uuid("messageId", messageId)
+        writer.date("plannedAt", plannedAt)
         writer.string("platform", platform.rawValue)
         writer.string("tokenDigest", tokenDigest)
     }
@@ -272,9 +273,11 @@ extension MessageReference: EventJSONReadable {
         var tokenDigest: String?
         var registrationToken: String?
         var platform: String?
+        var plannedAt: Date?
         try reader.members { reader, key throws(EventJSONReader.Unsupported) in
             switch key {
             case "messageId": try EventJSONReader.once(&messageId, try reader.uuid())
+            case "plannedAt": try EventJSONReader.once(&plannedAt, try reader.date())
             case "broadLogId": try EventJSONReader.once(&broadLogId, try reader.optionalInt32())
             case "deliveryId": try EventJSONReader.once(&deliveryId, try reader.string())
             case "appId": try EventJSONReader.once(&appId, try reader.uuid())
@@ -291,7 +294,7 @@ extension MessageReference: EventJSONReadable {
         guard let platform = Platform(rawValue: try EventJSONReader.required(platform)) else { throw EventJSONReader.Unsupported() }
         self.init(
             messageId: try EventJSONReader.required(messageId), broadLogId: broadLogId ?? nil, deliveryId: try EventJSONReader.required(deliveryId),
-            appId: try EventJSONReader.required(appId), tokenDigest: digest, platform: platform)
+            appId: try EventJSONReader.required(appId), tokenDigest: digest, platform: platform, plannedAt: plannedAt)
     }
 }
 

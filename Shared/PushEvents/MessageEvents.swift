@@ -160,20 +160,27 @@ package struct MessageReference: Sendable, Hashable {
     /// Lowercase hex SHA-256 of the device's token (`push.subscriptions.token_digest`).
     package var tokenDigest: String
     package var platform: Platform
+    /// When the planner planned the message (its record's `plannedAt`): the broad log's
+    /// `created_at`, since the result writes the row. Absent from results written before it
+    /// existed (the row then takes the result's time).
+    package var plannedAt: Date?
 
-    package init(messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, tokenDigest: String, platform: Platform) {
+    package init(
+        messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, tokenDigest: String, platform: Platform, plannedAt: Date? = nil
+    ) {
         self.messageId = messageId
         self.broadLogId = broadLogId
         self.deliveryId = deliveryId
         self.appId = appId
         self.tokenDigest = tokenDigest
         self.platform = platform
+        self.plannedAt = plannedAt
     }
 }
 
 extension MessageReference: Codable {
     private enum CodingKeys: String, CodingKey {
-        case messageId, broadLogId, deliveryId, appId, tokenDigest, registrationToken, platform
+        case messageId, broadLogId, deliveryId, appId, tokenDigest, registrationToken, platform, plannedAt
     }
 
     package init(from decoder: any Decoder) throws {
@@ -184,7 +191,8 @@ extension MessageReference: Codable {
         self.init(
             messageId: try container.decode(UUID.self, forKey: .messageId), broadLogId: try container.decodeIfPresent(Int32.self, forKey: .broadLogId),
             deliveryId: try container.decode(String.self, forKey: .deliveryId), appId: try container.decode(UUID.self, forKey: .appId),
-            tokenDigest: digest, platform: try container.decode(Platform.self, forKey: .platform))
+            tokenDigest: digest, platform: try container.decode(Platform.self, forKey: .platform),
+            plannedAt: try container.decodeIfPresent(Date.self, forKey: .plannedAt))
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -195,6 +203,7 @@ extension MessageReference: Codable {
         try container.encode(appId, forKey: .appId)
         try container.encode(tokenDigest, forKey: .tokenDigest)
         try container.encode(platform, forKey: .platform)
+        try container.encodeIfPresent(plannedAt, forKey: .plannedAt)
     }
 }
 

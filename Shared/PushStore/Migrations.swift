@@ -752,13 +752,36 @@ package enum Migrations {
                 $$
                 """,
             ]),
+        Migration(
+            version: 30, name: "broad_log rows written once, by the result: full pages again, no pending rows from now on",
+            statements: [
+                // The broad log projection reads only the results (stop 48): a message's row is
+                // inserted once, final, and never updated, so the room migration 29 left on each
+                // page for the final versions of pending rows is only waste. Rows an older version
+                // left pending still take their result (an update, no longer kept on the page).
+                LogPartitionsMigration.createPartitionFunction(replacing: true, broadLogFillfactor: nil),
+                """
+                DO $$
+                DECLARE part regclass;
+                BEGIN
+                    FOR part IN SELECT inhrelid::regclass FROM pg_inherits WHERE inhparent = 'push.broad_log'::regclass LOOP
+                        EXECUTE format('ALTER TABLE %s RESET (fillfactor)', part);
+                    END LOOP;
+                END
+                $$
+                """,
+                """
+                COMMENT ON TABLE push.broad_log IS
+                    'One row per message with an outcome, written by its result from push.message-results; partitioned by log_month (the delivery''s UTC month)'
+                """,
+            ]),
     ]
 }
 
-/// How `push.broad_log`'s partitions are stored (migration 29).
+/// How `push.broad_log`'s partitions were stored from migration 29 to migration 30.
 package enum BroadLogStorage {
-    /// Per cent of each page filled by new rows: the other half takes the final versions of the
-    /// page's pending rows, written by results that arrive in batches before the old versions
-    /// can be pruned, so a result's update is a heap-only tuple (docs/database.md).
+    /// Per cent of each page migration 29 filled with new rows: the other half took the final
+    /// versions of the page's pending rows, so a result's update was a heap-only tuple. Since
+    /// migration 30 rows are written once and pages are filled (docs/database.md).
     package static let fillfactor = 50
 }

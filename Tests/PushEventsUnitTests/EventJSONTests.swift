@@ -61,9 +61,11 @@ struct EventJSONTests {
         }
 
         mutating func reference() -> MessageReference {
-            MessageReference(
+            // `plannedAt` (added later) from a generator of its own, as `throttle`.
+            var side = Values(state: state ^ 0x91A7_7ED0)
+            return MessageReference(
                 messageId: uuid(), broadLogId: broadLogId(), deliveryId: text(), appId: uuid(), tokenDigest: text(),
-                platform: Platform.allCases.randomElement(using: &self)!)
+                platform: Platform.allCases.randomElement(using: &self)!, plannedAt: side.maybe(side.date()))
         }
 
         /// From a generator of its own, so the other values are those of the sequence before the

@@ -19,30 +19,25 @@ struct BroadLogMergeTests {
     static let planned = Date(timeIntervalSince1970: 1_795_000_000.125)
     static let sent = planned.addingTimeInterval(2.5)
 
-    static func message(_ deliveryId: String, broadLogId: Int32? = nil) -> MessageReference {
+    /// A message as the senders' results name it, planned at `planned` (nil: a result written
+    /// before results carried `plannedAt`).
+    static func message(_ deliveryId: String, broadLogId: Int32? = nil, plannedAt: Date? = planned) -> MessageReference {
         let messageId = UUID()
         return MessageReference(
-            messageId: messageId, broadLogId: broadLogId, deliveryId: deliveryId, appId: UUID(), tokenDigest: TokenDigest.of(token(messageId)),
-            platform: .ios)
+            messageId: messageId, broadLogId: broadLogId, deliveryId: deliveryId, appId: UUID(), tokenDigest: TokenDigest.of("token-\(messageId)"),
+            platform: .ios, plannedAt: plannedAt)
     }
 
-    /// A test message's token: a function of its id (its reference holds only the digest).
-    static func token(_ messageId: UUID) -> String { "token-\(messageId.uuidString)" }
-
-    static func planned(_ message: MessageReference, at: Date = planned) -> BroadLogProjection.Event {
-        .planned(message, token: token(message.messageId), at)
+    static func sentResult(_ message: MessageReference, at: Date = sent, provider: String = "p") -> BroadLogProjection.Outcome {
+        .init(message: message, status: "sent", providerMessageId: provider, attempts: 1, at: at)
     }
 
-    static func sentResult(_ message: MessageReference, at: Date = sent, provider: String = "p") -> BroadLogProjection.Event {
-        .result(message, .init(status: "sent", providerMessageId: provider, attempts: 1, at: at))
-    }
-
-    static func failed(_ message: MessageReference, type: String, at: Date = sent) -> BroadLogProjection.Event {
-        .result(message, .init(status: "failed", failureType: type, reason: "Unregistered", attempts: 2, at: at))
+    static func failed(_ message: MessageReference, type: String, at: Date = sent) -> BroadLogProjection.Outcome {
+        .init(message: message, status: "failed", failureType: type, reason: "Unregistered", attempts: 2, at: at)
     }
 
     /// Applies one batch as the runner does: in one transaction, offsets in order.
-    static func apply(_ h: PlanningHarness, _ events: [BroadLogProjection.Event]) async throws {
+    static func apply(_ h: PlanningHarness, _ events: [BroadLogProjection.Outcome]) async throws {
         let projection = BroadLogProjection(name: "test.merge.\(h.suffix)", catalog: h.topics)
         let projected = events.enumerated().map { ProjectedEvent(topic: "t", partition: 0, offset: Int64($0.offset), event: $0.element) }
         try await h.postgres.withTransaction(logger: h.logger) { connection in
@@ -83,14 +78,16 @@ struct BroadLogMergeTests {
         return nil
     }
 
-    @Test("a message's pending row and its final status in one batch are one row, created at the plan, updated at the result, counted once")
-    func pendingAndFinalInOneBatch() async throws {
+    @Test(
+        "a result writes its message's row once: created when planned (the result's plannedAt), updated and sent at the result, counted once; a result without plannedAt is created at its own time"
+    )
+    func oneWritePerMessage() async throws {
         try await PlanningHarness.run(suffix: PlanningHarness.makeSuffix(), settings: PlanningHarness.testSettings) { h in
             let delivery = "merge-one-\(h.suffix)"
             let a = Self.message(delivery, broadLogId: 7)
             let b = Self.message(delivery)
-            // b: result first in the batch, then its planned message.
-            try await Self.apply(h, [Self.planned(a), Self.sentResult(a), Self.failed(b, type: "hard"), Self.planned(b)])
+            let older = Self.message(delivery, plannedAt: nil)
+            try await Self.apply(h, [Self.sentResult(a), Self.failed(b, type: "hard"), Self.sentResult(older)])
             #expect(
                 try await Self.rows(h, a) == [
                     Row(status: "sent", providerMessageId: "p", attempts: 1, createdAt: Self.planned, updatedAt: Self.sent, sentAt: Self.sent, broadLogId: 7)
@@ -99,63 +96,53 @@ struct BroadLogMergeTests {
                 try await Self.rows(h, b) == [
                     Row(status: "failed", failureType: "hard", attempts: 2, createdAt: Self.planned, updatedAt: Self.sent, broadLogId: nil)
                 ])
-            #expect(try await Self.counters(h, delivery) == [1, 1, 1])
+            #expect(try await Self.rows(h, older).map(\.createdAt) == [Self.sent])
+            #expect(try await Self.counters(h, delivery) == [2, 1, 1])
         }
     }
 
-    @Test("the same events twice in a batch, and the batch again (a replay): the same rows, counted once")
+    @Test("the same results twice in a batch, the batch again (a replay) and a later contradicting result: the same rows, counted once")
     func sameEventTwice() async throws {
         try await PlanningHarness.run(suffix: PlanningHarness.makeSuffix(), settings: PlanningHarness.testSettings) { h in
             let delivery = "merge-twice-\(h.suffix)"
             let a = Self.message(delivery)
-            let b = Self.message(delivery)
             let c = Self.message(delivery)
-            let batch = [
-                Self.planned(a), Self.planned(a), Self.sentResult(a), Self.sentResult(a), Self.planned(b), Self.planned(b), Self.sentResult(c),
-                Self.sentResult(c),
-            ]
+            let batch = [Self.sentResult(a), Self.sentResult(a), Self.failed(c, type: "soft"), Self.sentResult(c)]
             try await Self.apply(h, batch)
-            let first = [try await Self.rows(h, a), try await Self.rows(h, b), try await Self.rows(h, c)]
-            #expect(first.map(\.count) == [1, 1, 1])
-            #expect(first.map { $0.first?.status } == ["sent", "pending", "sent"])
-            #expect(try await Self.counters(h, delivery) == [2, 0, 0])
+            let first = [try await Self.rows(h, a), try await Self.rows(h, c)]
+            #expect(first.map(\.count) == [1, 1])
+            #expect(first.map { $0.first?.status } == ["sent", "failed"], "the first result of a message in a batch wins")
+            #expect(try await Self.counters(h, delivery) == [1, 1, 0])
             try await Self.apply(h, batch)
             try await Self.apply(h, Array(batch.reversed()))
-            #expect([try await Self.rows(h, a), try await Self.rows(h, b), try await Self.rows(h, c)] == first)
-            #expect(try await Self.counters(h, delivery) == [2, 0, 0])
+            try await Self.apply(h, [Self.failed(a, type: "hard", at: Self.sent.addingTimeInterval(5))])
+            #expect([try await Self.rows(h, a), try await Self.rows(h, c)] == first)
+            #expect(try await Self.counters(h, delivery) == [1, 1, 0])
         }
     }
 
-    @Test("a result before its pending row: the final status stays, the plan only lowers created_at; a later result changes nothing")
-    func resultBeforePending() async throws {
+    @Test("a row an earlier version left pending takes its result once, keeping its created_at and broadLog id")
+    func pendingRowOfAnEarlierVersion() async throws {
         try await PlanningHarness.run(suffix: PlanningHarness.makeSuffix(), settings: PlanningHarness.testSettings) { h in
-            let delivery = "merge-early-\(h.suffix)"
-            let a = Self.message(delivery)
+            let delivery = "merge-pending-\(h.suffix)"
+            let a = Self.message(delivery, broadLogId: 12)
+            let earlier = Self.planned.addingTimeInterval(-60)
+            try await h.postgres.query(
+                """
+                WITH k AS (
+                    INSERT INTO push.broad_log_deliveries (delivery_id, log_month) VALUES (\(delivery), date_trunc('month', \(earlier) AT TIME ZONE 'UTC')::date)
+                    RETURNING log_month
+                )
+                INSERT INTO push.broad_log (message_id, broad_log_id, delivery_id, app_id, token_digest, platform, status, attempts, created_at,
+                                            updated_at, log_month)
+                SELECT \(a.messageId), 12, \(delivery), \(a.appId), \(a.tokenDigest), 'ios', 'pending', 0, \(earlier), \(earlier), log_month FROM k
+                """, logger: h.logger)
+            try await Self.apply(h, [Self.failed(a, type: "soft")])
+            let expected = Row(status: "failed", failureType: "soft", attempts: 2, createdAt: earlier, updatedAt: Self.sent, broadLogId: 12)
+            #expect(try await Self.rows(h, a) == [expected])
             try await Self.apply(h, [Self.sentResult(a)])
-            #expect(try await Self.rows(h, a).map(\.createdAt) == [Self.sent])
-            try await Self.apply(
-                h,
-                [
-                    Self.planned(
-                        MessageReference(
-                            messageId: a.messageId, broadLogId: 12, deliveryId: a.deliveryId, appId: a.appId, tokenDigest: a.tokenDigest,
-                            platform: a.platform))
-                ])
-            let expected = Row(
-                status: "sent", providerMessageId: "p", attempts: 1, createdAt: Self.planned, updatedAt: Self.sent, sentAt: Self.sent, broadLogId: 12)
             #expect(try await Self.rows(h, a) == [expected])
-            // A later, contradicting result, alone and beside a replayed plan: the first final status wins.
-            try await Self.apply(h, [Self.failed(a, type: "hard", at: Self.sent.addingTimeInterval(5))])
-            try await Self.apply(h, [Self.planned(a), Self.failed(a, type: "soft", at: Self.sent.addingTimeInterval(6))])
-            #expect(try await Self.rows(h, a) == [expected])
-            #expect(try await Self.counters(h, delivery) == [1, 0, 0])
-            // A pending row then its result in another batch moves it once.
-            let b = Self.message(delivery)
-            try await Self.apply(h, [Self.planned(b)])
-            #expect(try await Self.rows(h, b).map(\.status) == ["pending"])
-            try await Self.apply(h, [Self.failed(b, type: "soft")])
-            #expect(try await Self.rows(h, b).map(\.status) == ["failed"])
-            #expect(try await Self.counters(h, delivery) == [1, 1, 0])
+            #expect(try await Self.counters(h, delivery) == [0, 1, 0])
         }
     }
 

@@ -67,10 +67,6 @@ struct DeliveryPlanningTests {
                 #expect(ids.mId == record.headers.string("push-broad-log-id"))
                 #expect(ids.mId == (data["broadLogId"] as? Int).map { String($0) })
             }
-            #expect(
-                try await h.int(
-                    "SELECT count(DISTINCT broad_log_id)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND broad_log_id > 0") == 200,
-                "the broad log holds each message's _mId")
             // Personalization reached the payloads.
             let first = try #require(apns.first)
             let apnsEvent = try EventJSON.decoder.decode(EnvelopeProbe<APNSMessagePlanned>.self, from: Data(first.value)).data
@@ -84,9 +80,32 @@ struct DeliveryPlanningTests {
             #expect(apnsEvent.topic == "com.example.trips")
             #expect(apnsEvent.attempt == 1)
 
-            // Analysts' tables.
-            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND status = 'pending'") == 200)
+            // Analysts' tables: no broad log row before a result (the 200 are pending in the
+            // indicators); each result then writes its message's row, once, with its _mId and
+            // the time it was planned.
+            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId)") == 0)
+            try await eventually("the indicators count 200 messages to deliver") {
+                try await DeliveryIndicatorTests.indicators(h, deliveryId).map { [$0.toDeliver, $0.processed] } == [200, 0]
+            }
+            let messages = try await h.plannedMessages(deliveryId)
+            let sentAt = Date()
+            try await DeliveryIndicatorTests.publish(
+                h,
+                try messages.map {
+                    try DeliveryIndicatorTests.result(h, MessageSent(message: $0, providerMessageId: "p", attempts: 1, sentAt: sentAt), key: $0.messageId)
+                })
+            try await eventually("a broad log row per result") {
+                try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND status = 'sent'") == 200
+            }
+            #expect(
+                try await h.int(
+                    "SELECT count(DISTINCT broad_log_id)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND broad_log_id > 0") == 200,
+                "the broad log holds each message's _mId")
             #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND platform = 'ios'") == 120)
+            #expect(
+                try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND created_at < sent_at") == 200,
+                "created when planned, before the result")
+            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND registration_token IS NOT NULL") == 200)
             #expect(try await h.int("SELECT targeted::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == 200)
             #expect(try await h.text("SELECT service_name FROM push.deliveries WHERE delivery_id = \(deliveryId)") == service)
             let types = try await h.deliveryEvents().compactMap { $0["type"] as? String }
@@ -213,17 +232,16 @@ struct DeliveryPlanningTests {
 
             try await h.publishRequest(requestJSON(requestId: "keys-\(h.suffix)", service: service, audience: #"{"userKeys": ["user3", "user7", "user99"]}"#))
             let byKeys = try await h.waitPlanned("keys-\(h.suffix)")
-            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(byKeys)") == 4, "user3 and user7 on both apps")
+            #expect(try await h.plannedMessages(byKeys).count == 4, "user3 and user7 on both apps")
 
             try await h.publishRequest(
                 requestJSON(
                     requestId: "where-\(h.suffix)", service: service, apps: [android.integrationKey],
                     audience: #"{"where": {"tier": "gold", "city": "Lisbon"}}"#))
             let byParams = try await h.waitPlanned("where-\(h.suffix)")
-            #expect(
-                try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(byParams)") == 20,
-                "the even user numbers of the Android app only")
-            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(byParams) AND app_id <> \(android.appId)") == 0)
+            let toParams = try await h.plannedMessages(byParams)
+            #expect(toParams.count == 20, "the even user numbers of the Android app only")
+            #expect(toParams.allSatisfy { $0.appId == android.appId })
 
             try await h.publishRequest(requestJSON(requestId: "none-\(h.suffix)", service: service, audience: #"{"where": {"tier": "platinum"}}"#))
             let nobody = try await h.waitPlanned("none-\(h.suffix)")
@@ -245,16 +263,17 @@ struct DeliveryPlanningTests {
             let requestId = "excl-\(h.suffix)"
             try await h.publishRequest(requestJSON(requestId: requestId, service: service))
             let deliveryId = try await h.waitPlanned(requestId)
-            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId)") == 27)
+            #expect(try await h.plannedMessages(deliveryId).count == 27)
             try await eventually("exclusion log written") {
                 try await h.int("SELECT count(*)::int FROM push.exclusion_log WHERE delivery_id = \(deliveryId)") == 3
             }
             #expect(try await h.text("SELECT DISTINCT reason FROM push.exclusion_log WHERE delivery_id = \(deliveryId)") == "quarantined: Unregistered")
             #expect(try await h.int("SELECT excluded::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == 3)
-            let excludedTokens = try await h.int(
-                "SELECT count(*)::int FROM push.broad_log b JOIN push.subscriptions s USING (app_id, registration_token) WHERE b.delivery_id = \(deliveryId) AND s.disabled"
-            )
-            #expect(excludedTokens == 0, "no message to a disabled token")
+            let disabled = try await h.devices("SELECT app_id, token_digest FROM push.subscriptions WHERE app_id = \(apps[0].appId) AND disabled")
+            #expect(disabled.count == 3)
+            #expect(
+                try await h.plannedMessages(deliveryId).filter { disabled.contains(.init(appId: $0.appId, tokenDigest: $0.tokenDigest)) }.isEmpty,
+                "no message to a disabled token")
         }
     }
 
@@ -274,7 +293,7 @@ struct DeliveryPlanningTests {
             let requestId = "unsub-\(h.suffix)"
             try await h.publishRequest(requestJSON(requestId: requestId, service: service))
             let deliveryId = try await h.waitPlanned(requestId)
-            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId)") == 25)
+            #expect(try await h.plannedMessages(deliveryId).count == 25)
             try await eventually("exclusion log written") {
                 try await h.int("SELECT count(*)::int FROM push.exclusion_log WHERE delivery_id = \(deliveryId)") == 5
             }
@@ -282,10 +301,12 @@ struct DeliveryPlanningTests {
             #expect(
                 try await h.int("SELECT count(*)::int FROM push.exclusion_log WHERE delivery_id = \(deliveryId) AND reason = 'quarantined: Unregistered'") == 2)
             #expect(try await h.int("SELECT excluded::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == 5)
-            let toUnsubscribed = try await h.int(
-                "SELECT count(*)::int FROM push.broad_log b JOIN push.subscriptions s USING (app_id, registration_token) WHERE b.delivery_id = \(deliveryId) AND s.unsubscribed_at IS NOT NULL"
-            )
-            #expect(toUnsubscribed == 0, "no message to an unsubscribed device")
+            let unsubscribed = try await h.devices(
+                "SELECT app_id, token_digest FROM push.subscriptions WHERE app_id = \(apps[0].appId) AND unsubscribed_at IS NOT NULL")
+            #expect(unsubscribed.count == 3)
+            #expect(
+                try await h.plannedMessages(deliveryId).filter { unsubscribed.contains(.init(appId: $0.appId, tokenDigest: $0.tokenDigest)) }.isEmpty,
+                "no message to an unsubscribed device")
         }
     }
 

@@ -57,14 +57,6 @@ struct LogPartitionTests {
                     messageId: UUID(), broadLogId: Int32.random(in: 1...Int32.max), deliveryId: deliveryId, appId: app,
                     tokenDigest: TokenDigest.of(token), platform: .ios)
             }
-            func token(_ m: MessageReference) -> String { tokens[messages.firstIndex { $0.messageId == m.messageId }!] }
-            func planned(_ m: MessageReference) throws -> KafkaProducerRecord {
-                let event = APNSMessagePlanned(
-                    messageId: m.messageId, broadLogId: m.broadLogId, deliveryId: deliveryId, appId: app, registrationToken: token(m),
-                    environment: "sandbox", credential: nil, topic: "com.example.app", pushType: "alert", priority: 10, collapseId: nil,
-                    payload: "{}", validUntil: old.addingTimeInterval(86_400), attempt: 1, plannedAt: old)
-                return try KafkaProducerRecord(topic: h.topics.apnsMessages.name, event: EventEnvelope(key: "\(app):\(token(m))", payload: event))
-            }
             let broadLogGroup = "test.broad-log.\(h.suffix)"
             let deliveriesGroup = "test.deliveries.\(h.suffix)"
 
@@ -73,9 +65,8 @@ struct LogPartitionTests {
                 h, MessageExpired(message: messages[2], attempts: 1, expiredAt: old.addingTimeInterval(3_600)), key: messages[2].messageId)
             try await DeliveryIndicatorTests.publish(h, [expired])
             try await DeliveryIndicatorTests.waitProjected(h, group: broadLogGroup, topic: h.topics.messageResults.name, count: 1)
-            // Then the planned messages (the expired one's too: one row, still expired), two results,
-            // the delivery's exclusions and sizes, and hits (one far ahead of every partition).
-            try await DeliveryIndicatorTests.publish(h, try messages.map(planned))
+            // Then two results, the delivery's exclusions and sizes, and hits (one far ahead of
+            // every partition).
             try await DeliveryIndicatorTests.publish(
                 h,
                 [
@@ -108,7 +99,6 @@ struct LogPartitionTests {
             ]
             try await DeliveryIndicatorTests.publish(h, try hits.map { try DeliveryIndicatorTests.hit(h, $0) })
             try await DeliveryIndicatorTests.waitProjected(h, group: broadLogGroup, topic: h.topics.messageResults.name, count: 3)
-            try await DeliveryIndicatorTests.waitProjected(h, group: broadLogGroup, topic: h.topics.apnsMessages.name, count: 3)
             try await DeliveryIndicatorTests.waitProjected(h, group: deliveriesGroup, topic: h.topics.deliveryEvents.name, count: 2)
             try await DeliveryIndicatorTests.waitProjected(h, group: DeliveryIndicatorTests.trackingGroup(h.suffix), topic: h.topics.tracking.name, count: 3)
 

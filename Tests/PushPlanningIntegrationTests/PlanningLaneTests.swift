@@ -43,10 +43,10 @@ struct PlanningLaneTests {
             let bulkRecords = try await h.records(h.topics.fcmMessages.name)
             #expect(bulkRecords.count == 20_000)
             #expect(bulkRecords.allSatisfy { $0.headers.string("push-delivery-id") == bulkDelivery }, "only the bulk delivery on the bulk topic")
-            // The analysts see the priority; the broad log reads both lanes.
+            // The analysts see the priority; the message topics of both lanes count as planned.
             #expect(try await h.text("SELECT priority FROM push.deliveries WHERE request_id = \(transactionalId)") == "transactional")
             #expect(try await h.text("SELECT priority FROM push.deliveries WHERE request_id = \(bulkId)") == "bulk")
-            #expect(try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(transactionalDelivery)") == 1)
+            #expect(try await h.plannedMessages(transactionalDelivery).count == 1)
             // The deliveries' admin API shows it.
             let producer = try KafkaProducer(configuration: h.configuration.producer, logger: h.logger)
             let admin = DeliveryAdmin(

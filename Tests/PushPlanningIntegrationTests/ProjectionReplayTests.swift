@@ -83,7 +83,7 @@ struct ProjectionReplayTests {
                 h, group: DeliveryIndicatorTests.trackingGroup(h.suffix), topic: h.topics.tracking.name, count: hits.count)
             #expect(try await DeliveryIndicatorTests.inconsistent(h, deliveryId) == 0)
             let live = try await Self.snapshot(h.postgres, deliveryId: deliveryId, logger: h.logger)
-            #expect(live["broad_log"]?.rows == 9_998)
+            #expect(live["broad_log"]?.rows == 9_998 - 500, "one row per result: the pending 1 in 20 have none")
             #expect(live["tracking_log"]?.rows == hits.count)
             #expect(live["exclusion_log"]?.rows == 2)
             let indicators = try #require(try await DeliveryIndicatorTests.indicators(h, deliveryId))

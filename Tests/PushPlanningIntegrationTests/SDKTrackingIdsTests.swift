@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import PushEvents
 import PushTestSupport
 import Testing
 
@@ -28,6 +29,15 @@ struct SDKTrackingIdsTests {
             let requestId = "sdk-\(suffix)"
             try await h.publishRequest(requestJSON(requestId: requestId, service: service))
             let deliveryId = try await h.waitPlanned(requestId)
+            // Sent, as a sender reports it: each result writes the message's broad log row.
+            try await DeliveryIndicatorTests.publish(
+                h,
+                try await h.plannedMessages(deliveryId).map {
+                    try DeliveryIndicatorTests.result(h, MessageSent(message: $0, providerMessageId: "p", attempts: 1, sentAt: Date()), key: $0.messageId)
+                })
+            try await eventually("12 broad log rows") {
+                try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId)") == 12
+            }
 
             // What each device received: its _mId and _dId, and the message the record is.
             var received: [(mId: String, dId: String, messageId: String)] = []

@@ -123,7 +123,7 @@ package struct MessageFactory: Sendable {
                 MessageFailed(
                     message: MessageReference(
                         messageId: messageId, broadLogId: broadLogId, deliveryId: delivery.deliveryId, appId: app.appId,
-                        tokenDigest: TokenDigest.of(subscription.registrationToken), platform: app.platform),
+                        tokenDigest: TokenDigest.of(subscription.registrationToken), platform: app.platform, plannedAt: plannedAt),
                     failureType: "soft", reason: reason, attempts: 0, failedAt: plannedAt
                 ))
         }

@@ -43,7 +43,7 @@ package enum PlanningApplication {
         var watched: [KafkaGroupLag.Group] = [
             .init(name: groups.intake, topics: [topics.deliveryRequests.name]),
             .init(name: groups.deliveries, topics: [topics.deliveryEvents.name]),
-            .init(name: groups.broadLog, topics: topics.messageTopics.map(\.name) + [topics.messageResults.name]),
+            .init(name: groups.broadLog, topics: [topics.messageResults.name]),
             .init(name: "push-catalog-projection", topics: [topics.catalog.name]),
             .init(name: "push-subscriptions-projection", topics: [topics.subscriptions.name]),
             .init(name: "push-tracking-log-projection", topics: [topics.tracking.name]),

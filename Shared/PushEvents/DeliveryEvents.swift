@@ -15,7 +15,7 @@ package struct DeliveryApp: Codable, Sendable, Hashable {
 
 /// A valid request became a delivery: `push.delivery-events`, key = deliveryId.
 /// Carries the checked request so that the delivery can be understood (and the analysts'
-/// `deliveries` table rebuilt) from the topic alone. Version 2 (issue 28) names no recipient: a
+/// `deliveries` table rebuilt) from the topic alone. Version 2 names no recipient (erasure): a
 /// `userKeys` audience and a proof's user keys and tokens are written as their counts
 /// (`recipientsCounted`), since a topic record cannot be erased; the planner keeps the lists in
 /// its own state (`push.delivery_plans.accepted`), which a person's erasure scrubs. Version 1
@@ -162,7 +162,7 @@ package struct DeliveryExclusionsRecorded: PushEvent, Hashable {
 }
 
 /// `DeliveryExclusionsRecorded` version 1, with each device's token in clear: written by the
-/// planner before issue 28, still read (old history on `push.delivery-events`, records already in
+/// planner before records were sealed, still read (old history on `push.delivery-events`, records already in
 /// the planner's outbox), never written.
 package struct DeliveryExclusionsRecordedV1: PushEvent, Hashable {
     package static let eventType = "DeliveryExclusionsRecorded"

@@ -1,7 +1,7 @@
 import Foundation
 
 /// A device registered (or re-registered) for an app: `push.subscriptions`, key
-/// `<appId>:<registrationToken>` (version 1; since issue 28 the registration service writes
+/// `<appId>:<registrationToken>` (version 1; since records are sealed the registration service writes
 /// version 2, `SealedSubscriptionRegistered`). A re-registration replaces the device fields and params and
 /// clears a quarantine.
 package struct SubscriptionRegistered: PushEvent, Hashable {
@@ -55,7 +55,7 @@ package struct SubscriptionRegistered: PushEvent, Hashable {
 }
 
 /// A provider said the token is no longer valid (quarantine): `push.subscriptions`, key
-/// `<appId>:<tokenDigest>` (version 2, written by the senders since issue 28). It names the device
+/// `<appId>:<tokenDigest>` (version 2, written by the senders since records are sealed). It names the device
 /// by the SHA-256 of its token, never the token, so that the topic holds nothing readable about the
 /// device once its person is erased (docs/architecture.md, "Erasure"). Ignored by the projection
 /// when `invalidSince` is older than the subscription's last registration (the device registered
@@ -82,7 +82,7 @@ package struct SubscriptionDisabled: PushEvent, Hashable {
 }
 
 /// `SubscriptionDisabled` version 1, with the token in clear (key `<appId>:<token>`): written by
-/// the senders before issue 28, still read (`upcast`), never written.
+/// the senders before records were sealed, still read (`upcast`), never written.
 package struct SubscriptionDisabledV1: PushEvent, Hashable {
     package static let eventType = "SubscriptionDisabled"
     package static let eventVersion = 1

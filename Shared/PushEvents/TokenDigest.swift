@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 
-/// How every event written since issue 28 names a device without its token: the lowercase hex
+/// How every event written since records are sealed names a device without its token: the lowercase hex
 /// SHA-256 of the token's UTF-8 bytes, equal to `push.subscriptions.token_digest` (and to
 /// PostgreSQL's `push.token_digest(token)`). A digest is not a secret (anyone holding a token can
 /// compute it), but it cannot be turned back into the token, so a topic that names devices by

@@ -626,7 +626,7 @@ package enum Migrations {
                     'Sender state, not a projection: the first send slot no sender instance has taken yet for each throttled delivery; a sender moves next_slot forward by a batch of slots per statement, so throttle.perSecond holds across instances, both senders, restarts and retries'
                 """,
             ]),
-        // Versions 22 and 23 belong to parallel work (issue 28's other slices).
+        // Versions 22 and 23 were taken by work on sealing that landed as other migrations.
         Migration(
             version: 24, name: "exclusion_log keyed by token digest (DeliveryExclusionsRecorded v2)",
             statements: [
@@ -755,7 +755,7 @@ package enum Migrations {
         Migration(
             version: 30, name: "broad_log rows written once, by the result: full pages again, no pending rows from now on",
             statements: [
-                // The broad log projection reads only the results (stop 48): a message's row is
+                // The broad log projection reads only the results: a message's row is
                 // inserted once, final, and never updated, so the room migration 29 left on each
                 // page for the final versions of pending rows is only waste. Rows an older version
                 // left pending still take their result (an update, no longer kept on the page).

@@ -3,7 +3,7 @@ import PostgresNIO
 import PushTestSupport
 import Testing
 
-/// The issue's whole console scenario (issue 29) in a real browser, through the real services:
+/// The console's whole scenario in a real browser, through the real services:
 /// the `registration`, `delivery-planning`, `apns-sender`, `fcm-sender`, `tracking-ingestion` and
 /// `console` executables and the `apns-simulator` and `fcm-simulator` executables (HTTP/2 over
 /// TLS, trusting this run's .p8 key and service account), on topics and consumer groups of its

@@ -31,7 +31,7 @@ struct ShardedPlannerTests {
         // The test stops its planners one after the other: the last one's consumers close while
         // their groups rebalance after the others left, and librdkafka's close then blocks for up
         // to the session timeout (6 s here). With the 7 s default, that and the other consumers'
-        // closes outlasted the grace on CI (stop 33: status 70, the planner group closed 8 s
+        // closes outlasted the grace on CI (status 70, the planner group closed 8 s
         // after SIGTERM). The shutdown's budget is the platform's choice (docs/configuration.md).
         environment["PUSH_SHUTDOWN_GRACE_MS"] = "20000"
         environment["PLANNER_GROUP_LAG_INTERVAL_MS"] = "1000"
@@ -121,8 +121,8 @@ struct ShardedPlannerTests {
                     for planner in planners { replacementsPublished.append((try? await Self.published(opsPort: planner.opsPort)) ?? 0) }
                     // Freeze every instance (SIGSTOP) and look: a chunk marked now stays marked
                     // until the kill. None marked: let them go on (SIGCONT) and look again.
-                    // (Reading the mark and then killing raced the chunk's end: stop 47's CI run
-                    // killed between chunks and saw no resume.)
+                    // (Reading the mark and then killing races the chunk's end: a kill between
+                    // chunks leaves nothing to resume.)
                     let deadline = ContinuousClock.now + .seconds(10)
                     var marked = false
                     while !marked, ContinuousClock.now < deadline {
@@ -184,8 +184,7 @@ struct ShardedPlannerTests {
             // The intake group's committed offset, and the gauge's reading of it (every second
             // here), trail its consumption of the request: the gauge reaches 0. (A replacement
             // that starts the requests' partition from the projection's own position, after the
-            // request, commits that position: before stop 48 it committed nothing, and the
-            // group owed the request for ever.)
+            // request, reads nothing there: the position it was given is what it commits.)
             try await eventually(within: .seconds(30), "push_consumer_group_lag of the planner's intake group is 0") {
                 try await OpsMetrics.value("push_consumer_group_lag", labels: [#"group="test.planner.\#(suffix)""#], port: port) == 0
             }

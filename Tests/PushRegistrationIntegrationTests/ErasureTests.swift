@@ -8,7 +8,7 @@ import PushRuntime
 import PushTestSupport
 import Testing
 
-/// Erasure (issue 28) through the real registration service and broker: registrations sealed
+/// Erasure through the real registration service and broker: registrations sealed
 /// under per-person data keys, a person erased by the admin API and an anonymous device by
 /// `pushctl users erase`, their log rows gone with the indicators' counts kept, the audit event
 /// naming nobody, a rebuild by `pushctl projections replay` without them, and no byte of any of

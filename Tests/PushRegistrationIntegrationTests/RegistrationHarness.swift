@@ -149,7 +149,7 @@ struct RegistrationHarness: Sendable {
 
     /// Publishes a quarantine as the senders do, at `disabledAt` (the event's `occurredAt`):
     /// version 2 (the device by digest, key `<appId>:<tokenDigest>`), or version 1 (the token in
-    /// clear, key `<appId>:<token>`) as senders wrote it before issue 28.
+    /// clear, key `<appId>:<token>`) as senders wrote it before records were sealed.
     func disable(appId: UUID, token: String, reason: String, invalidSince: Date, disabledAt: Date = Date(), version: Int = 2) async throws {
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
         let key: String

@@ -5,7 +5,7 @@ import PushRegistration
 import PushTestSupport
 import Testing
 
-/// The data keys of many registrations at once (issue 25): concurrent registrations share
+/// The data keys of many registrations at once: concurrent registrations share
 /// statements, and whatever the interleaving, within one instance or across two, a subject has
 /// exactly one key.
 @Suite("Data keys of concurrent registrations", .serialized)

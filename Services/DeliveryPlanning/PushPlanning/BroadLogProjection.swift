@@ -8,11 +8,11 @@ import PushStore
 /// Keeps `push.broad_log`, one row per message, from `push.message-results`: a message's row is
 /// written once, by its outcome (`sent`, `failed`, `expired`, `cancelled`), which never changes.
 /// A message handed to a sender and without an outcome yet has no row: the delivery's pending
-/// count is `to_deliver - processed` (`push.delivery_indicators`). Until stop 48 the projection
-/// also read the message topics back and wrote a `pending` row per planned message, then
-/// updated it with the result: two writes and a decode of the planner's own records per
-/// message, and the results queued behind the pending rows of the fan-out (docs/benchmarks.md,
-/// "One write per message"). Rows left `pending` by that version take their result as before.
+/// count is `to_deliver - processed` (`push.delivery_indicators`). Reading the message topics
+/// back for a `pending` row per planned message, as earlier versions did, cost a second write
+/// and a decode of the planner's own records per message, and queued the results behind the
+/// fan-out's pending rows (docs/benchmarks.md, "One write per message"). Rows an earlier
+/// version left `pending` take their result as before.
 ///
 /// A batch is merged per message (the same result read twice, a replay, is one row), copied
 /// into a staging table with `COPY` and merged by one statement (docs/architecture.md,
@@ -24,7 +24,7 @@ import PushStore
 /// expired, cancelled) in the same statement: only a row that this batch creates, or moves out of
 /// an older version's `pending`, counts, so a repeated or late result never counts twice.
 ///
-/// Devices erased (`push.erased_devices`, issue 28) are not logged again: a result that would
+/// Devices erased (`push.erased_devices`) are not logged again: a result that would
 /// create the row of an erased device is skipped unless its delivery was accepted after the
 /// erasure (a person who came back with the same token is logged again), so a replay does not
 /// bring the erased person's rows back; a skipped result counts in no indicator

@@ -6,7 +6,7 @@ import Synchronization
 /// that finds fewer than `maximumStatements` serving runs statements itself, each for every
 /// request waiting (its own included, at most `maximumBatch`); the others wait. Under load a
 /// statement serves many registrations; alone, a registration waits for its own statement only.
-/// Measured in docs/benchmarks.md (issue 25).
+/// Measured in docs/benchmarks.md ("End to end": the changes of the data-key statement).
 ///
 /// The statements run in the registrations' own tasks, never in a task of their own: a
 /// registration that serves stops once its own key is answered and hands the serving over to

@@ -328,7 +328,8 @@ let package = Package(
         .testTarget(name: "APNSUnitTests", dependencies: ["APNS"], swiftSettings: swiftSettings),
         .testTarget(name: "FCMUnitTests", dependencies: ["FCM", "PushWire", "PushTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
-            name: "PushRegistrationUnitTests", dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushEvents", "PushTestSupport", crypto],
+            name: "PushRegistrationUnitTests",
+            dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushEvents", "PushTestSupport", "PushWire", crypto],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "PushPlanningUnitTests", dependencies: ["PushPlanning", "PushEvents", "PushRuntime", "Kafka", "PushTestSupport"], swiftSettings: swiftSettings

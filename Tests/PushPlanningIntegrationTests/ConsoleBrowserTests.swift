@@ -14,6 +14,17 @@ import Testing
 /// are kept under `.local/console-screenshots/` (CI keeps them as artefacts).
 @Suite("The console in a browser", .serialized)
 struct ConsoleBrowserTests {
+    /// The console's environment as an operator starts it on the test stack: the admin token,
+    /// its pages on 127.0.0.1:`port`, its /health and /metrics on `opsPort`.
+    static func consoleEnvironment(token: String, port: Int, opsPort: Int) -> [String: String] {
+        var environment = TestStack.environment
+        environment["PUSH_ADMIN_TOKEN"] = token
+        environment["CONSOLE_HOST"] = "127.0.0.1"
+        environment["CONSOLE_PORT"] = String(port)
+        environment["PUSH_OPS_PORT"] = String(opsPort)
+        return environment
+    }
+
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// A ```sql block of docs/analysts.md: the one containing `marker`, for `deliveryId`.
@@ -105,11 +116,7 @@ struct ConsoleBrowserTests {
             let token = PlanningHarness.adminToken
             let port = try EphemeralPort.next()
             let opsPort = try EphemeralPort.next()
-            var environment = TestStack.environment
-            environment["PUSH_ADMIN_TOKEN"] = token
-            environment["CONSOLE_HOST"] = "127.0.0.1"
-            environment["CONSOLE_PORT"] = String(port)
-            environment["PUSH_OPS_PORT"] = String(opsPort)
+            var environment = Self.consoleEnvironment(token: token, port: port, opsPort: opsPort)
             environment["CONSOLE_REFRESH_SECONDS"] = "1"
             environment["CONSOLE_DELIVERIES_API_URL"] = "http://127.0.0.1:\(adminPort)"
             let console = try BuiltExecutable("console", environment: environment)

@@ -1,6 +1,7 @@
 import PushEvents
 import PushRegistration
 import PushTestSupport
+import PushWire
 import Testing
 
 @Suite("Parsing what the Campaign SDKs send")
@@ -124,11 +125,11 @@ struct ClientAddressTests {
     @Test("the peer unless it is a trusted proxy; then the last X-Forwarded-For hop that is not one")
     func clientAddress() {
         let trusted: Set<String> = ["10.0.0.2", "10.0.0.3"]
-        #expect(RegistrationEndpoints.clientAddress(peer: "198.51.100.9", forwardedFor: ["203.0.113.7"], trusted: trusted) == "198.51.100.9")
-        #expect(RegistrationEndpoints.clientAddress(peer: "10.0.0.2", forwardedFor: ["203.0.113.7"], trusted: trusted) == "203.0.113.7")
-        #expect(RegistrationEndpoints.clientAddress(peer: "10.0.0.2", forwardedFor: ["1.2.3.4, 203.0.113.7, 10.0.0.3"], trusted: trusted) == "203.0.113.7")
-        #expect(RegistrationEndpoints.clientAddress(peer: "10.0.0.2", forwardedFor: ["1.2.3.4", "203.0.113.7"], trusted: trusted) == "203.0.113.7")
-        #expect(RegistrationEndpoints.clientAddress(peer: "10.0.0.2", forwardedFor: ["10.0.0.3"], trusted: trusted) == "10.0.0.3")
-        #expect(RegistrationEndpoints.clientAddress(peer: "10.0.0.2", forwardedFor: [], trusted: trusted) == "10.0.0.2")
+        #expect(ClientAddress.resolve(peer: "198.51.100.9", forwardedFor: ["203.0.113.7"], trusted: trusted) == "198.51.100.9")
+        #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: ["203.0.113.7"], trusted: trusted) == "203.0.113.7")
+        #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: ["1.2.3.4, 203.0.113.7, 10.0.0.3"], trusted: trusted) == "203.0.113.7")
+        #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: ["1.2.3.4", "203.0.113.7"], trusted: trusted) == "203.0.113.7")
+        #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: ["10.0.0.3"], trusted: trusted) == "10.0.0.3")
+        #expect(ClientAddress.resolve(peer: "10.0.0.2", forwardedFor: [], trusted: trusted) == "10.0.0.2")
     }
 }

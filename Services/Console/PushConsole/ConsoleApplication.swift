@@ -17,7 +17,7 @@ package enum ConsoleApplication {
         -> [any Service]
     {
         let token = try AdminToken(adminToken)
-        let router = Router()
+        let router = Router(context: PeerRequestContext.self)
         ConsoleEndpoints(
             token: token,
             admin: ConsoleAdminClient(

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import PushRuntime
+import PushWire
 
 /// The console's routes. Every page but the sign-in form needs a session: without one (no
 /// cookie, a forged or expired one) a page redirects to the sign-in form and the report's
@@ -14,6 +15,7 @@ package struct ConsoleEndpoints: Sendable {
     let reports: ConsoleReports
     let settings: ConsoleSettings
     let logger: Logger
+    let signInLimiter: ConsoleSignInLimiter
 
     package init(
         token: AdminToken, admin: ConsoleAdminClient, sessions: ConsoleSessions, reports: ConsoleReports, settings: ConsoleSettings, logger: Logger
@@ -24,9 +26,10 @@ package struct ConsoleEndpoints: Sendable {
         self.reports = reports
         self.settings = settings
         self.logger = logger
+        self.signInLimiter = ConsoleSignInLimiter(maxFailures: settings.signInMaxFailures, window: .seconds(settings.signInLockoutSeconds))
     }
 
-    package func addRoutes<Context: RequestContext>(to router: Router<Context>) {
+    package func addRoutes<Context: RemoteAddressRequestContext>(to router: Router<Context>) {
         router.get("/assets/console.css") { _, _ in Self.asset(ConsoleAssets.css, type: "text/css; charset=utf-8") }
         router.get("/assets/console.js") { _, _ in Self.asset(ConsoleAssets.javascript, type: "text/javascript; charset=utf-8") }
         router.get("/assets/icon.svg") { _, _ in Self.asset(ConsoleAssets.icon, type: "image/svg+xml") }
@@ -39,7 +42,12 @@ package struct ConsoleEndpoints: Sendable {
             ConsoleHTML.html(
                 .ok, ConsolePages.signIn(formToken: sessions.signInFormToken(), next: Self.safeNext(request.uri.queryParameters.get("next")), problem: nil))
         }
-        router.post("/signin") { request, _ in try await signIn(request) }
+        router.post("/signin") { request, context in
+            let address = ClientAddress.resolve(
+                peer: context.remoteAddress?.ipAddress ?? "unknown", forwardedFor: request.headers[values: Self.forwardedFor],
+                trusted: settings.trustedProxies)
+            return try await signIn(request, from: address)
+        }
         router.post("/signout") { request, _ in
             try await withForm(request) { _, _ in
                 ConsoleHTML.redirect(to: "/signin", headers: [.setCookie: clearedCookie(request)])
@@ -164,11 +172,21 @@ package struct ConsoleEndpoints: Sendable {
 
     // MARK: sessions
 
-    func signIn(_ request: Request) async throws -> Response {
+    static let forwardedFor = HTTPFields.Element.Name("X-Forwarded-For")!
+
+    /// A sign-in from the client `address`: refused (429) without looking at the token while the
+    /// address is locked out after too many wrong ones (`ConsoleSignInLimiter`).
+    func signIn(_ request: Request, from address: String) async throws -> Response {
         let fields = try await Self.form(request)
         let next = Self.safeNext(fields["next"])
-        func refuse(_ problem: String) -> Response {
-            ConsoleHTML.html(.unauthorized, ConsolePages.signIn(formToken: sessions.signInFormToken(), next: next, problem: problem))
+        func refuse(_ problem: String, status: HTTPResponse.Status = .unauthorized, headers: HTTPFields = [:]) -> Response {
+            ConsoleHTML.html(status, ConsolePages.signIn(formToken: sessions.signInFormToken(), next: next, problem: problem), headers: headers)
+        }
+        if let seconds = signInLimiter.lockedFor(address) {
+            logger.notice("Console sign-in refused: too many wrong admin tokens from this address", metadata: ["client": "\(address)"])
+            return refuse(
+                "too many wrong admin tokens from this address; try again in \((seconds + 59) / 60) minute\(seconds > 60 ? "s" : "")", status: .tooManyRequests,
+                headers: [.retryAfter: String(seconds)])
         }
         guard sessions.acceptsSignInFormToken(fields["form"]) else {
             return refuse("the sign-in form expired or did not come from this console; try again")
@@ -176,12 +194,14 @@ package struct ConsoleEndpoints: Sendable {
         // Pasted with a trailing newline or space, as a token file holds it: trimmed.
         let typed = (fields["token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         guard !typed.isEmpty, token.accepts(authorization: "Bearer \(typed)") else {
-            logger.notice("Console sign-in refused: wrong admin token")
+            logger.notice("Console sign-in refused: wrong admin token", metadata: ["client": "\(address)"])
+            signInLimiter.failed(address)
             // Slows guessing down (each attempt costs the guesser a second).
             try await Task.sleep(for: .seconds(1))
             return refuse("wrong admin token")
         }
         logger.info("Console sign-in")
+        signInLimiter.succeeded(address)
         return ConsoleHTML.redirect(to: next, headers: [.setCookie: sessionCookie(sessions.issue(), request: request)])
     }
 

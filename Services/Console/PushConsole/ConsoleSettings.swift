@@ -1,3 +1,4 @@
+import Foundation
 import PushRuntime
 
 /// Settings of the console service (docs/configuration.md, docs/console.md).
@@ -24,6 +25,17 @@ package struct ConsoleSettings: Sendable {
     /// `REGISTRATION_PORT`) the console's catalog forms write through. Default
     /// `http://127.0.0.1:8080`.
     package var registrationAPIURL: String
+    /// `CONSOLE_SIGNIN_MAX_FAILURES`: wrong admin tokens one client address may type within
+    /// `CONSOLE_SIGNIN_LOCKOUT_SECONDS` before it is refused until that time has passed since its
+    /// first. Default 5; 0 disables the limit.
+    package var signInMaxFailures: Int = 5
+    /// `CONSOLE_SIGNIN_LOCKOUT_SECONDS`: the window of those failures, and so the longest
+    /// lockout. Default 900 (15 minutes).
+    package var signInLockoutSeconds: Int = 900
+    /// `CONSOLE_TRUSTED_PROXIES`: addresses of the reverse proxies in front of the console
+    /// (comma-separated); a request from one of them is counted against the address it names in
+    /// `X-Forwarded-For` (`ClientAddress`). Default none: the socket's peer.
+    package var trustedProxies: Set<String> = []
 
     package init(
         host: String = "0.0.0.0", port: Int = 8083, sessionMinutes: Int = 480, secureCookie: Bool = false, refreshSeconds: Int = 5,
@@ -52,6 +64,11 @@ package struct ConsoleSettings: Sendable {
             deliveriesAPIURL: environment.string("CONSOLE_DELIVERIES_API_URL", default: "http://127.0.0.1:8082"),
             registrationAPIURL: environment.string("CONSOLE_REGISTRATION_API_URL", default: "http://127.0.0.1:8080")
         )
+        signInMaxFailures = try environment.int("CONSOLE_SIGNIN_MAX_FAILURES", default: 5, in: 0...1_000)
+        signInLockoutSeconds = try environment.int("CONSOLE_SIGNIN_LOCKOUT_SECONDS", default: 900, in: 1...86_400)
+        trustedProxies = Set(
+            environment.string("CONSOLE_TRUSTED_PROXIES", default: "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+                .filter { !$0.isEmpty })
         guard deliveriesAPIURL.hasPrefix("http://") || deliveriesAPIURL.hasPrefix("https://") else {
             throw ConfigurationError("CONSOLE_DELIVERIES_API_URL must be an http:// or https:// URL, got \"\(deliveriesAPIURL)\"")
         }

@@ -5,19 +5,13 @@ import Logging
 import Metrics
 import NIOCore
 import PushEvents
+import PushRuntime
 import PushStore
+import PushWire
 
 /// The request context of the SDK endpoints: Hummingbird's basic context plus the client's
 /// address (for the per-address rate limit).
-package struct RegistrationRequestContext: RequestContext, RemoteAddressRequestContext {
-    package var coreContext: CoreRequestContextStorage
-    package let remoteAddress: SocketAddress?
-
-    package init(source: ApplicationRequestContextSource) {
-        coreContext = .init(source: source)
-        remoteAddress = source.channel.remoteAddress
-    }
-}
+package typealias RegistrationRequestContext = PeerRequestContext
 
 /// `POST /nms/mobile/1/registerIOS.jssp` and `POST /nms/mobile/1/registerAndroid.jssp`, exactly
 /// as the Campaign SDKs call them (docs/registration.md). A registration is answered 200 only
@@ -77,18 +71,8 @@ package struct RegistrationEndpoints: Sendable {
 
     static let forwardedFor = HTTPFields.Element.Name("X-Forwarded-For")!
 
-    /// The client a request is counted against: the socket's peer, or, when the peer is a
-    /// trusted proxy, the last address of `X-Forwarded-For` (all its lines, in order) that is not
-    /// itself a trusted proxy: each proxy appends the address it got the request from, so the
-    /// addresses left of the last untrusted one were written by the client and prove nothing.
-    package static func clientAddress(peer: String, forwardedFor: [String], trusted: Set<String>) -> String {
-        guard trusted.contains(peer) else { return peer }
-        let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        return hops.last { !trusted.contains($0) } ?? hops.first ?? peer
-    }
-
     private func registerOrThrow(platform: Platform, request: Request, context: RegistrationRequestContext) async throws {
-        let address = Self.clientAddress(
+        let address = ClientAddress.resolve(
             peer: context.remoteAddress?.ipAddress ?? "unknown", forwardedFor: request.headers[values: Self.forwardedFor],
             trusted: settings.trustedProxies)
         if let retryAfter = addressLimiter.acquire("address:\(address)") {

@@ -26,92 +26,73 @@ extension MessageSender {
         }
     }
 
-    /// The records that say what became of a message, and how it is counted.
-    func consequences(of outcome: SendOutcome, for work: Work) throws -> ([KafkaProducerRecord], Tally) {
-        let message = work.message
+    /// What the provider's answer to `work`'s send makes of the message (a final status or a
+    /// record written back), with the side effects the answer has on this instance: a spent quota
+    /// counted, a refused credential suspended.
+    func answered(_ outcome: SendOutcome, for work: Work) throws -> Outcome {
         let now = now()
-        switch outcome {
-        case .sent(let providerMessageId):
-            let sent = MessageSent(message: message.reference, providerMessageId: providerMessageId, attempts: message.attempt, sentAt: now)
-            return ([try result(sent, of: work)], Tally(outcome: "sent"))
-        case .tokenInvalid(let reason, let invalidSince):
-            let reference = message.reference
-            let failed = MessageFailed(message: reference, failureType: "hard", reason: reason, attempts: message.attempt, failedAt: now)
-            // The device by its token's digest (version 2): push.subscriptions is kept forever.
-            let digest = reference.tokenDigest
-            let disabled = SubscriptionDisabled(appId: message.appId, tokenDigest: digest, reason: reason, invalidSince: invalidSince ?? now)
-            let envelope = EventEnvelope(
-                key: TokenDigest.subscriptionKey(appId: message.appId, tokenDigest: digest), payload: disabled,
-                correlationId: message.deliveryId, causationId: work.metadata.id.lowercaseText
-            )
-            return (
-                [try result(failed, of: work), try KafkaProducerRecord(topic: topics.subscriptions, event: envelope)],
-                Tally(outcome: "failed", reason: reason, failureType: "hard")
-            )
-        case .failed(let reason):
-            let failed = MessageFailed(message: message.reference, failureType: "soft", reason: reason, attempts: message.attempt, failedAt: now)
-            return ([try result(failed, of: work)], Tally(outcome: "failed", reason: reason, failureType: "soft"))
-        case .credentialRejected(let reason, let credential):
-            // Requests already in flight when the credential was suspended come back refused
-            // too: they wait like the rest instead of failing (one failure per cool-down).
-            if let until = suspensions.suspendedUntil(credential, now: now) {
-                guard until < message.validUntil else { return ([try expired(work, at: now)], Tally(outcome: "expired", reason: reason)) }
-                var next = message
-                next.notBefore = until
-                return ([try retryRecord(next, of: work)], Tally(outcome: "deferred", reason: reason))
-            }
+        var suspendedUntil: Date?
+        if case .credentialRejected(_, let credential) = outcome { suspendedUntil = suspensions.suspendedUntil(credential, now: now) }
+        if case .retry(_, _, _, let quota?) = outcome { metrics.quotaExceeded(quota).increment() }
+        var life = work.life
+        let step = life.answered(outcome, control: controls.state(of: work.message.deliveryId), suspendedUntil: suspendedUntil, now: now, rules: rules)
+        if let wait = life.throttleWait { metrics.throttled(wait) }
+        if case .finish(.failed(let failure)) = step, let (credential, until) = failure.suspends {
             metrics.credentialErrors.increment()
-            suspensions.suspend(credential, until: now.addingTimeInterval(Double(settings.credentialCooldownMilliseconds) / 1000))
+            suspensions.suspend(credential, until: until)
             logger.error(
                 "The provider refused the app's credentials; its messages wait while they are suspended",
                 metadata: [
-                    "app": "\(message.appId)", "delivery.id": "\(message.deliveryId)", "message.id": "\(message.reference.messageId)",
-                    "reason": "\(reason)", "suspended.ms": "\(settings.credentialCooldownMilliseconds)",
+                    "app": "\(work.message.appId)", "delivery.id": "\(work.message.deliveryId)", "message.id": "\(work.message.messageId)",
+                    "reason": "\(failure.reason)", "suspended.ms": "\(settings.credentialCooldownMilliseconds)",
                 ])
-            let failed = MessageFailed(message: message.reference, failureType: "soft", reason: reason, attempts: message.attempt, failedAt: now)
-            return ([try result(failed, of: work)], Tally(outcome: "failed", reason: reason, failureType: "soft"))
-        case .retry(let reason, let after, let atLeast, let quota):
-            if let quota { metrics.quotaExceeded(quota).increment() }
-            let delay = settings.retryPolicy.delay(afterAttempt: message.attempt, after: after, atLeast: atLeast)
-            let due = now.addingTimeInterval(delay.seconds)
-            guard due < message.validUntil else { return ([try expired(work, at: now)], Tally(outcome: "expired", reason: reason)) }
-            var next = message
-            next.attempt += 1
-            next.notBefore = due
-            return ([try retryRecord(next, of: work)], Tally(outcome: "retried", reason: reason))
-        case .withdrawn:
-            // The control that withdrew it decides; active again already (a resume in between):
-            // sent again at once, without counting an attempt.
-            if let controlled = try controlled(work, at: now) { return controlled }
-            // Active: its throttle slot went stale while it waited for a stream (`send`). Read
-            // back from the retry topic at once, where it takes a new slot.
-            if let slot = work.slot, !ThrottleRate.usable(slot, now: now) {
-                metrics.throttled(.late)
-                return try consequences(of: .deferred(reason: "throttle-late", until: now), for: work)
-            }
-            return try consequences(of: .deferred(reason: "withdrawn", until: now), for: work)
-        case .deferred(let reason, let until):
-            guard until < message.validUntil else { return ([try expired(work, at: now)], Tally(outcome: "expired", reason: reason)) }
-            var next = message
-            next.notBefore = until
-            return ([try retryRecord(next, of: work)], Tally(outcome: "deferred", reason: reason))
         }
+        return try self.outcome(of: step, for: work.with(life))
     }
 
-    /// What becomes of a message whose delivery an operator cancelled (`MessageCancelled`) or
-    /// paused (set aside on the retry topic for `pauseRecheckMilliseconds`, or `expired` if its
-    /// `validUntil` comes first); nil when its delivery is active.
-    func controlled(_ work: Work, at now: Date) throws -> ([KafkaProducerRecord], Tally)? {
-        switch controls.state(of: work.message.deliveryId) {
-        case .active:
-            return nil
-        case .cancelled:
-            let cancelled = MessageCancelled(message: work.message.reference, attempts: work.message.attempt - 1, cancelledAt: now)
-            return ([try result(cancelled, of: work)], Tally(outcome: "cancelled"))
-        case .paused:
-            let until = now.addingTimeInterval(Double(settings.pauseRecheckMilliseconds) / 1000)
-            return try consequences(of: .deferred(reason: "paused", until: until), for: work)
+    /// The records of a final status or of a message written back, and how it is counted.
+    func outcome(of step: MessageLife.Step, for work: Work) throws -> Outcome {
+        let message = work.message
+        let now = now()
+        let records: [KafkaProducerRecord]
+        let tally: Tally
+        switch step {
+        case .finish(.sent(let providerMessageId)):
+            let sent = MessageSent(message: message.reference, providerMessageId: providerMessageId, attempts: message.attempt, sentAt: now)
+            (records, tally) = ([try result(sent, of: work)], Tally(outcome: "sent"))
+        case .finish(.failed(let failure)):
+            let reference = message.reference
+            let failureType = failure.hard ? "hard" : "soft"
+            let failed = MessageFailed(message: reference, failureType: failureType, reason: failure.reason, attempts: failure.attempts, failedAt: now)
+            var events = [try result(failed, of: work)]
+            if let invalidSince = failure.disabledSince {
+                // The device by its token's digest (version 2): push.subscriptions is kept forever.
+                let digest = reference.tokenDigest
+                let disabled = SubscriptionDisabled(appId: message.appId, tokenDigest: digest, reason: failure.reason, invalidSince: invalidSince)
+                let envelope = EventEnvelope(
+                    key: TokenDigest.subscriptionKey(appId: message.appId, tokenDigest: digest), payload: disabled,
+                    correlationId: message.deliveryId, causationId: work.metadata.id.lowercaseText
+                )
+                events.append(try KafkaProducerRecord(topic: topics.subscriptions, event: envelope))
+            }
+            (records, tally) = (events, Tally(outcome: "failed", reason: failure.reason, failureType: failureType))
+        case .finish(.expired(let reason)):
+            let expired = MessageExpired(message: message.reference, attempts: message.attempt - 1, expiredAt: now)
+            (records, tally) = ([try result(expired, of: work)], Tally(outcome: "expired", reason: reason ?? ""))
+        case .finish(.cancelled):
+            let cancelled = MessageCancelled(message: message.reference, attempts: message.attempt - 1, cancelledAt: now)
+            (records, tally) = ([try result(cancelled, of: work)], Tally(outcome: "cancelled"))
+        case .requeue(let requeue):
+            var next = message
+            next.attempt = requeue.attempt
+            next.notBefore = requeue.notBefore
+            var record = try retryRecord(next, of: work, topic: requeue.throttleSlot == nil ? topics.retries : topics.throttled)
+            if let slot = requeue.throttleSlot { record.headers.append(ThrottleHeader.header(slot)) }
+            (records, tally) = ([record], Tally(outcome: requeue.retried ? "retried" : "deferred", reason: requeue.reason))
+        case .skip, .hold, .takeSlot, .send:
+            preconditionFailure("no outcome to publish for \(step)")
         }
+        return Outcome(record: work.record, events: records, tally: tally, plannedAt: message.plannedAt)
     }
 
     func result(_ payload: some PushEvent, of work: Work) throws -> KafkaProducerRecord {
@@ -122,17 +103,13 @@ extension MessageSender {
         return try KafkaProducerRecord(topic: topics.results, event: envelope)
     }
 
-    func expired(_ work: Work, at now: Date) throws -> KafkaProducerRecord {
-        try result(MessageExpired(message: work.message.reference, attempts: work.message.attempt - 1, expiredAt: now), of: work)
-    }
-
-    /// `message` as a record of the retry topic, or of `topic`.
-    func retryRecord(_ message: Message, of work: Work, topic: String? = nil) throws -> KafkaProducerRecord {
+    /// `message` as a record of `topic` (the retry topic or the throttled one).
+    func retryRecord(_ message: Message, of work: Work, topic: String) throws -> KafkaProducerRecord {
         let envelope = EventEnvelope(
             key: message.recordKey, payload: message,
             correlationId: message.deliveryId, causationId: work.metadata.id.lowercaseText
         )
-        var record = try KafkaProducerRecord(topic: topic ?? topics.retries, event: envelope)
+        var record = try KafkaProducerRecord(topic: topic, event: envelope)
         record.headers += [
             KafkaHeader(name: "push-delivery-id", string: message.deliveryId),
             KafkaHeader(name: "push-message-id", string: message.messageId.lowercaseText),

@@ -9,27 +9,13 @@ import Synchronization
 /// Publishing outcomes and finishing records: a record is finished (its offset may be stored)
 /// only once the broker stored the events of its outcome.
 extension MessageSender {
-    /// Publishes the outcome's events; once the broker stored them all, the record is finished.
-    ///
-    /// Outcomes are published in batches: the task whose outcome arrives while nobody publishes
-    /// becomes the publisher and sends every outcome waiting, in one `send`, until none waits;
-    /// the others leave their outcome and end. So at thousands of messages a second there is
-    /// one delivery wait, one offset store and one gauge update per batch (the outcomes that
-    /// arrived during the previous batch's round trip), not per message. The batch size adapts
-    /// to the rate; each outcome's records are still finished only once stored.
-    func publishOutcome(of work: Work, records: [KafkaProducerRecord], count: Tally) async {
-        let publisher = waiting.withLock { waiting in
-            waiting.finished.append(.outcome(Outcome(record: work.record, events: records, tally: count, plannedAt: work.message.plannedAt)))
-            guard !waiting.publishing else { return false }
-            waiting.publishing = true
-            return true
-        }
-        guard publisher else { return }
-        await publishWaiting()
-    }
+    // Outcomes are published in batches: every outcome is queued for the publisher task, which
+    // sends all those waiting in one `send`, until none waits. So at thousands of messages a
+    // second there is one delivery wait, one offset store and one gauge update per batch (the
+    // outcomes that arrived during the previous batch's round trip), not per message. The batch
+    // size adapts to the rate; each outcome's records are still finished only once stored.
 
-    /// Queues an outcome for the publisher task and wakes it if idle (for callers that must not
-    /// wait for the publishing: the schedule).
+    /// Queues an outcome for the publisher task and wakes it if idle.
     func queueOutcome(_ outcome: Outcome) {
         let wake = waiting.withLock { waiting in
             waiting.finished.append(.outcome(outcome))
@@ -62,9 +48,9 @@ extension MessageSender {
                 outcomes.append(outcome)
             case .sent(let work, let outcome):
                 do {
-                    let (records, tally) = try consequences(of: outcome, for: work)
-                    outcomes.append(Outcome(record: work.record, events: records, tally: tally, plannedAt: work.message.plannedAt))
-                    decisions.append((work.message.messageId, tally.isFinal))
+                    let answered = try answered(outcome, for: work)
+                    outcomes.append(answered)
+                    decisions.append((work.message.messageId, answered.tally?.isFinal ?? false))
                 } catch {
                     // Encoding our own events cannot fail for valid messages; keep the record unfinished.
                     logger.error("Could not encode a result event", metadata: ["error": "\(error)"])

@@ -21,11 +21,9 @@ extension MessageSender {
         // for the connection's TLS handshake: written together once it is up, they could reach
         // the provider faster than the rate). A stale slot's message takes a new slot.
         let deliveryId = work.message.deliveryId
-        let slot = work.slot
+        let life = work.life
         let stillWanted: @Sendable () -> Bool = { [controls, now] in
-            guard controls.state(of: deliveryId) == .active else { return false }
-            guard let slot else { return true }
-            return ThrottleRate.usable(slot, now: now())
+            life.stillWanted(control: controls.state(of: deliveryId), now: now())
         }
         transport.send(work.message, waiting: waitingSends, stillWanted: stillWanted) { [self] outcome in
             metrics.sendLatency.recordNanoseconds(Int64((ContinuousClock.now - started) / .nanoseconds(1)))

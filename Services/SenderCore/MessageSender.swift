@@ -68,6 +68,8 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     /// The data keys of sealed records, read per batch (`MessageKeys`).
     let keys: MessageKeys
     let consumerConfiguration: KafkaConsumerConfiguration
+    /// What becomes of a message, from the settings (`MessageLife`).
+    let rules: MessageLife.Rules
     let logger: Logger
     let now: @Sendable () -> Date
     let metrics: SenderMetrics
@@ -107,19 +109,19 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         let record: KafkaConsumerRecord
         let message: Message
         let metadata: EventMetadata
-        /// The throttle slot taken for it: carried by a record set aside for its slot (header
-        /// `push-throttle-slot`), or taken here while it waits in memory.
-        let slot: Date?
+        /// Where the message stands when this reference was made (a new `Work` at each hand-over:
+        /// to the schedule, to the transport).
+        let life: MessageLife
 
-        init(record: KafkaConsumerRecord, message: Message, metadata: EventMetadata, slot: Date? = nil) {
+        init(record: KafkaConsumerRecord, message: Message, metadata: EventMetadata, life: MessageLife) {
             self.record = record
             self.message = message
             self.metadata = metadata
-            self.slot = slot
+            self.life = life
         }
 
-        func with(slot: Date?) -> Work {
-            Work(record: record, message: message, metadata: metadata, slot: slot)
+        func with(_ life: MessageLife) -> Work {
+            Work(record: record, message: message, metadata: metadata, life: life)
         }
     }
 
@@ -206,6 +208,9 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         self.throttle = throttle
         self.keys = keys
         self.consumerConfiguration = settings.consumer(consumer, topics: topics.read, readsThrottled: topics.readsThrottled)
+        self.rules = MessageLife.Rules(
+            retryPolicy: settings.retryPolicy, pauseRecheck: Double(settings.pauseRecheckMilliseconds) / 1000,
+            credentialCooldown: Double(settings.credentialCooldownMilliseconds) / 1000)
         var logger = logger
         logger[metadataKey: "sender"] = .string(transport.provider)
         logger[metadataKey: "lane"] = .string(settings.lane.rawValue)
@@ -280,12 +285,6 @@ package final class MessageSender<Transport: MessageTransport>: Service {
 
     // MARK: reading
 
-    /// The outcome of `work`'s record is decided (before its records are published, so the retry
-    /// record it may write is not taken for a twin).
-    func decided(_ work: Work, final: Bool) {
-        state.withLock { $0.ledger.decided(work.message.messageId, final: final) }
-    }
-
     /// Takes a permit to hold one more record; false if the sender is stopping (also when room
     /// is free: the rest of a batch read before the stop is not begun, or a slow provider would
     /// hold the shutdown up for a whole batch's sends).
@@ -300,36 +299,19 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         }
     }
 
-    /// Begins a record (its permit is taken): sends it, schedules it, or sets it aside. A
-    /// sealed record is opened with its subject's key from `keys`.
+    /// Begins a record (its permit is taken): sends it, schedules it, or publishes what became
+    /// of it. A sealed record is opened with its subject's key from `keys`.
     private func take(
         _ record: KafkaConsumerRecord, decoded: Result<DecodedEvent<Message>, EventDecodingError>, keys: [UUID: [UInt8]],
         group: inout ThrowingDiscardingTaskGroup<any Error>
     ) async throws {
         state.withLock { $0.update(record.topicPartition) { $0.begin(record.offset) } }
-        let work: Work
-        /// Why a sealed record cannot be opened: `erased` (its subject's key is gone) or
-        /// `unreadable` (the key does not open the box).
-        var unopened: String?
+        let read: Message
+        let metadata: EventMetadata
         do {
             switch try decoded.get() {
-            case .known(let read, let metadata):
-                var message = read
-                if let sealing = read.sealing {
-                    if let key = keys[sealing.subjectId] {
-                        if let opened = read.opened(with: key) { message = opened } else { unopened = "unreadable" }
-                    } else {
-                        unopened = "erased"
-                    }
-                }
-                work = Work(record: record, message: message, metadata: metadata, slot: ThrottleHeader.slot(in: record.headers))
-                // A second record of a message held or finished here (written twice around a
-                // crash): the first decides; this one is finished without a send or an event.
-                guard state.withLock({ $0.ledger.admit(message.messageId) }) else {
-                    logger.debug("Skipping a second record of a message held or finished here", metadata: ["message.id": "\(message.messageId)"])
-                    finish([Outcome(record: record, events: [], tally: Tally(outcome: "duplicate"))])
-                    return
-                }
+            case .known(let message, let known):
+                (read, metadata) = (message, known)
             case .unknown(let metadata):
                 logger.debug("Skipping a record of another type", metadata: ["type": "\(metadata.type)", "version": "\(metadata.version)"])
                 finish(record)
@@ -339,30 +321,24 @@ package final class MessageSender<Transport: MessageTransport>: Service {
             group.addTask { await self.deadLetter(record, reason: "\(error)") }
             return
         }
-        let now = now()
-        if let reason = unopened {
-            // Not sent: the result names the device by the sealing's digest.
-            let failed = MessageFailed(message: work.message.reference, failureType: "soft", reason: reason, attempts: work.message.attempt - 1, failedAt: now)
-            let records = [try result(failed, of: work)]
-            decided(work, final: true)
-            group.addTask { await self.publishOutcome(of: work, records: records, count: Tally(outcome: "failed", reason: reason, failureType: "soft")) }
-        } else if work.message.validUntil <= now {
-            let records = try expired(work, at: now)
-            decided(work, final: true)
-            group.addTask { await self.publishOutcome(of: work, records: [records], count: Tally(outcome: "expired")) }
-        } else if let (records, tally) = try controlled(work, at: now) {
-            decided(work, final: tally.isFinal)
-            group.addTask { await self.publishOutcome(of: work, records: records, count: tally) }
-        } else if let notBefore = work.message.notBefore, notBefore > now {
-            let earliest = state.withLock { state in
-                state.schedule.insert(work, due: notBefore)
-                return state.schedule.nextDue == notBefore
+        var message = read
+        var opening = MessageLife.Opening.opened
+        if let sealing = read.sealing {
+            if let key = keys[sealing.subjectId] {
+                // Not opened: the result names the device by the sealing's digest.
+                if let opened = read.opened(with: key) { message = opened } else { opening = .unopened(reason: "unreadable") }
+            } else {
+                opening = .unopened(reason: "erased")
             }
-            if earliest { scheduleChanged.signal() }
-            updateGauges()
-        } else if let setAside = try await paceAndSend(work) {
-            queueOutcome(setAside)
         }
+        var life = MessageLife(message, slot: ThrottleHeader.slot(in: record.headers))
+        // A second record of a message held or finished here (written twice around a crash):
+        // the first decides; this one is finished without a send or an event.
+        let admitted = state.withLock { $0.ledger.admit(message.messageId) }
+        let step = life.begin(admitted: admitted, opening: opening, control: controls.state(of: message.deliveryId), now: now(), rules: rules)
+        if !admitted { logger.debug("Skipping a second record of a message held or finished here", metadata: ["message.id": "\(message.messageId)"]) }
+        let work = Work(record: record, message: message, metadata: metadata, life: life)
+        if let outcome = try await carryOut(step, of: work) { queueOutcome(outcome) }
     }
 
     /// Sends the records whose retry time came, until the sender stops: sleeps until the earliest
@@ -379,12 +355,9 @@ package final class MessageSender<Transport: MessageTransport>: Service {
             if !due.isEmpty { updateGauges() }
             for work in due {
                 // Cancelled or paused while it waited: not sent.
-                if let (records, tally) = try controlled(work, at: now()) {
-                    decided(work, final: tally.isFinal)
-                    queueOutcome(Outcome(record: work.record, events: records, tally: tally, plannedAt: work.message.plannedAt))
-                    continue
-                }
-                if let setAside = try await paceAndSend(work) { queueOutcome(setAside) }
+                var life = work.life
+                let step = life.due(control: controls.state(of: work.message.deliveryId), now: now(), rules: rules)
+                if let outcome = try await carryOut(step, of: work.with(life)) { queueOutcome(outcome) }
             }
             if closed { return }
             // Nothing scheduled: wait for the first record (its insert signals).

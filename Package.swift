@@ -335,7 +335,9 @@ let package = Package(
             name: "PushPlanningUnitTests", dependencies: ["PushPlanning", "PushEvents", "PushRuntime", "Kafka", "PushTestSupport"], swiftSettings: swiftSettings
         ),
         .testTarget(
-            name: "PushSendingUnitTests", dependencies: ["PushSending", "PushCredentials", "PushRuntime", "PushEvents", "Kafka"], swiftSettings: swiftSettings),
+            name: "PushSendingUnitTests",
+            dependencies: ["PushSending", "PushCredentials", "PushRuntime", "PushEvents", "PushStore", "Kafka", logging, serviceLifecycle],
+            swiftSettings: swiftSettings),
         .testTarget(name: "PushConsoleUnitTests", dependencies: ["PushConsole", "PushRuntime", crypto], swiftSettings: swiftSettings),
         .testTarget(name: "PushTrackingUnitTests", dependencies: ["PushTracking", "PushEvents"], swiftSettings: swiftSettings),
         .testTarget(name: "KafkaIntegrationTests", dependencies: ["Kafka", "PushTestSupport", logging, metricsTestKit], swiftSettings: swiftSettings),

@@ -19,7 +19,7 @@ package struct MessageKeys: Sendable {
 
     /// The keys of `subjects` that exist. PostgreSQL unreachable: tried again every second until
     /// it answers or the task is cancelled (the batch waits; nothing is sent without its key).
-    func keys(of subjects: Set<UUID>) async throws -> [UUID: [UInt8]] {
+    package func keys(of subjects: Set<UUID>) async throws -> [UUID: [UInt8]] {
         guard !subjects.isEmpty else { return [:] }
         while true {
             do {

@@ -72,20 +72,18 @@ extension MessageSender {
     /// the others send their failed events again (with backoff) and are finished or abandoned
     /// one by one.
     func publish(_ batch: [Outcome]) async {
-        let results = await producer.send(batch.flatMap(\.events))
+        let errors = await producer.store(batch.flatMap(\.events))
         var stored: [Outcome] = []
         stored.reserveCapacity(batch.count)
         var failed: [Outcome] = []
         var index = 0
         for var outcome in batch {
-            let mine = results[index..<(index + outcome.events.count)]
+            let mine = errors[index..<(index + outcome.events.count)]
             index += outcome.events.count
-            if mine.allSatisfy({ if case .success = $0 { true } else { false } }) {
+            if mine.allSatisfy({ $0 == nil }) {
                 stored.append(outcome)
             } else {
-                outcome.events = zip(outcome.events, mine).compactMap { event, result in
-                    if case .failure = result { event } else { nil }
-                }
+                outcome.events = zip(outcome.events, mine).compactMap { event, error in error == nil ? nil : event }
                 failed.append(outcome)
             }
         }
@@ -106,14 +104,12 @@ extension MessageSender {
         var failures = 0
         var pending = records
         while true {
-            let results = await producer.send(pending)
+            let errors = await producer.store(pending)
             var failed: [KafkaProducerRecord] = []
             var lastError: KafkaError?
-            for (record, result) in zip(pending, results) {
-                if case .failure(let error) = result {
-                    failed.append(record)
-                    lastError = error
-                }
+            for (record, error) in zip(pending, errors) where error != nil {
+                failed.append(record)
+                lastError = error
             }
             if failed.isEmpty { return true }
             failures += 1

@@ -58,16 +58,17 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     let transport: Transport
     let settings: SenderSettings
     let topics: Topics
-    let producer: KafkaProducer
-    let deadLetters: DeadLetterPublisher
+    let producer: any SenderEventSink
+    let deadLetters: any SenderDeadLetters
     let suspensions: CredentialSuspensions
     /// Deliveries an operator cancelled or paused (`push.delivery_controls`).
-    let controls: DeliveryControls
+    let controls: any SenderControls
     /// The send slots of throttled deliveries, shared through PostgreSQL (`ThrottleSlots`).
-    let throttle: ThrottleSlots
+    let throttle: any SenderThrottle
     /// The data keys of sealed records, read per batch (`MessageKeys`).
-    let keys: MessageKeys
+    let keys: any SenderKeys
     let consumerConfiguration: KafkaConsumerConfiguration
+    let makeConsumer: SenderConsumerFactory
     /// What becomes of a message, from the settings (`MessageLife`).
     let rules: MessageLife.Rules
     let logger: Logger
@@ -144,7 +145,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     }
 
     struct State: Sendable {
-        var consumer: KafkaConsumer?
+        var consumer: (any SenderConsumer)?
         private(set) var progress: [KafkaTopicPartition: PartitionProgress] = [:]
         /// The sums of `held` and `finishedBehindUnfinished` over `progress`, kept up to date by
         /// `update` so that the gauges cost the same whatever the number of partitions.
@@ -194,9 +195,10 @@ package final class MessageSender<Transport: MessageTransport>: Service {
 
     /// - Parameter consumer: brokers and timeouts; group and topics come from `settings` and `topics`.
     package init(
-        transport: Transport, settings: SenderSettings, topics: Topics, producer: KafkaProducer,
-        deadLetters: DeadLetterPublisher, suspensions: CredentialSuspensions, controls: DeliveryControls, throttle: ThrottleSlots,
-        keys: MessageKeys, consumer: KafkaConsumerConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+        transport: Transport, settings: SenderSettings, topics: Topics, producer: any SenderEventSink,
+        deadLetters: any SenderDeadLetters, suspensions: CredentialSuspensions, controls: any SenderControls, throttle: any SenderThrottle,
+        keys: any SenderKeys, consumer: KafkaConsumerConfiguration, makeConsumer: @escaping SenderConsumerFactory = KafkaConsumer.senderConsumer,
+        logger: Logger, now: @escaping @Sendable () -> Date = Date.init
     ) {
         self.transport = transport
         self.settings = settings
@@ -208,6 +210,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         self.throttle = throttle
         self.keys = keys
         self.consumerConfiguration = settings.consumer(consumer, topics: topics.read, readsThrottled: topics.readsThrottled)
+        self.makeConsumer = makeConsumer
         self.rules = MessageLife.Rules(
             retryPolicy: settings.retryPolicy, pauseRecheck: Double(settings.pauseRecheckMilliseconds) / 1000,
             credentialCooldown: Double(settings.credentialCooldownMilliseconds) / 1000)
@@ -231,11 +234,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         // Nothing is read before the controls are: a cancelled delivery's messages are not
         // sent while the table is being read after a restart.
         await controls.loaded()
-        let consumer = try KafkaConsumer(
-            configuration: consumerConfiguration,
-            revocationHandler: { [self] partitions in await handBack(partitions) },
-            logger: logger
-        )
+        let consumer = try makeConsumer(consumerConfiguration, { [self] partitions in await handBack(partitions) }, logger)
         state.withLock { $0.consumer = consumer }
         do {
             try await withThrowingDiscardingTaskGroup { group in
@@ -245,7 +244,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
                 group.addTask { await self.waitingSends.run() }
                 // A reader waiting for room stops waiting when the sender is asked to stop.
                 try await withGracefulShutdownHandler {
-                    reading: for try await batch in consumer.batches.cancelOnGracefulShutdown() {
+                    reading: for try await batch in ConsumerBatches(consumer: consumer).cancelOnGracefulShutdown() {
                         // Each record parsed once; the data keys of the sealed ones in one query.
                         let decoded = batch.map { record in Result { () throws(EventDecodingError) in try Message.decodeRecord(record.value) } }
                         let subjects = Set(decoded.compactMap { if case .success(.known(let message, _)) = $0 { message.sealing?.subjectId } else { nil } })
@@ -369,7 +368,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     /// Commits stored offsets every `commitInterval` (librdkafka's own auto-commit is once a
     /// second): what a SIGKILL makes the next owner send again is what was held plus what was
     /// finished since the last commit, and this keeps the second part small and measured.
-    private func runCommits(_ consumer: KafkaConsumer) async throws {
+    private func runCommits(_ consumer: any SenderConsumer) async throws {
         while !state.withLock({ $0.scheduleClosed }) {
             try await Task.sleep(for: .milliseconds(settings.commitIntervalMilliseconds))
             let finished = state.withLock { $0.finishedSinceCommit }
@@ -382,5 +381,18 @@ package final class MessageSender<Transport: MessageTransport>: Service {
             }
             updateGauges()
         }
+    }
+}
+
+/// A sender consumer's batches as a sequence (for `cancelOnGracefulShutdown`).
+struct ConsumerBatches: AsyncSequence, Sendable {
+    typealias Element = [KafkaConsumerRecord]
+    let consumer: any SenderConsumer
+
+    func makeAsyncIterator() -> Iterator { Iterator(consumer: consumer) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        let consumer: any SenderConsumer
+        mutating func next() async throws -> [KafkaConsumerRecord]? { try await consumer.nextBatch() }
     }
 }

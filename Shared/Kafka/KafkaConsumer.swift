@@ -149,7 +149,7 @@ package final class KafkaConsumer: Service, Sendable {
     }
 
     /// The next non-empty batch; nil once the consumer is closed or the task is cancelled.
-    func nextBatch() async throws -> [KafkaConsumerRecord]? {
+    package func nextBatch() async throws -> [KafkaConsumerRecord]? {
         while true {
             if state.withLock({ $0.closed }) || Task.isCancelled { return nil }
             if let fatal = client.sink.fatal { throw fatal }

@@ -1,0 +1,194 @@
+import Foundation
+import Kafka
+import PushEvents
+import Testing
+
+@testable import PushSending
+
+/// The whole `MessageSender` on in-memory parts (`InMemorySender`): what a sender instance
+/// publishes, stores and hands back, observed as the broker would see it.
+@Suite("MessageSender in memory: reading, outcomes, publishing, offsets, shutdown")
+struct MessageSenderTests {
+    static let retries = InMemorySender.topics.retries
+
+    /// Runs `body` against a started sender, then stops it gracefully and waits for it to end.
+    func withSender(_ sender: InMemorySender, _ body: (InMemorySender) async throws -> Void) async throws {
+        let running = Task { try await sender.group.run() }
+        do {
+            try await body(sender)
+        } catch {
+            await sender.group.triggerGracefulShutdown()
+            _ = await running.result
+            throw error
+        }
+        await sender.group.triggerGracefulShutdown()
+        try await running.value
+    }
+
+    @Test("every message of two partitions is sent once, its MessageSent stored, and each partition's offset stored and committed past its last record")
+    func sendsAll() async throws {
+        let sender = InMemorySender()
+        let first = (0..<10).map { _ in InMemorySender.message() }
+        let second = (0..<7).map { _ in InMemorySender.message() }
+        try await withSender(sender) { sender in
+            try sender.deliver(first, partition: 0)
+            try sender.deliver(second, partition: 1)
+            try await sender.until("17 results") { sender.results().count == 17 }
+            try await sender.until("offsets stored") { sender.stored(partition: 0) == 10 && sender.stored(partition: 1) == 7 }
+        }
+        let results = sender.results()
+        for message in first + second { #expect(results[message.messageId] == ["MessageSent"]) }
+        #expect(sender.transport.sent.withLock { $0.count } == 17)
+        let committed = sender.consumer.committed.withLock { $0 }
+        #expect(committed[KafkaTopicPartition(topic: InMemorySender.topics.messages, partition: 0)] == 10)
+        #expect(committed[KafkaTopicPartition(topic: InMemorySender.topics.messages, partition: 1)] == 7)
+        #expect(sender.consumer.isClosed)
+    }
+
+    @Test("each provider answer ends as its events say: sent, a dead token quarantined, a soft failure, a retry on the retry topic as the next attempt")
+    func outcomeClasses() async throws {
+        let sent = InMemorySender.message()
+        let dead = InMemorySender.message()
+        let refused = InMemorySender.message()
+        let transient = InMemorySender.message()
+        let transport = MemoryTransport { message in
+            switch message.messageId {
+            case dead.messageId: .tokenInvalid(reason: "Unregistered", invalidSince: nil)
+            case refused.messageId: .failed(reason: "PayloadTooLarge")
+            case transient.messageId: .retry(reason: "ServiceUnavailable")
+            default: .sent(providerMessageId: "p")
+            }
+        }
+        let sender = InMemorySender(transport: transport)
+        try await withSender(sender) { sender in
+            try sender.deliver([sent, dead, refused, transient])
+            try await sender.until("four outcomes stored") { sender.stored() == 4 }
+        }
+        let results = sender.results()
+        #expect(results[sent.messageId] == ["MessageSent"])
+        #expect(results[dead.messageId] == ["MessageFailed"])
+        #expect(results[refused.messageId] == ["MessageFailed"])
+        #expect(results[transient.messageId] == nil, "a retry is not a result")
+        let failures = sender.sink.events(on: InMemorySender.topics.results).compactMap { $0["data"] as? [String: Any] }
+            .filter { $0["failureType"] != nil }.map { "\($0["failureType"]!) \($0["reason"]!)" }.sorted()
+        #expect(failures == ["hard Unregistered", "soft PayloadTooLarge"])
+        #expect(sender.sink.events(on: InMemorySender.topics.subscriptions).map { $0["type"] as? String } == ["SubscriptionDisabled"])
+        let retry = try #require(sender.requeued().first)
+        #expect(sender.requeued().count == 1)
+        #expect(retry.messageId == transient.messageId && retry.attempt == 2)
+        #expect(retry.notBefore.map { $0 > Date() } == true)
+    }
+
+    @Test("a record that is not a message goes to the dead letters with the reason; the messages after it are sent and the offset passes it")
+    func deadLetter() async throws {
+        let sender = InMemorySender()
+        let after = InMemorySender.message()
+        try await withSender(sender) { sender in
+            sender.deliverRaw("not json")
+            try sender.deliver([after])
+            try await sender.until("both finished") { sender.stored() == 2 }
+        }
+        let letters = sender.deadLetters.letters.withLock { $0 }
+        #expect(letters.map(\.offset) == [0])
+        #expect(letters.first?.reason.isEmpty == false)
+        #expect(sender.results()[after.messageId] == ["MessageSent"])
+    }
+
+    @Test("a message recorded twice is sent once; the twin is finished without an event")
+    func twins() async throws {
+        let sender = InMemorySender()
+        let message = InMemorySender.message()
+        try await withSender(sender) { sender in
+            try sender.deliver([message, message])
+            try await sender.until("both finished") { sender.stored() == 2 }
+            try sender.deliver([message])
+            try await sender.until("the late twin finished") { sender.stored() == 3 }
+        }
+        #expect(sender.transport.sent.withLock { $0.count } == 1)
+        #expect(sender.results()[message.messageId] == ["MessageSent"])
+    }
+
+    @Test("a cancelled delivery's message is cancelled and a paused one's set aside, neither sent; another delivery's goes on")
+    func controls() async throws {
+        let sender = InMemorySender()
+        sender.controls.set("cancelled", .cancelled)
+        sender.controls.set("paused", .paused)
+        let cancelled = InMemorySender.message(deliveryId: "cancelled")
+        let paused = InMemorySender.message(deliveryId: "paused")
+        let active = InMemorySender.message(deliveryId: "active")
+        try await withSender(sender) { sender in
+            try sender.deliver([cancelled, paused, active])
+            try await sender.until("three finished") { sender.stored() == 3 }
+        }
+        #expect(sender.transport.sent.withLock { $0.map(\.messageId) } == [active.messageId])
+        #expect(sender.results()[cancelled.messageId] == ["MessageCancelled"])
+        #expect(sender.requeued().map(\.messageId) == [paused.messageId])
+        #expect(sender.requeued().first?.attempt == 1)
+    }
+
+    @Test("a message read after its validUntil expires without a send")
+    func expired() async throws {
+        let sender = InMemorySender()
+        let late = InMemorySender.message(validFor: -1)
+        try await withSender(sender) { sender in
+            try sender.deliver([late])
+            try await sender.until("finished") { sender.stored() == 1 }
+        }
+        #expect(sender.transport.sent.withLock { $0.isEmpty })
+        #expect(sender.results()[late.messageId] == ["MessageExpired"])
+    }
+
+    @Test("the broker refusing the results for a while: they are published again until stored, once each, and only then is the offset stored")
+    func brokerFailures() async throws {
+        let sender = InMemorySender()
+        sender.sink.failing.withLock { $0 = 3 }
+        let messages = (0..<3).map { _ in InMemorySender.message() }
+        try await withSender(sender) { sender in
+            try sender.deliver(messages)
+            try await sender.until("stored after the failures") { sender.stored() == 3 }
+        }
+        let results = sender.results()
+        for message in messages { #expect(results[message.messageId] == ["MessageSent"]) }
+        #expect(sender.transport.sent.withLock { $0.count } == 3, "sent once each: publishing again does not send again")
+    }
+
+    @Test("stopping with sends in flight waits for their answers and publishes them; a retry waiting in memory is handed back unchanged; all committed")
+    func shutdownInFlight() async throws {
+        let transport = MemoryTransport { _ in nil }
+        let sender = InMemorySender(transport: transport)
+        let inFlight = (0..<4).map { _ in InMemorySender.message() }
+        let waiting = InMemorySender.message(attempt: 3, notBefore: Date().addingTimeInterval(600))
+        let running = Task { try await sender.group.run() }
+        try sender.deliver(inFlight + [waiting])
+        try await sender.until("four in flight") { transport.inFlight.withLock { $0.count } == 4 }
+        #expect(sender.stored() == nil, "nothing finished yet")
+        await sender.group.triggerGracefulShutdown()
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(!sender.consumer.isClosed, "the sender waits for its sends in flight")
+        transport.release(.sent(providerMessageId: "late"))
+        try await running.value
+
+        let results = sender.results()
+        for message in inFlight { #expect(results[message.messageId] == ["MessageSent"]) }
+        let handedBack = sender.requeued()
+        #expect(handedBack.map(\.messageId) == [waiting.messageId])
+        #expect(handedBack.first?.attempt == 3)
+        // Written unchanged: its time as the record had it (milliseconds).
+        #expect(abs((handedBack.first?.notBefore ?? .distantPast).timeIntervalSince(waiting.notBefore!)) < 0.001)
+        #expect(sender.consumer.committed.withLock { $0[KafkaTopicPartition(topic: InMemorySender.topics.messages, partition: 0)] } == 5)
+    }
+
+    @Test("a throttled delivery's messages are each sent at a slot of its timeline, none before it")
+    func throttled() async throws {
+        let sender = InMemorySender()
+        let messages = (0..<5).map { _ in InMemorySender.message(throttlePerSecond: 50) }
+        let started = Date()
+        try await withSender(sender) { sender in
+            try sender.deliver(messages)
+            try await sender.until("five sent") { sender.stored() == 5 }
+        }
+        #expect(sender.transport.sent.withLock { $0.count } == 5)
+        // Five slots 20 ms apart: the last is at least 80 ms after the first.
+        #expect(Date().timeIntervalSince(started) >= 0.08)
+    }
+}

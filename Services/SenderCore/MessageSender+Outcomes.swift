@@ -47,7 +47,7 @@ extension MessageSender {
                     "reason": "\(failure.reason)", "suspended.ms": "\(settings.credentialCooldownMilliseconds)",
                 ])
         }
-        return try self.outcome(of: step, for: work.with(life))
+        return try self.outcome(of: step, for: work)
     }
 
     /// The records of a final status or of a message written back, and how it is counted.

@@ -65,11 +65,11 @@ extension MessageSender {
                     step = life.late(now: now())
                     continue
                 }
-                send(work.with(life))
+                // Unthrottled, the life is the one `work` was made with: no second reference.
+                send(life == work.life ? work : work.with(life))
                 return nil
             case .finish, .requeue:
-                let decided = work.with(life)
-                let outcome = try self.outcome(of: step, for: decided)
+                let outcome = try self.outcome(of: step, for: work)
                 state.withLock { $0.ledger.decided(work.message.messageId, final: outcome.tally?.isFinal ?? false) }
                 return outcome
             }

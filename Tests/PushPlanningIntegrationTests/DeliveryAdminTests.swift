@@ -202,11 +202,9 @@ struct DeliveryAdminTests {
             }
             let targeted = try await planned()
             #expect(targeted < 20_000, "cancelled before the end of the audience")
-            let tokens = try await h.messageRecords().compactMap { record in
-                ((try? JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any])?["data"] as? [String: Any])?["registrationToken"] as? String
-            }
-            #expect(tokens.count == targeted, "DeliveryPlanned counts what was published")
-            #expect(Set(tokens).count == tokens.count, "no device twice")
+            let messages = try await h.plannedMessages(deliveryId)
+            #expect(messages.count == targeted, "DeliveryPlanned counts what was published")
+            #expect(Set(messages.map(\.tokenDigest)).count == messages.count, "no device twice")
 
             #expect(try await Self.call(port: port, "POST", "/deliveries/\(deliveryId)/cancel").status == 202, "cancel again changes nothing")
             let refused = try await Self.call(port: port, "POST", "/deliveries/\(deliveryId)/resume")

@@ -89,7 +89,7 @@ package struct ConsoleEndpoints: Sendable {
                 if answer.accepted, step != "preview", let deliveryId = json["deliveryId"] as? String {
                     logger.info("Console: delivery submitted", metadata: ["delivery": "\(deliveryId)", "proof": "\(step == "proof")"])
                     // The report needs the deliveries projection's row: wait for it a little.
-                    for _ in 0..<50 where try await reports.funnel(deliveryId: deliveryId) == nil { try await Task.sleep(for: .milliseconds(200)) }
+                    _ = try await reports.awaitDelivery(deliveryId, timeout: .seconds(10))
                     return ConsoleHTML.redirect(to: "/deliveries/\(ConsoleHTML.queryValue(deliveryId))?submitted=\(step == "proof" ? "proof" : "send")")
                 }
                 let problem = answer.accepted ? nil : "\(answer.error ?? "refused") (\(answer.status))"

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import PushRuntime
 
 /// What the console's pages read from PostgreSQL: the analysts' read models with the queries of
 /// docs/analysts.md (the funnel from `delivery_indicators`, failures by reason and platform, sends
@@ -94,6 +95,16 @@ package struct ConsoleReports: Sendable {
             case (_, true): return "finished"
             default: return status == "planned" ? "sending" : status
             }
+        }
+    }
+
+    /// Waits until the deliveries projection shows `deliveryId` (true), at most `timeout`.
+    package func awaitDelivery(_ deliveryId: String, timeout: Duration) async throws -> Bool {
+        let logger = logger
+        return try await ProjectionWait.deliveries.until(timeout: timeout, postgres: postgres, logger: logger) { connection in
+            let rows = try await connection.query("SELECT 1 FROM push.deliveries WHERE delivery_id = \(deliveryId)", logger: logger)
+            for try await _ in rows { return true }
+            return false
         }
     }
 

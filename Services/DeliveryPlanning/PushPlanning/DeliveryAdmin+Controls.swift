@@ -77,15 +77,13 @@ extension DeliveryAdmin {
             throw AdminError(status: 503, reason: "the broker did not store the \(control.rawValue) (\(error)); ask again")
         }
         logger.notice("Delivery control stored", metadata: ["delivery.id": "\(deliveryId)", "control": "\(control.rawValue)"])
-        let deadline = ContinuousClock.now + Self.controlApplyTimeout
-        while ContinuousClock.now < deadline {
-            let applied = try await postgres.query(
+        let logger = logger
+        let applied = try await ProjectionWait.deliveries.until(timeout: Self.controlApplyTimeout, postgres: postgres, logger: logger) { connection in
+            let applied = try await connection.query(
                 "SELECT event_id = \(eventId) OR state = 'cancelled' FROM push.delivery_controls WHERE delivery_id = \(deliveryId)", logger: logger)
-            for try await done in applied.decode(Bool.self) where done {
-                return ControlAnswer(deliveryId: deliveryId, state: control.state, applied: true)
-            }
-            try await Task.sleep(for: .milliseconds(25))
+            for try await done in applied.decode(Bool.self) where done { return true }
+            return false
         }
-        return ControlAnswer(deliveryId: deliveryId, state: control.state, applied: false)
+        return ControlAnswer(deliveryId: deliveryId, state: control.state, applied: applied)
     }
 }

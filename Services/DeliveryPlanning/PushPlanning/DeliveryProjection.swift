@@ -3,6 +3,7 @@ import Kafka
 import Logging
 import PostgresNIO
 import PushEvents
+import PushRuntime
 import PushStore
 
 /// Keeps `push.deliveries`, `push.delivery_rejections`, `push.exclusion_log` and
@@ -55,6 +56,9 @@ package struct DeliveryProjection: EnvelopeProjection {
     }
 
     package func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
+        // Delivered on commit: an operator's cancel, pause or resume waits for it
+        // (`DeliveryAdmin`), and so does the console before it shows a delivery it submitted.
+        if !events.isEmpty { try await ProjectionWait.deliveries.notify(on: connection, logger: logger) }
         var plannedDeliveries: [String: DeliveryPlanned] = [:]
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys

@@ -4,6 +4,7 @@ import Logging
 import PostgresNIO
 import PushCredentials
 import PushEvents
+import PushRuntime
 import PushStore
 
 /// The command side of the app catalog: validates a change against the current catalog
@@ -193,33 +194,13 @@ package actor CatalogAdmin {
         return occurredAt
     }
 
-    /// Waits until `query` returns 1 (the projection shows the change), at most 5 s.
-    ///
-    /// The catalog projection notifies `CatalogProjection.changedChannel` in each transaction it
-    /// commits (whichever registration instance holds `push.catalog`), so this checks once, then
-    /// again after each notification, instead of polling.
+    /// Waits until `query` returns 1 (the projection shows the change), at most 5 s
+    /// (`ProjectionWait.catalog`: checked once, then after each transaction of the catalog
+    /// projection, whichever registration instance holds `push.catalog`).
     func awaitProjection(_ query: PostgresQuery) async throws {
-        let postgres = self.postgres
         let logger = self.logger
-        let shown = try await withThrowingTaskGroup(of: Bool.self) { group in
-            group.addTask {
-                try await postgres.withConnection { connection in
-                    try await connection.listen(on: CatalogProjection.changedChannel) { changes in
-                        // Listening first, then checking: a commit in between is seen either way.
-                        if try await Self.shows(query, on: connection, logger: logger) { return true }
-                        for try await _ in changes {
-                            if try await Self.shows(query, on: connection, logger: logger) { return true }
-                        }
-                        return false
-                    }
-                }
-            }
-            group.addTask {
-                try await Task.sleep(for: .seconds(5))
-                return false
-            }
-            defer { group.cancelAll() }
-            return try await group.next() ?? false
+        let shown = try await ProjectionWait.catalog.until(timeout: .seconds(5), postgres: postgres, logger: logger) { connection in
+            try await Self.shows(query, on: connection, logger: logger)
         }
         if !shown {
             logger.warning("Catalog projection is behind: the change is stored but not yet visible")

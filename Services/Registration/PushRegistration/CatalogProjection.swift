@@ -3,6 +3,7 @@ import Kafka
 import Logging
 import PostgresNIO
 import PushEvents
+import PushRuntime
 import PushStore
 
 /// Keeps `push.services` and `push.apps` from `push.catalog` (one partition: admin changes
@@ -44,13 +45,10 @@ package struct CatalogProjection: EnvelopeProjection {
         self.decoder = decoder
     }
 
-    /// The PostgreSQL notification channel told of every transaction that applies catalog
-    /// events (delivered on commit): `CatalogAdmin` awaits it to read its own writes.
-    package static let changedChannel = "push_catalog_changed"
-
     package func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
         if !events.isEmpty {
-            try await connection.query("SELECT pg_notify(\(Self.changedChannel), '')", logger: logger)
+            // Delivered on commit: `CatalogAdmin` waits for it to read its own writes.
+            try await ProjectionWait.catalog.notify(on: connection, logger: logger)
         }
         for projected in events {
             switch projected.event {

@@ -155,16 +155,14 @@ package struct DeviceAdmin: Sendable {
             throw AdminError(status: 503, reason: "the broker did not store the change (\(error)); ask again")
         }
         logger.notice("Quarantine lifted by an operator", metadata: ["app": "\(appId)"])
-        let deadline = ContinuousClock.now + .seconds(5)
-        while ContinuousClock.now < deadline {
-            let state = try await postgres.query(
+        let logger = logger
+        let applied = try await ProjectionWait.subscriptions.until(timeout: .seconds(5), postgres: postgres, logger: logger) { connection in
+            let state = try await connection.query(
                 "SELECT disabled FROM push.subscriptions WHERE app_id = \(appId) AND registration_token = \(token)", logger: logger)
-            for try await stillDisabled in state.decode(Bool.self) where !stillDisabled {
-                return Lifted(appId: appId, registrationToken: token, applied: true)
-            }
-            try await Task.sleep(for: .milliseconds(25))
+            for try await stillDisabled in state.decode(Bool.self) where !stillDisabled { return true }
+            return false
         }
-        return Lifted(appId: appId, registrationToken: token, applied: false)
+        return Lifted(appId: appId, registrationToken: token, applied: applied)
     }
 
     /// The answer to an unsubscribe or a resubscribe (200).
@@ -237,20 +235,19 @@ package struct DeviceAdmin: Sendable {
             subscribe ? "Devices subscribed again by an operator" : "Devices unsubscribed by an operator",
             metadata: ["service": "\(serviceName)", "count": "\(changed.count)"])
         guard !changed.isEmpty else { return SubscriptionChange(changed: [], applied: true) }
-        let deadline = ContinuousClock.now + .seconds(5)
-        while ContinuousClock.now < deadline {
-            let state = try await postgres.query(
+        let logger = logger
+        let (appIds, tokens) = (changed.map(\.appId), changed.map(\.registrationToken))
+        let applied = try await ProjectionWait.subscriptions.until(timeout: .seconds(5), postgres: postgres, logger: logger) { connection in
+            let state = try await connection.query(
                 """
                 SELECT count(*)::int FROM push.subscriptions
-                WHERE (app_id, registration_token) IN (SELECT * FROM unnest(\(changed.map(\.appId))::uuid[], \(changed.map(\.registrationToken))::text[]))
+                WHERE (app_id, registration_token) IN (SELECT * FROM unnest(\(appIds)::uuid[], \(tokens)::text[]))
                   AND (unsubscribed_at IS NULL) = \(subscribe)
                 """,
                 logger: logger)
-            for try await done in state.decode(Int.self) where done == changed.count {
-                return SubscriptionChange(changed: changed, applied: true)
-            }
-            try await Task.sleep(for: .milliseconds(25))
+            for try await done in state.decode(Int.self) where done == appIds.count { return true }
+            return false
         }
-        return SubscriptionChange(changed: changed, applied: false)
+        return SubscriptionChange(changed: changed, applied: applied)
     }
 }

@@ -3,6 +3,7 @@ import Kafka
 import Logging
 import PostgresNIO
 import PushEvents
+import PushRuntime
 import PushStore
 
 /// Keeps `push.subscriptions` from `push.subscriptions`: one row per app + token; and reads
@@ -91,6 +92,9 @@ package struct SubscriptionProjection: EnvelopeProjection {
     }
 
     package func apply(_ events: [ProjectedEvent<Event>], on connection: PostgresConnection, logger: Logger) async throws {
+        // Delivered on commit: an operator's unsubscribe or quarantine lift waits for it
+        // (`DeviceAdmin`).
+        if !events.isEmpty { try await ProjectionWait.subscriptions.notify(on: connection, logger: logger) }
         // Consecutive registrations are written with one COPY and one statement (the last per
         // key wins, as they replace the whole row); other events keep their place in the order.
         var pending: [String: SubscriptionRegistered] = [:]

@@ -41,6 +41,31 @@ struct KafkaLogReaderTests {
         await producer.close()
     }
 
+    /// A partition written by many separate produce requests holds many record batches; a
+    /// broker may answer a fetch with fewer of them than the partition holds.
+    @Test("a partition written in many separate batches is read back whole, in order")
+    func manyBatches() async throws {
+        let topic = KafkaTestSupport.uniqueName("readback-batches")
+        try await KafkaTestSupport.createTopic(topic, partitions: 2)
+        let producer = try KafkaTestSupport.producer()
+        for batch in 0..<20 {
+            let records = (0..<100).map { index in
+                KafkaProducerRecord(topic: topic, key: Array("k".utf8), value: Array("r\(batch * 100 + index)".utf8), partition: Int32(batch % 2))
+            }
+            for result in await producer.send(records) { _ = try result.get() }
+        }
+        await producer.close()
+        let reader = KafkaLogReader(configuration: try KafkaTestSupport.client(), logger: KafkaTestSupport.logger)
+        for _ in 0..<3 {
+            let read = Mutex<[Int32: [Int64]]>([:])
+            try await reader.read(topic: topic, timeout: .seconds(20)) { records in
+                read.withLock { read in for record in records { read[record.partition, default: []].append(record.offset) } }
+            }
+            let offsets = read.withLock { $0 }
+            #expect(offsets[0] == Array(0..<1_000) && offsets[1] == Array(0..<1_000), "read \(offsets.mapValues(\.count))")
+        }
+    }
+
     /// A caller that orders records across partitions (`pushctl topics upgrade-history`'s merge)
     /// takes a partition as finished when the reader says so: once per partition, an empty one
     /// included, and only when every record of the partition has reached `body` or is in the

@@ -39,6 +39,7 @@ let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
 let metricsTestKit: Target.Dependency = .product(name: "MetricsTestKit", package: "swift-metrics")
 let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
+let nioEmbedded: Target.Dependency = .product(name: "NIOEmbedded", package: "swift-nio")
 let nioHPACK: Target.Dependency = .product(name: "NIOHPACK", package: "swift-nio-http2")
 let nioHTTP1: Target.Dependency = .product(name: "NIOHTTP1", package: "swift-nio")
 let nioHTTP2: Target.Dependency = .product(name: "NIOHTTP2", package: "swift-nio-http2")
@@ -324,7 +325,7 @@ let package = Package(
         .target(name: "PushTestSupport", path: "Tests/PushTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "PushEventsUnitTests", dependencies: ["PushEvents", "PushWire"], swiftSettings: swiftSettings),
         .testTarget(name: "PushRuntimeUnitTests", dependencies: ["PushRuntime", "PushStore", "Kafka"], swiftSettings: swiftSettings),
-        .testTarget(name: "PushHTTP2UnitTests", dependencies: ["PushHTTP2"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushHTTP2UnitTests", dependencies: ["PushHTTP2", nioCore, nioEmbedded, nioHTTP2, nioHPACK], swiftSettings: swiftSettings),
         .testTarget(name: "APNSUnitTests", dependencies: ["APNS"], swiftSettings: swiftSettings),
         .testTarget(name: "FCMUnitTests", dependencies: ["FCM", "PushWire", "PushTestSupport"], swiftSettings: swiftSettings),
         .testTarget(

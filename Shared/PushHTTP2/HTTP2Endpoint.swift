@@ -244,20 +244,7 @@ package final class HTTP2Endpoint: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLClientHandler(context: sslContext, serverHostname: serverHostname))
-                    try sync.addHandler(HTTP2FlushCoalescingHandler())
-                    var settings = nioDefaultSettings
-                    settings.append(HTTP2Setting(parameter: .enablePush, value: 0))
-                    settings.append(HTTP2Setting(parameter: .initialWindowSize, value: HTTP2ConnectionHandler.initialStreamWindow))
-                    var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
-                    connectionConfiguration.initialSettings = settings
-                    // The requests are the clients' own (names are constants, values are checked
-                    // by `HTTP2Request.malformation()` before sending) and only :status and a few
-                    // headers of an answer are read: swift-nio-http2's checks of every header
-                    // block and content-length cost about 4 % of a sender's CPU.
-                    connectionConfiguration.headerBlockValidation = .disabled
-                    connectionConfiguration.contentLengthValidation = .disabled
-                    try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: connectionConfiguration))
-                    try sync.addHandler(HTTP2ConnectionHandler(eventLoop: channel.eventLoop))
+                    try Self.addHTTP2Handlers(to: sync, eventLoop: channel.eventLoop)
                 }
             }
             .connect(host: origin.host, port: origin.port)
@@ -270,6 +257,25 @@ package final class HTTP2Endpoint: Sendable {
                     self.handshake(channel)
                 }
             }
+    }
+
+    /// The handlers after TLS. Apart so that the unit tests build this same pipeline, settings
+    /// included, on an embedded channel without TLS.
+    static func addHTTP2Handlers(to sync: ChannelPipeline.SynchronousOperations, eventLoop: any EventLoop) throws {
+        try sync.addHandler(HTTP2FlushCoalescingHandler())
+        var settings = nioDefaultSettings
+        settings.append(HTTP2Setting(parameter: .enablePush, value: 0))
+        settings.append(HTTP2Setting(parameter: .initialWindowSize, value: HTTP2ConnectionHandler.initialStreamWindow))
+        var connectionConfiguration = NIOHTTP2Handler.ConnectionConfiguration()
+        connectionConfiguration.initialSettings = settings
+        // The requests are the clients' own (names are constants, values are checked by
+        // `HTTP2Request.malformation()` before sending) and only :status and a few headers of an
+        // answer are read: swift-nio-http2's checks of every header block and content-length
+        // cost about 4 % of a sender's CPU.
+        connectionConfiguration.headerBlockValidation = .disabled
+        connectionConfiguration.contentLengthValidation = .disabled
+        try sync.addHandler(NIOHTTP2Handler(mode: .client, connectionConfiguration: connectionConfiguration))
+        try sync.addHandler(HTTP2ConnectionHandler(eventLoop: eventLoop))
     }
 
     /// Waits for TLS and the server's first SETTINGS, within the connect timeout.

@@ -58,6 +58,13 @@ final class HTTP2ClientConnection {
         self.idleTimer?.cancel()
         self.idleTimer = nil
         let waiting = Waiting(request: request, deadline: deadline, promise: promise)
+        // A connection that takes no new streams (GOAWAY, retired, closed) hands the request
+        // back unsent: a stream opened after GOAWAY would make swift-nio-http2 close the whole
+        // connection, and one queued here would wait for a stream that never comes.
+        guard self.isUsable else {
+            self.requeue(waiting)
+            return
+        }
         if self.activeStreams < self.maxStreams && self.waiting.isEmpty {
             self.open(waiting)
         } else {

@@ -10,8 +10,8 @@ import Synchronization
 /// - The connection opens on the first request (TCP, TLS with ALPN `h2`, then the server's first
 ///   SETTINGS, so its stream limit is known before a stream opens). Requests arriving meanwhile
 ///   wait for it. A failed open fails them all: the caller's backoff decides when to try again.
-/// - Requests are multiplexed as streams; above the server's `MAX_CONCURRENT_STREAMS`
-///   swift-nio-http2 holds the new streams until one closes.
+/// - Requests are multiplexed as streams; above the server's `MAX_CONCURRENT_STREAMS` the
+///   connection (`HTTP2ClientConnection`) keeps the new requests unsent until a stream ends.
 /// - After the server's GOAWAY the connection takes no new streams, drains the ones the server
 ///   processes, then closes; the next request opens a new connection meanwhile.
 /// - A connection without streams for `idleTimeout` closes.

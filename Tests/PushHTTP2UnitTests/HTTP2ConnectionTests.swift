@@ -179,6 +179,23 @@ struct HTTP2ConnectionTests {
         #expect(!h.connection.isUsable)
     }
 
+    @Test("a request given to a connection after its GOAWAY goes back unsent, whether a stream is free or not; the open streams are still answered")
+    func sendAfterGoAway() throws {
+        let h = try HTTP2ConnectionHarness(serverMaxConcurrentStreams: 2)
+        defer { h.finish() }
+        let open = try h.send(HTTP2Request(path: "/open", body: ByteBuffer(string: "{}")))
+        try h.serverSends(.goAway(lastStreamID: 1, errorCode: .noError, opaqueData: nil))
+        // A stream is free (1 of 2 open): without the check it would be written as stream 3.
+        let late = try h.send(HTTP2Request(path: "/late", body: ByteBuffer(string: "{}")))
+        #expect(h.requeued.map(\.request.path) == ["/late"])
+        #expect(late.isPending, "the endpoint sends it elsewhere")
+        #expect(h.openedStreams == [1])
+        #expect(h.client.isActive, "the connection is not closed by a refused stream")
+        try h.answer(1, body: ByteBuffer(string: "kept"))
+        #expect(open.response?.body == ByteBuffer(string: "kept"))
+        #expect(!h.client.isActive)
+    }
+
     // MARK: RST_STREAM
 
     @Test(

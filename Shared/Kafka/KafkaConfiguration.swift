@@ -114,12 +114,6 @@ package struct KafkaConsumerConfiguration: Sendable, Hashable {
     /// How long `close()` lets a first join still in progress finish before leaving the group
     /// (see `KafkaConsumer.close()`). Default 10 s; services take a share of their shutdown grace.
     package var joinGraceOnCloseMilliseconds: Int = 10_000
-    /// How long `close()` waits for the group to let the member go (its LeaveGroup, the
-    /// revocation it serves) before it releases the client without leaving: the partitions then
-    /// move when the session times out. A close that runs into a rebalance in progress waits for
-    /// the coordinator's answer to a join, up to the rebalance's own timeout. Default 3 s;
-    /// services take a share of their shutdown grace.
-    package var leaveTimeoutMilliseconds: Int = 3_000
     /// How often `push_consumer_lag` is read from the broker (the partitions' high watermarks
     /// against what this member has read), so the gauge stays current while nothing is read: a
     /// stalled or paused reader shows its lag growing. Default 10 s.

@@ -1,5 +1,4 @@
 import CRdKafka
-import Foundation
 import Logging
 import Metrics
 import NIOCore
@@ -541,46 +540,6 @@ package final class KafkaConsumer: Service, Sendable {
         }
     }
 
-    /// Closes the consumer on librdkafka's thread, serving on `queue` the rebalance events the
-    /// close emits (the member's partitions given back), until it is closed or `limit` passed.
-    /// Returns whether it closed. Runs on the consumer's thread.
-    private static func leaveGroup(client: RdKafkaClient, queue: QueueHandle, within limit: Duration, logger: Logger) -> Bool {
-        let deadline = ContinuousClock.now + limit
-        if let error = rd_kafka_consumer_close_queue(client.handle, queue.pointer) {
-            logger.warning("Leaving the group failed", metadata: ["error": "\(KafkaError(code: .consumer, rd_kafka_error_code(error)))"])
-            rd_kafka_error_destroy(error)
-            return false
-        }
-        // Nil when the member never joined a group.
-        let cooperative = rd_kafka_rebalance_protocol(client.handle).map { String(cString: $0) } == "COOPERATIVE"
-        while rd_kafka_consumer_closed(client.handle) == 0 {
-            guard ContinuousClock.now < deadline else {
-                logger.warning(
-                    "The group did not let the member leave in time; released without leaving (its partitions move at the session timeout)",
-                    metadata: ["limit": "\(limit)"])
-                return false
-            }
-            guard let event = rd_kafka_queue_poll(queue.pointer, 50) else { continue }
-            defer { rd_kafka_event_destroy(event) }
-            guard rd_kafka_event_type(event) == RD_KAFKA_EVENT_REBALANCE else { continue }
-            // Nothing is processed any more: partitions given are taken only to be given back,
-            // partitions taken back are let go at once.
-            let list = rd_kafka_event_topic_partition_list(event)
-            if rd_kafka_event_error(event) == RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS {
-                if cooperative {
-                    if let error = rd_kafka_incremental_assign(client.handle, list) { rd_kafka_error_destroy(error) }
-                } else {
-                    _ = rd_kafka_assign(client.handle, list)
-                }
-            } else if cooperative {
-                if let error = rd_kafka_incremental_unassign(client.handle, list) { rd_kafka_error_destroy(error) }
-            } else {
-                _ = rd_kafka_assign(client.handle, nil)
-            }
-        }
-        return true
-    }
-
     /// Cancels the lag timer and waits for a query under way, so none runs on a destroyed client.
     private func stopLagRefresh() async {
         if let timer = lagTimer.withLock({ $0 }) {
@@ -606,13 +565,6 @@ package final class KafkaConsumer: Service, Sendable {
 
     /// Commits stored offsets, leaves the group (its partitions move to the other members at
     /// once) and releases the client. Iteration ends. Idempotent.
-    ///
-    /// Leaving is bounded by `leaveTimeoutMilliseconds`: the close runs on librdkafka's own
-    /// thread (`rd_kafka_consumer_close_queue`) while this one serves the revocations it asks
-    /// for; a group in the middle of a rebalance (other instances stopping at the same time)
-    /// can hold a leave until the coordinator answers a join, up to the rebalance timeout. Past
-    /// the bound the client is released without leaving: the offsets are committed already,
-    /// and the partitions move when the session times out.
     package func close() async {
         let first = state.withLock { state in
             defer { state.closed = true }
@@ -622,23 +574,14 @@ package final class KafkaConsumer: Service, Sendable {
         await stopLagRefresh()
         await finishJoinBeforeLeaving()
         let logger = self.logger
-        let leaveTimeout = Duration.milliseconds(configuration.leaveTimeoutMilliseconds)
         _ = try? await thread.runIfActive { [client, queue] in
             let err = rd_kafka_commit(client.handle, nil, 0)
             if err != RD_KAFKA_RESP_ERR_NO_ERROR, err != RD_KAFKA_RESP_ERR__NO_OFFSET {
                 logger.warning("Final offset commit failed", metadata: ["error": "\(KafkaError(code: .consumer, err))"])
             }
-            if Self.leaveGroup(client: client, queue: queue, within: leaveTimeout, logger: logger) {
-                rd_kafka_queue_destroy(queue.pointer)
-                client.destroy()
-            } else {
-                // librdkafka's destroy waits for the requests still in flight (the coordinator's
-                // answer to a join): released on a thread of its own, nobody waits for it.
-                Thread.detachNewThread {
-                    rd_kafka_queue_destroy(queue.pointer)
-                    client.destroy(leavingGroup: false)
-                }
-            }
+            _ = rd_kafka_consumer_close(client.handle)
+            rd_kafka_queue_destroy(queue.pointer)
+            client.destroy()
         }
         let gauges = state.withLock { state in
             state.assignment = []

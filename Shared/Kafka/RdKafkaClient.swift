@@ -107,19 +107,12 @@ final class RdKafkaClient: @unchecked Sendable {  // the handle is thread-safe; 
     }
 
     /// `rd_kafka_destroy` joins librdkafka's threads: call it from a thread that may block.
-    /// `leavingGroup` false: a consumer that could not close in time is released without
-    /// closing again (which would wait for the group as long as the close did).
-    func destroy(leavingGroup: Bool = true) {
+    func destroy() {
         let first = destroyed.withLock { wasDestroyed in
             defer { wasDestroyed = true }
             return !wasDestroyed
         }
-        guard first else { return }
-        if leavingGroup {
-            rd_kafka_destroy(handle)
-        } else {
-            rd_kafka_destroy_flags(handle, Int32(RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE))
-        }
+        if first { rd_kafka_destroy(handle) }
     }
 
     deinit {

@@ -113,9 +113,6 @@ package struct RuntimeConfiguration: Sendable {
         // A first join still in progress at shutdown may finish for a quarter of the grace
         // (1.75 s by default): a service with two projections closes them one after the other.
         consumer.joinGraceOnCloseMilliseconds = min(consumer.joinGraceOnCloseMilliseconds, shutdownGraceMilliseconds / 4)
-        // Leaving the group gets the same share: a group rebalancing because other instances
-        // stop too can hold a leave for as long as its rebalance lasts.
-        consumer.leaveTimeoutMilliseconds = min(consumer.leaveTimeoutMilliseconds, shutdownGraceMilliseconds / 4)
         return consumer
     }
 }

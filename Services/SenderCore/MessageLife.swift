@@ -207,7 +207,7 @@ struct MessageLife: Sendable, Equatable {
         return setAside(until: slot!)
     }
 
-    /// Its in-flight permit came after its slot could still be used: it takes a new one.
+    /// Its in-flight permit came when its slot could no longer be used: it takes a new one.
     mutating func late(now: Date) -> Step {
         precondition(state == .inFlight, "late from \(state)")
         throttleWait = .late

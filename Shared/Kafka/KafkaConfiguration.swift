@@ -114,6 +114,13 @@ package struct KafkaConsumerConfiguration: Sendable, Hashable {
     /// How long `close()` lets a first join still in progress finish before leaving the group
     /// (see `KafkaConsumer.close()`). Default 10 s; services take a share of their shutdown grace.
     package var joinGraceOnCloseMilliseconds: Int = 10_000
+    /// How long `close()` waits for the member to leave its group (librdkafka's close: the
+    /// LeaveGroup and the revocation it serves). A close that runs into a rebalance in progress
+    /// waits for the coordinator's answer to a join, up to the rebalance's own timeout. Past
+    /// this, `close()` returns and librdkafka's close finishes on the consumer's thread by
+    /// itself (or the process exits first: the partitions then move at the session timeout).
+    /// Default 3 s; services take a share of their shutdown grace.
+    package var leaveTimeoutMilliseconds: Int = 3_000
     /// How often `push_consumer_lag` is read from the broker (the partitions' high watermarks
     /// against what this member has read), so the gauge stays current while nothing is read: a
     /// stalled or paused reader shows its lag growing. Default 10 s.

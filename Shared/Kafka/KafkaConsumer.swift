@@ -565,6 +565,12 @@ package final class KafkaConsumer: Service, Sendable {
 
     /// Commits stored offsets, leaves the group (its partitions move to the other members at
     /// once) and releases the client. Iteration ends. Idempotent.
+    ///
+    /// Leaving is waited for `leaveTimeoutMilliseconds` at most: a member closed while its group
+    /// rebalances (other instances stopping at the same moment) waits in librdkafka's close for
+    /// the coordinator's answer to a join in flight, up to the rebalance's timeout. Past the
+    /// bound `close()` returns and the close finishes on the consumer's thread by itself; the
+    /// offsets were committed before it, so a process that exits meanwhile loses nothing.
     package func close() async {
         let first = state.withLock { state in
             defer { state.closed = true }
@@ -574,15 +580,18 @@ package final class KafkaConsumer: Service, Sendable {
         await stopLagRefresh()
         await finishJoinBeforeLeaving()
         let logger = self.logger
-        _ = try? await thread.runIfActive { [client, queue] in
+        _ = try? await thread.runIfActive { [client] in
             let err = rd_kafka_commit(client.handle, nil, 0)
             if err != RD_KAFKA_RESP_ERR_NO_ERROR, err != RD_KAFKA_RESP_ERR__NO_OFFSET {
                 logger.warning("Final offset commit failed", metadata: ["error": "\(KafkaError(code: .consumer, err))"])
             }
+        }
+        let leave = thread.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) { [client, queue] in
             _ = rd_kafka_consumer_close(client.handle)
             rd_kafka_queue_destroy(queue.pointer)
             client.destroy()
         }
+        let left = await Self.completes(leave, within: .milliseconds(Int64(configuration.leaveTimeoutMilliseconds)))
         let gauges = state.withLock { state in
             state.assignment = []
             state.nextOffsets = [:]
@@ -590,8 +599,35 @@ package final class KafkaConsumer: Service, Sendable {
             return Array(state.lagGauges.values)
         }
         gauges.forEach { $0.destroy() }
-        try? await thread.shutdownGracefully()
-        logger.info("Kafka consumer closed")
+        if left {
+            try? await thread.shutdownGracefully()
+            logger.info("Kafka consumer closed")
+        } else {
+            // The close goes on on the consumer's thread, which stops when it is done.
+            thread.shutdownGracefully { _ in }
+            logger.warning(
+                "The group did not let the member leave in time; closing goes on in the background (if the process exits first, its partitions move at the session timeout)",
+                metadata: ["limit.ms": "\(configuration.leaveTimeoutMilliseconds)"])
+        }
+    }
+
+    /// Whether `future` completes within `limit`; it is not waited for past it.
+    private static func completes(_ future: EventLoopFuture<Void>, within limit: TimeAmount) async -> Bool {
+        let answered = Mutex(false)
+        return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            func answer(_ completed: Bool) {
+                let first = answered.withLock { done in
+                    defer { done = true }
+                    return !done
+                }
+                if first { continuation.resume(returning: completed) }
+            }
+            let timer = future.eventLoop.scheduleTask(in: limit) { answer(false) }
+            future.whenComplete { _ in
+                timer.cancel()
+                answer(true)
+            }
+        }
     }
 }
 

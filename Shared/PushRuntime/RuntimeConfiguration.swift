@@ -113,6 +113,10 @@ package struct RuntimeConfiguration: Sendable {
         // A first join still in progress at shutdown may finish for a quarter of the grace
         // (1.75 s by default): a service with two projections closes them one after the other.
         consumer.joinGraceOnCloseMilliseconds = min(consumer.joinGraceOnCloseMilliseconds, shutdownGraceMilliseconds / 4)
+        // Leaving the group gets an eighth (875 ms): a group rebalancing because other instances
+        // stop too can hold a leave for as long as its rebalance lasts, and a sender closes the
+        // consumers of its three lanes one after the other.
+        consumer.leaveTimeoutMilliseconds = min(consumer.leaveTimeoutMilliseconds, shutdownGraceMilliseconds / 8)
         return consumer
     }
 }

@@ -75,6 +75,52 @@ struct KafkaConsumerGroupTests {
         #expect(all.count == total, "stored offsets were handed over: nothing was read twice")
     }
 
+    /// A service stopping (SIGTERM) closes its consumers while the other instances, stopped with
+    /// it, close theirs: each close starts a rebalance that the others' closes run into.
+    @Test(
+        "members closed while their group rebalances each leave within a few seconds, far below the session timeout",
+        arguments: [50, 400, 1_500])
+    func closeDuringRebalance(after delay: Int) async throws {
+        let topic = KafkaTestSupport.uniqueName("close")
+        let group = KafkaTestSupport.uniqueName("closing")
+        try await KafkaTestSupport.createTopic(topic, partitions: 8)
+        let session = 20_000
+        let members = try (0..<4).map { _ in
+            var configuration = KafkaConsumerConfiguration(
+                client: try KafkaTestSupport.client(), groupID: group, topics: [topic], sessionTimeoutMilliseconds: session,
+                heartbeatIntervalMilliseconds: 1_000, maxPollIntervalMilliseconds: 30_000, maxBatchSize: 200)
+            configuration.leaveTimeoutMilliseconds = 1_000
+            return try KafkaConsumer(configuration: configuration, logger: KafkaTestSupport.logger)
+        }
+        let readers = members.map { member in Task { for try await _ in member.batches {} } }
+        try await withDeadline(.seconds(60)) {
+            while members.contains(where: { $0.assignment.isEmpty }) { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        // As a stopping service does: reading stops first, then the consumers close.
+        for reader in readers { reader.cancel() }
+        for reader in readers { _ = await reader.result }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let closes = Locked<[Duration]>([])
+        await withTaskGroup(of: Void.self) { closing in
+            for (index, member) in members.enumerated() {
+                closing.addTask {
+                    // The first leaves; the others close while the group rebalances for it.
+                    if index > 0 { try? await Task.sleep(for: .milliseconds(delay * index)) }
+                    let begun = clock.now
+                    await member.close()
+                    closes.withLock { $0.append(clock.now - begun) }
+                }
+            }
+        }
+        let total = clock.now - started
+        let each = closes.withLock { $0 }
+        // Leaving is bounded at 1 s here; without the bound a close that runs into the
+        // rebalance waits for the coordinator (5 s on Tansu, up to the rebalance timeout on Kafka).
+        #expect(each.allSatisfy { $0 < .seconds(2) }, "each close: \(each)")
+        #expect(total < .seconds(3) + .milliseconds(3 * delay), "all closed in \(total) (session timeout \(session) ms)")
+    }
+
     @Test("pause stops delivery from a partition until resume")
     func pauseAndResume() async throws {
         let topic = KafkaTestSupport.uniqueName("pause")

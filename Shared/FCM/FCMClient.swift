@@ -185,11 +185,12 @@ package final class FCMClient: Sendable {
     /// a device's quota (`deviceQuotaExceeded`) pauses nothing.
     private func noteQuota(_ response: FCMResponse, projectId: String) {
         guard case .quotaExceeded(let after) = response.outcome else { return }
+        // Logged once per pause, not once for each request that was in flight when it began.
+        guard self.throttle.recordQuotaExceeded(project: projectId, after: after) else { return }
         self.logger.info(
             "FCM quota exceeded; pausing the project",
             metadata: ["fcm.project": "\(projectId)", "fcm.pause_seconds": "\(after.components.seconds)"]
         )
-        self.throttle.recordQuotaExceeded(project: projectId, after: after)
     }
 
     /// The request body: the planned message inside `{"message": ...}`.

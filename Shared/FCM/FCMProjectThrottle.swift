@@ -75,11 +75,17 @@ package final class FCMProjectThrottle: Sendable {
     }
 
     /// Pauses the project for `max(minimumPause, after)` from now (never shortening a pause).
-    package func recordQuotaExceeded(project: String, after: Duration) {
-        let until = self.now().addingTimeInterval(max(self.configuration.minimumPause, after).seconds)
-        self.projects.withLock { projects in
+    /// Returns whether this answer began the pause (the project was not paused already): the
+    /// other requests in flight when the quota ran out come back refused too.
+    @discardableResult
+    package func recordQuotaExceeded(project: String, after: Duration) -> Bool {
+        let now = self.now()
+        let until = now.addingTimeInterval(max(self.configuration.minimumPause, after).seconds)
+        return self.projects.withLock { projects in
+            let wasPaused = projects[project].map { $0.pausedUntil > now } ?? false
             let pausedUntil = max(until, projects[project]?.pausedUntil ?? until)
             projects[project] = ProjectState(pausedUntil: pausedUntil, nextSlot: pausedUntil)
+            return !wasPaused
         }
     }
 

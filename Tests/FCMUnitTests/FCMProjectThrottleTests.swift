@@ -13,13 +13,13 @@ struct FCMProjectThrottleTests {
             now: clock.now
         )
         #expect(throttle.decide(project: "a") == .go)
-        throttle.recordQuotaExceeded(project: "a", after: .seconds(5))
+        #expect(throttle.recordQuotaExceeded(project: "a", after: .seconds(5)), "the first refusal begins the pause")
         #expect(throttle.status(project: "a") == .paused(until: Date(timeIntervalSince1970: 10_060)))
         #expect(throttle.decide(project: "b") == .go)
         #expect(throttle.decide(project: "a") == .paused(until: Date(timeIntervalSince1970: 10_060)))
 
         // A longer Retry-After wins; a shorter one never shortens the pause.
-        throttle.recordQuotaExceeded(project: "a", after: .seconds(90))
+        #expect(!throttle.recordQuotaExceeded(project: "a", after: .seconds(90)), "a refusal during the pause only extends it")
         #expect(throttle.status(project: "a") == .paused(until: Date(timeIntervalSince1970: 10_090)))
         throttle.recordQuotaExceeded(project: "a", after: .seconds(1))
         #expect(throttle.status(project: "a") == .paused(until: Date(timeIntervalSince1970: 10_090)))
@@ -35,6 +35,11 @@ struct FCMProjectThrottleTests {
         clock.advance(by: 2)
         #expect(throttle.status(project: "a") == .recovering(rate: 40))
         clock.advance(by: 2)
+        #expect(throttle.status(project: "a") == .open)
+        #expect(
+            throttle.recordQuotaExceeded(project: "a", after: .seconds(60))
+                && throttle.status(project: "a") == .paused(until: Date(timeIntervalSince1970: 10_156)), "a refusal after the pause begins another")
+        clock.advance(by: 60 + 6)
         #expect(throttle.status(project: "a") == .open)
         #expect(throttle.decide(project: "a") == .go)
         #expect(throttle.decide(project: "a") == .go)

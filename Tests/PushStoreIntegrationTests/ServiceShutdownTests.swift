@@ -67,6 +67,48 @@ struct ServiceShutdownTests {
         }
     }
 
+    /// A scale-down or a rollout stops several replicas at once: each one's consumers leave
+    /// their groups while the others' leaving rebalances them. Each must still stop by itself
+    /// within its grace (7 s), not at the watchdog (status 70).
+    @Test(
+        "several apns-senders of one group stopped together, or one after the other, each exit 0 within the grace",
+        arguments: [0, 700, 1_500])
+    func instancesStoppedTogether(apartMilliseconds: Int) async throws {
+        _ = try StoreTestSupport.configuration()
+        let suffix = String(UUID().uuidString.prefix(8).lowercased())
+        for id in ["APNS_MESSAGES", "APNS_RETRIES", "APNS_TRANSACTIONAL_MESSAGES", "APNS_TRANSACTIONAL_RETRIES", "APNS_THROTTLED"] {
+            try await StoreTestSupport.createTopic(RunningService.topic(id, suffix: suffix), partitions: 6)
+        }
+        let instances = try (0..<3).map { _ in try RunningService("apns-sender", overrides: [:], suffix: suffix) }
+        defer { instances.forEach { $0.kill() } }
+        // Each instance has been given partitions in each of its three lanes' groups.
+        try await eventually(within: .seconds(60), "every instance has partitions in its three lanes") {
+            instances.allSatisfy { instance in
+                let assigned = instance.log().split(separator: "\n").filter { $0.contains("Kafka partitions assigned") }
+                return ["lane=bulk", "lane=transactional", "lane=throttled"].allSatisfy { lane in assigned.contains { $0.contains(lane) } }
+            }
+        }
+
+        let clock = ContinuousClock()
+        let results = await withTaskGroup(of: (Int, RunningService.Status, Duration).self) { stopping in
+            for (index, instance) in instances.enumerated() {
+                stopping.addTask {
+                    try? await Task.sleep(for: .milliseconds(apartMilliseconds * index))
+                    let started = clock.now
+                    instance.terminate()
+                    let status = await instance.exited()
+                    return (index, status, clock.now - started)
+                }
+            }
+            return await stopping.reduce(into: []) { $0.append($1) }
+        }
+        for (index, status, elapsed) in results.sorted(by: { $0.0 < $1.0 }) {
+            print("apns-sender \(index + 1) of 3, stopped \(apartMilliseconds) ms apart: exited \(status) after \(elapsed)")
+            #expect(status == .exit(0), "instance \(index + 1) stopped by itself, not by the watchdog:\n\(instances[index].log().suffix(3_000))")
+            #expect(elapsed < .seconds(8), "instance \(index + 1) took \(elapsed)")
+        }
+    }
+
     @Test("a shutdown that outlasts PUSH_SHUTDOWN_GRACE_MS is cut short: status 70 and a log line, within the grace plus the watchdog's 2 s")
     func forcedWhenGraceRunsOut() async throws {
         _ = try StoreTestSupport.configuration()
@@ -148,10 +190,10 @@ final class RunningService: Sendable {
     let publicPort: Int
     private let executable: BuiltExecutable
 
-    init(_ name: String, overrides: [String: String]) throws {
+    /// Instances given the same `suffix` share their consumer groups and topics.
+    init(_ name: String, overrides: [String: String], suffix: String = String(UUID().uuidString.prefix(8).lowercased())) throws {
         opsPort = try EphemeralPort.next()
         publicPort = try EphemeralPort.next()
-        let suffix = UUID().uuidString.prefix(8).lowercased()
         var environment = ProcessInfo.processInfo.environment
         environment["PUSH_OPS_HOST"] = "127.0.0.1"
         environment["PUSH_OPS_PORT"] = String(opsPort)
@@ -168,11 +210,16 @@ final class RunningService: Sendable {
             "SUBSCRIPTIONS",
             "TRACKING",
         ] {
-            environment["PUSH_TOPIC_\(topic)"] = "test.shutdown.\(topic.lowercased()).\(suffix)"
+            environment["PUSH_TOPIC_\(topic)"] = Self.topic(topic, suffix: suffix)
         }
         environment["PUSH_CREDENTIALS_KEY"] = Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         environment.merge(overrides) { $1 }
         executable = try BuiltExecutable(name, environment: environment)
+    }
+
+    /// The name `PUSH_TOPIC_<id>` gets for instances started with `suffix`.
+    static func topic(_ id: String, suffix: String) -> String {
+        "test.shutdown.\(id.lowercased()).\(suffix)"
     }
 
     func get(port: Int, _ path: String) async -> Int? {

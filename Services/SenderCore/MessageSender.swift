@@ -269,7 +269,12 @@ package final class MessageSender<Transport: MessageTransport>: Service {
                 }
                 scheduleChanged.signal()
                 await handBack(waiting)
-                try? await inFlight.acquire(settings.maxInFlight)
+                let unanswered = await waitForAnswers(within: .milliseconds(settings.answersOnStopMilliseconds))
+                if unanswered > 0 {
+                    logger.warning(
+                        "Stopping without the answers to some sends; their records are read again by the next owner",
+                        metadata: ["sends": "\(unanswered)", "waited.ms": "\(settings.answersOnStopMilliseconds)"])
+                }
                 waitingSends.finish()
                 wakeUp.finish()
             }
@@ -280,6 +285,25 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         let window = state.withLock { $0.held }
         if window > 0 { logger.warning("Stopping with records not finished; they are read again", metadata: ["records": "\(window)"]) }
         await consumer.close()
+    }
+
+    /// Takes every in-flight permit back, waiting for the sends in flight to be answered, for
+    /// `limit` at most. Returns how many were still unanswered then: their answers, if they come,
+    /// are not published, and their records stay unfinished (offsets not stored).
+    private func waitForAnswers(within limit: Duration) async -> Int {
+        let answered = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { [inFlight, settings] in (try? await inFlight.acquire(settings.maxInFlight)) != nil }
+            group.addTask { [inFlight] in
+                do { try await Task.sleep(for: limit) } catch { return true }
+                // Ends the wait above: the permits still out are the sends left unanswered.
+                inFlight.close()
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        return answered ? 0 : sending.load(ordering: .relaxed)
     }
 
     // MARK: reading

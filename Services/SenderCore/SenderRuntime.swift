@@ -66,15 +66,18 @@ struct SenderAssembly: Sendable {
         var shutdownClient: @Sendable () async throws -> Void
     }
 
-    /// The services in start order: the delivery controls, the clients' shutdowns, then a
-    /// `MessageSender` per lane (transactional first) and one on the `throttled` topic (over the
-    /// bulk lane's client). Each client is shut down after the senders stopped (reverse order),
-    /// so their last sends still have connections.
+    /// The services in start order: the delivery controls, the clients' shutdowns, then the
+    /// lanes: a `MessageSender` per lane (transactional first) and one on the `throttled` topic
+    /// (over the bulk lane's client), run together as one service so that a SIGTERM stops them
+    /// at once rather than one after the other. Each client is shut down after the senders
+    /// stopped (reverse order), so their last sends still have connections.
     func services<T: MessageTransport>(bulk: Lane<T>, transactional: Lane<T>, throttled: TopicDefinition) -> [any Service] {
         let topics = configuration.topics
         let controls = DeliveryControls(postgres: postgres, refresh: .milliseconds(settings.controlsRefreshMilliseconds), logger: logger)
         // One per process: both lanes take their slots from the same batches.
         let throttle = ThrottleSlots(postgres: postgres, provider: bulk.transport.provider, logger: logger, now: now)
+        var settings = settings
+        settings.answersOnStopMilliseconds = configuration.shutdownGraceMilliseconds / 2
         func sender(_ lane: Lane<T>, settings: SenderSettings, reading: TopicDefinition? = nil) -> MessageSender<T> {
             MessageSender(
                 transport: lane.transport, settings: settings,
@@ -89,11 +92,32 @@ struct SenderAssembly: Sendable {
         }
         return [
             controls, ShutdownAction(bulk.shutdownClient), ShutdownAction(transactional.shutdownClient),
-            sender(transactional, settings: settings.transactionalLane), sender(bulk, settings: settings),
-            // Both lanes' throttled messages, sent over the bulk lane's connections; its retries
-            // and paused messages go to the bulk lane's retry topic (a record does not name its lane).
-            sender(bulk, settings: settings.throttledLane, reading: throttled),
+            SenderLanes([
+                sender(transactional, settings: settings.transactionalLane), sender(bulk, settings: settings),
+                // Both lanes' throttled messages, sent over the bulk lane's connections; its retries
+                // and paused messages go to the bulk lane's retry topic (a record does not name its lane).
+                sender(bulk, settings: settings.throttledLane, reading: throttled),
+            ]),
         ]
+    }
+}
+
+/// The lanes' senders as one service: they run side by side and, on a graceful shutdown, stop
+/// side by side (each waits for its answers, publishes and leaves its groups), so a stop takes
+/// as long as the slowest lane, not the sum of the three. One failing stops the others.
+struct SenderLanes: Service {
+    let lanes: [any Service]
+
+    init(_ lanes: [any Service]) {
+        self.lanes = lanes
+    }
+
+    func run() async throws {
+        try await withThrowingDiscardingTaskGroup { group in
+            for lane in lanes {
+                group.addTask { try await lane.run() }
+            }
+        }
     }
 }
 

@@ -66,6 +66,12 @@ package struct SenderSettings: Sendable, Hashable {
     /// pauses; it goes on as records are sent (their slots come in about the order they were
     /// set aside).
     package var throttledMaxHeld: Int = 1_000
+    /// How long a stopping sender waits for the answers to its sends in flight. Not a variable of
+    /// its own: the senders take half of `PUSH_SHUTDOWN_GRACE_MS` (3.5 s by default), so that a
+    /// provider answering slowly (a request may take up to its 30 s timeout) cannot hold the stop
+    /// past the grace. The sends still unanswered then are not finished: their records are read
+    /// again by the partitions' next owner, like those a SIGKILL leaves (`maxHeld` bounds them).
+    package var answersOnStopMilliseconds: Int = 3_500
 
     package init(
         group: String, maxInFlight: Int, maxHeld: Int = 5_000, retryBaseMilliseconds: Int = 1_000,

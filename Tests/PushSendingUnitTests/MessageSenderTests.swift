@@ -1,6 +1,7 @@
 import Foundation
 import Kafka
 import PushEvents
+import Synchronization
 import Testing
 
 @testable import PushSending
@@ -176,6 +177,45 @@ struct MessageSenderTests {
         // Written unchanged: its time as the record had it (milliseconds).
         #expect(abs((handedBack.first?.notBefore ?? .distantPast).timeIntervalSince(waiting.notBefore!)) < 0.001)
         #expect(sender.consumer.committed.withLock { $0[KafkaTopicPartition(topic: InMemorySender.topics.messages, partition: 0)] } == 5)
+    }
+
+    @Test(
+        "stopping while a provider never answers ends after answersOnStop: the answered are published and committed, the unanswered stay unfinished for the next owner"
+    )
+    func shutdownUnanswered() async throws {
+        // Answers the first two at once; the last two never (a provider gone silent).
+        let answered = Mutex(0)
+        let transport = MemoryTransport { _ in
+            answered.withLock { count in
+                defer { count += 1 }
+                return count < 2 ? .sent(providerMessageId: "quick") : nil
+            }
+        }
+        var settings = SenderSettings(group: "test-sender", maxInFlight: 16, maxHeld: 64, retryBaseMilliseconds: 1_000)
+        settings.answersOnStopMilliseconds = 300
+        let sender = InMemorySender(transport: transport, settings: settings)
+        let messages = (0..<4).map { _ in InMemorySender.message() }
+        let running = Task { try await sender.group.run() }
+        try sender.deliver(messages)
+        try await sender.until("two answered, two in flight") { transport.inFlight.withLock { $0.count } == 2 && sender.results().count == 2 }
+        try await sender.until("the answered stored") { sender.stored() == 2 }
+        let clock = ContinuousClock()
+        let stopping = clock.now
+        await sender.group.triggerGracefulShutdown()
+        try await running.value
+        let took = clock.now - stopping
+        #expect(took >= .milliseconds(300) && took < .seconds(2), "waited for the answers 300 ms, then stopped: \(took)")
+        #expect(sender.consumer.isClosed)
+        let results = sender.results()
+        #expect(messages.prefix(2).allSatisfy { results[$0.messageId] == ["MessageSent"] })
+        #expect(messages.suffix(2).allSatisfy { results[$0.messageId] == nil }, "no outcome for a send without an answer")
+        #expect(
+            sender.consumer.committed.withLock { $0[KafkaTopicPartition(topic: InMemorySender.topics.messages, partition: 0)] } == 2,
+            "the committed offset stops at the first unanswered record: the next owner reads it again")
+        // A late answer after the stop publishes nothing.
+        transport.release(.sent(providerMessageId: "late"))
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(sender.results().count == 2)
     }
 
     @Test("a throttled delivery's messages are each sent at a slot of its timeline, none before it")

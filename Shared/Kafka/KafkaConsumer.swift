@@ -275,6 +275,8 @@ package final class KafkaConsumer: Service, Sendable {
         let unread = partitions.filter { read[$0] == nil }.sorted { ($0.topic, $0.partition) < ($1.topic, $1.partition) }
         let committed = unread.isEmpty ? [:] : committedOffsets(unread)
         for partition in partitions.sorted(by: { ($0.topic, $0.partition) < ($1.topic, $1.partition) }) {
+            // Closing: the next partitions are not asked for (each query may wait its timeout).
+            guard !state.withLock({ $0.closed }) else { return }
             var low: Int64 = 0
             var high: Int64 = 0
             let err = rd_kafka_query_watermark_offsets(
@@ -540,14 +542,13 @@ package final class KafkaConsumer: Service, Sendable {
         }
     }
 
-    /// Cancels the lag timer and waits for a query under way, so none runs on a destroyed client.
-    private func stopLagRefresh() async {
-        if let timer = lagTimer.withLock({ $0 }) {
-            let stopped = MultiThreadedEventLoopGroup.singleton.next().makePromise(of: Void.self)
-            timer.cancel(promise: stopped)
-            try? await stopped.futureResult.get()
-        }
-        try? await lagThread.shutdownGracefully()
+    /// Stops the lag timer without waiting for a query under way: after a pause of the process
+    /// (SIGSTOP, a stalled machine) each query can wait its full timeout, one
+    /// partition after the other, and a stop waited for them (4 to 6 s seen). The query ends
+    /// before the client is destroyed: `close()` shuts the lag thread down first, on the
+    /// consumer's thread, inside the bounded leave.
+    private func stopLagRefresh() {
+        lagTimer.withLock({ $0 })?.cancel()
     }
 
     /// Whether a group coordinator has given this member an id (a join got an answer).
@@ -577,7 +578,7 @@ package final class KafkaConsumer: Service, Sendable {
             return !state.closed
         }
         guard first else { return }
-        await stopLagRefresh()
+        stopLagRefresh()
         await finishJoinBeforeLeaving()
         let logger = self.logger
         _ = try? await thread.runIfActive { [client] in
@@ -586,8 +587,10 @@ package final class KafkaConsumer: Service, Sendable {
                 logger.warning("Final offset commit failed", metadata: ["error": "\(KafkaError(code: .consumer, err))"])
             }
         }
-        let leave = thread.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) { [client, queue] in
+        let leave = thread.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.any()) { [client, queue, lagThread] in
             _ = rd_kafka_consumer_close(client.handle)
+            // A lag query still under way uses the client: it ends before the client does.
+            try? lagThread.syncShutdownGracefully()
             rd_kafka_queue_destroy(queue.pointer)
             client.destroy()
         }
@@ -615,7 +618,7 @@ package final class KafkaConsumer: Service, Sendable {
     private static func completes(_ future: EventLoopFuture<Void>, within limit: TimeAmount) async -> Bool {
         let answered = Mutex(false)
         return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            func answer(_ completed: Bool) {
+            @Sendable func answer(_ completed: Bool) {
                 let first = answered.withLock { done in
                     defer { done = true }
                     return !done

@@ -109,6 +109,37 @@ struct ServiceShutdownTests {
         }
     }
 
+    /// A process paused (SIGSTOP: a stalled machine, a debugger, a container frozen) and stopped
+    /// as soon as it runs again: its consumers' lag queries, begun before the pause, were then
+    /// timing out one partition after the other, and the stop waited for them (6 to 9 s, exit
+    /// 70 in two runs of three, in a fault-injection run and by hand).
+    @Test("an apns-sender stopped right after a pause of 2.3 s exits 0 within the grace")
+    func stoppedAfterPause() async throws {
+        _ = try StoreTestSupport.configuration()
+        let suffix = String(UUID().uuidString.prefix(8).lowercased())
+        for id in ["APNS_MESSAGES", "APNS_RETRIES", "APNS_TRANSACTIONAL_MESSAGES", "APNS_TRANSACTIONAL_RETRIES", "APNS_THROTTLED"] {
+            try await StoreTestSupport.createTopic(RunningService.topic(id, suffix: suffix), partitions: 12)
+        }
+        let instance = try RunningService("apns-sender", overrides: ["KAFKA_SESSION_TIMEOUT_MS": "10000"], suffix: suffix)
+        defer { instance.kill() }
+        try await eventually(within: .seconds(60), "partitions in the three lanes") {
+            let assigned = instance.log().split(separator: "\n").filter { $0.contains("Kafka partitions assigned") }
+            return ["lane=bulk", "lane=transactional", "lane=throttled"].allSatisfy { lane in assigned.contains { $0.contains(lane) } }
+        }
+        try await Task.sleep(for: .seconds(3))  // the lag timer's first queries are due
+        instance.signal(SIGSTOP)
+        try await Task.sleep(for: .milliseconds(2_300))
+        instance.signal(SIGCONT)
+        let clock = ContinuousClock()
+        let started = clock.now
+        instance.terminate()
+        let status = await instance.exited()
+        let elapsed = clock.now - started
+        print("apns-sender stopped right after a pause: exited \(status) after \(elapsed)")
+        #expect(status == .exit(0), "stopped by itself, not by the watchdog:\n\(instance.log().suffix(3_000))")
+        #expect(elapsed < .seconds(4), "took \(elapsed)")
+    }
+
     @Test("a shutdown that outlasts PUSH_SHUTDOWN_GRACE_MS is cut short: status 70 and a log line, within the grace plus the watchdog's 2 s")
     func forcedWhenGraceRunsOut() async throws {
         _ = try StoreTestSupport.configuration()
@@ -232,6 +263,10 @@ final class RunningService: Sendable {
     /// `/health/live` answers: the process runs its operations endpoints (it need not be ready).
     func waitUntilLive() async throws {
         try await executable.waitUntilReady(port: opsPort, path: "/health/live")
+    }
+
+    func signal(_ number: Int32) {
+        _ = Glibc.kill(executable.processIdentifier, number)
     }
 
     /// SIGTERM, without waiting: `exited()` waits.

@@ -66,6 +66,7 @@ let package = Package(
         .executable(name: "kafka-bench", targets: ["KafkaBench"]),
         .executable(name: "minimal-route", targets: ["MinimalRoute"]),
         .executable(name: "sender-bench", targets: ["SenderBench"]),
+        .executable(name: "micro-bench", targets: ["MicroBench"]),
         .executable(name: "apns-simulator", targets: ["APNsSimulator"]),
         .executable(name: "fcm-simulator", targets: ["FCMSimulator"]),
     ],
@@ -84,6 +85,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // Counts the heap allocations of the micro-benchmarks' hot paths (bench/MicroBench).
+        // ordo-one's package-benchmark, which wraps it, needs swift-runtime-interposer on Linux
+        // with Swift 6.3, which does not resolve here.
+        .package(url: "https://github.com/ordo-one/malloc-interposer.git", from: "1.6.1"),
     ],
     targets: [
         // MARK: Shared: the wire's small pieces, spelled once (base64url, UUID text, Duration in seconds, provider header names; no dependency)
@@ -282,6 +287,15 @@ let package = Package(
             swiftSettings: swiftSettings,
             // Its HTTP/2 client run is compared with the senders, which link jemalloc.
             linkerSettings: jemalloc
+        ),
+        .executableTarget(
+            name: "MicroBench",
+            dependencies: [
+                "Kafka", "PushEvents", "PushPlanning", "PushSending", "PushStore", crypto,
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+            ],
+            path: "bench/MicroBench",
+            swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "MinimalRoute",

@@ -46,24 +46,21 @@ struct CredentialResealTests {
         logger.logLevel = .error
 
         let configuration = try RuntimeConfiguration(service: "reseal-tests", defaultOpsPort: 0)
-        let database = "push_test_reseal_\(suffix)"
-        let server = PostgresClient(configuration: configuration.postgres.clientConfiguration, backgroundLogger: logger)
+        let database = try ScratchDatabase.create(prefix: "push_test_reseal")
+        defer { database.drop() }
         var settings = configuration.postgres
-        settings.database = database
+        settings.database = database.name
         let postgres = PostgresClient(configuration: settings.clientConfiguration, backgroundLogger: logger)
         var environment = TestStack.environment
-        environment["POSTGRES_URL"] = try Self.url(try TestStack.postgresURL(), database: database)
+        environment["POSTGRES_URL"] = database.url
         environment["PUSH_CREDENTIALS_KEY"] = keyB
         environment["PUSH_CREDENTIALS_PREVIOUS_KEYS"] = keyA
         environment.removeValue(forKey: "PUSH_CREDENTIALS_KEY_FILE")
         environment.removeValue(forKey: "PUSH_CREDENTIALS_PREVIOUS_KEYS_FILE")
 
         try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { await server.run() }
             tasks.addTask { await postgres.run() }
             defer { tasks.cancelAll() }
-            try await server.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(database)"), logger: logger)
-            defer { Self.drop(database) }
             try await Migrator(client: postgres, logger: logger).migrate()
 
             // Four apps with credentials sealed under A (one as a row from before migration 13,
@@ -160,23 +157,5 @@ struct CredentialResealTests {
             INSERT INTO push.apps (app_id, service_id, integration_key, platform, environment, label, created_at, updated_at, credential_id, credential_kind)
             VALUES (\(appId), \(UUID()), \("reseal-\(suffix)-\(index)"), 'android', 'production', 'x', now(), now(), \(credentialId), 'fcm-service-account')
             """)
-    }
-
-    static func url(_ url: String, database: String) throws -> String {
-        var components = try #require(URLComponents(string: url))
-        components.path = "/\(database)"
-        return try #require(components.string)
-    }
-
-    /// Drops the scratch database (psql, outside the test's clients, which may still hold it).
-    static func drop(_ database: String) {
-        guard let url = TestStack.environment["POSTGRES_URL"] else { return }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["psql", url, "-qc", "DROP DATABASE IF EXISTS \(database) WITH (FORCE)"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try? process.run()
-        process.waitUntilExit()
     }
 }

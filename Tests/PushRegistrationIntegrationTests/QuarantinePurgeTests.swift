@@ -9,6 +9,10 @@ import Testing
 /// `SubscriptionPurger`: a quarantined device is purged once it has been disabled here for the
 /// purge delay, counted from when the channel disabled it, not from the provider's invalidation
 /// time (APNs reports when the token stopped being valid, which may be months back).
+///
+/// In a database of its own: a purge covers every quarantined device of the deployment, and in
+/// the shared database its one-second delay purged the quarantined devices of tests running in
+/// the other processes (an erasure test then found no such person: 404).
 @Suite("Quarantine purge counts from when the channel disabled the device", .serialized)
 struct QuarantinePurgeTests {
     static func purge(_ h: RegistrationHarness, after delay: Duration) async throws {
@@ -22,7 +26,10 @@ struct QuarantinePurgeTests {
 
     @Test("a token APNs declared invalid 90 days ago survives a 30-day purge; disabled_at is when it was disabled here, invalid_since the provider's time")
     func countsFromDisabledHere() async throws {
-        try await RegistrationHarness.run { h in
+        let database = try ScratchDatabase.create(prefix: "push_test_purge")
+        defer { database.drop() }
+        try await RegistrationHarness.migrate(database)
+        try await RegistrationHarness.run(environment: ["POSTGRES_URL": database.url]) { h in
             let (appId, _) = try await h.defineApp(platform: .ios)
             let token = String(repeating: "ab", count: 32)
             let day: TimeInterval = 86_400

@@ -30,6 +30,21 @@ struct RegistrationHarness: Sendable {
     /// 32 bytes, base64: the tests' credential sealing key.
     static let credentialKey = Data((0..<32).map { UInt8($0) }).base64EncodedString()
 
+    /// Brings a scratch database's schema to the current version (before `run` starts services
+    /// on it, as `scripts/stack up` does for the shared one).
+    static func migrate(_ database: ScratchDatabase) async throws {
+        var environment = TestStack.environment
+        environment["POSTGRES_URL"] = database.url
+        let configuration = try RuntimeConfiguration(service: "registration-tests", defaultOpsPort: 0, environment: EnvironmentSettings(environment))
+        let logger = Logger(label: "registration-tests")
+        let postgres = PostgresClient(configuration: configuration.postgres.clientConfiguration, backgroundLogger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { await postgres.run() }
+            defer { tasks.cancelAll() }
+            try await Migrator(client: postgres, logger: logger).migrate()
+        }
+    }
+
     /// - Parameter suffix: names this run's topics and projections; runs with the same suffix
     ///   share them (a restart of the same service).
     static func run<T: Sendable>(

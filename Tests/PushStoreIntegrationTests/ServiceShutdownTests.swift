@@ -76,17 +76,12 @@ struct ServiceShutdownTests {
     func instancesStoppedTogether(apartMilliseconds: Int) async throws {
         _ = try StoreTestSupport.configuration()
         let suffix = String(UUID().uuidString.prefix(8).lowercased())
-        for id in ["APNS_MESSAGES", "APNS_RETRIES", "APNS_TRANSACTIONAL_MESSAGES", "APNS_TRANSACTIONAL_RETRIES", "APNS_THROTTLED"] {
-            try await StoreTestSupport.createTopic(RunningService.topic(id, suffix: suffix), partitions: 6)
-        }
+        try await RunningService.createAPNSSenderTopics(suffix: suffix, partitions: 6)
         let instances = try (0..<3).map { _ in try RunningService("apns-sender", overrides: [:], suffix: suffix) }
         defer { instances.forEach { $0.kill() } }
         // Each instance has been given partitions in each of its three lanes' groups.
         try await eventually(within: .seconds(60), "every instance has partitions in its three lanes") {
-            instances.allSatisfy { instance in
-                let assigned = instance.log().split(separator: "\n").filter { $0.contains("Kafka partitions assigned") }
-                return ["lane=bulk", "lane=transactional", "lane=throttled"].allSatisfy { lane in assigned.contains { $0.contains(lane) } }
-            }
+            instances.allSatisfy(\.hasPartitionsInEveryLane)
         }
 
         let clock = ContinuousClock()
@@ -117,15 +112,10 @@ struct ServiceShutdownTests {
     func stoppedAfterPause() async throws {
         _ = try StoreTestSupport.configuration()
         let suffix = String(UUID().uuidString.prefix(8).lowercased())
-        for id in ["APNS_MESSAGES", "APNS_RETRIES", "APNS_TRANSACTIONAL_MESSAGES", "APNS_TRANSACTIONAL_RETRIES", "APNS_THROTTLED"] {
-            try await StoreTestSupport.createTopic(RunningService.topic(id, suffix: suffix), partitions: 12)
-        }
+        try await RunningService.createAPNSSenderTopics(suffix: suffix, partitions: 12)
         let instance = try RunningService("apns-sender", overrides: ["KAFKA_SESSION_TIMEOUT_MS": "10000"], suffix: suffix)
         defer { instance.kill() }
-        try await eventually(within: .seconds(60), "partitions in the three lanes") {
-            let assigned = instance.log().split(separator: "\n").filter { $0.contains("Kafka partitions assigned") }
-            return ["lane=bulk", "lane=transactional", "lane=throttled"].allSatisfy { lane in assigned.contains { $0.contains(lane) } }
-        }
+        try await eventually(within: .seconds(60), "partitions in the three lanes") { instance.hasPartitionsInEveryLane }
         try await Task.sleep(for: .seconds(3))  // the lag timer's first queries are due
         instance.signal(SIGSTOP)
         try await Task.sleep(for: .milliseconds(2_300))
@@ -251,6 +241,19 @@ final class RunningService: Sendable {
     /// The name `PUSH_TOPIC_<id>` gets for instances started with `suffix`.
     static func topic(_ id: String, suffix: String) -> String {
         "test.shutdown.\(id.lowercased()).\(suffix)"
+    }
+
+    /// The five topics an apns-sender started with `suffix` reads, created with `partitions` each.
+    static func createAPNSSenderTopics(suffix: String, partitions: Int) async throws {
+        for id in ["APNS_MESSAGES", "APNS_RETRIES", "APNS_TRANSACTIONAL_MESSAGES", "APNS_TRANSACTIONAL_RETRIES", "APNS_THROTTLED"] {
+            try await StoreTestSupport.createTopic(topic(id, suffix: suffix), partitions: partitions)
+        }
+    }
+
+    /// Whether a sender's log says each of its three lanes' consumers was given partitions.
+    var hasPartitionsInEveryLane: Bool {
+        let assigned = log().split(separator: "\n").filter { $0.contains("Kafka partitions assigned") }
+        return ["lane=bulk", "lane=transactional", "lane=throttled"].allSatisfy { lane in assigned.contains { $0.contains(lane) } }
     }
 
     func get(port: Int, _ path: String) async -> Int? {

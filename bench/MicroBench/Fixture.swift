@@ -56,7 +56,6 @@ struct Fixture {
         let plain = [UInt8](repeating: 0x61, count: 5 + message.registrationToken.utf8.count + message.content.utf8.count)
         let symmetric = SymmetricKey(data: key)
         let json = try JSONSerialization.jsonObject(with: Data(record))
-        let (subscription, factory, messageId, plannedAt, subjectId, key) = (subscription, factory, messageId, plannedAt, subjectId, key)
         return [
             MicroBenchCommand.Case(
                 name: "plan.message", what: "the planner: personalize and build one APNs payload (MessageFactory.message)",

@@ -308,7 +308,8 @@ let package = Package(
         .target(
             name: "ProviderSimulatorCore",
             dependencies: [
-                "PushWire", nioCore, nioPosix, nioHTTP1, nioHTTP2, nioHPACK, nioSSL, crypto, cryptoExtras, x509, swiftASN1, logging, argumentParser,
+                "PushHTTP2", "PushWire", nioCore, nioPosix, nioHTTP1, nioHTTP2, nioHPACK, nioSSL, crypto, cryptoExtras, x509, swiftASN1, logging,
+                argumentParser,
             ],
             path: "Simulators/ProviderSimulatorCore",
             swiftSettings: swiftSettings

@@ -394,13 +394,16 @@ final class HTTP2ConnectionHandler: ChannelInboundHandler, RemovableChannelHandl
 /// reached TLS on its own (one TLS record and one `write` system call per request, about a
 /// sixth of the sender's CPU at 8,000 requests a second). Now the first flush schedules one
 /// after the tasks already queued on the event loop, and the flushes until then join it:
-/// requests submitted together leave together, at most one task later.
-final class HTTP2FlushCoalescingHandler: ChannelOutboundHandler, RemovableChannelHandler {
-    typealias OutboundIn = Any
+/// requests submitted together leave together, at most one task later. The provider
+/// simulators put it in front of their answers for the same reason.
+package final class HTTP2FlushCoalescingHandler: ChannelOutboundHandler, RemovableChannelHandler {
+    package typealias OutboundIn = Any
 
     private var flushScheduled = false
 
-    func flush(context: ChannelHandlerContext) {
+    package init() {}
+
+    package func flush(context: ChannelHandlerContext) {
         guard !self.flushScheduled else { return }
         self.flushScheduled = true
         let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)

@@ -93,7 +93,7 @@ final class ProviderStreamHandler: ChannelInboundHandler {
             response.delayMilliseconds += self.state.faults.latencyMs
         }
         if response.delayMilliseconds > 0 {
-            context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(response.delayMilliseconds))) {
+            context.eventLoop.assumeIsolated().scheduleTask(deadline: AnswerTiming.deadline(afterMilliseconds: response.delayMilliseconds)) {
                 self.write(response, context: context)
             }
         } else {
@@ -116,5 +116,19 @@ final class ProviderStreamHandler: ChannelInboundHandler {
         } else {
             context.writeAndFlush(self.wrapOutboundOut(.headers(.init(headers: headers, endStream: true))), promise: nil)
         }
+    }
+}
+
+/// When a delayed answer is written.
+package enum AnswerTiming {
+    /// `milliseconds` from now, rounded up to a whole millisecond of the monotonic clock: the
+    /// answers to requests that arrived together (within a millisecond) are due together, run in
+    /// one event-loop tick and leave in one flush, as a server's answers to one read would.
+    /// Without it every delayed answer had its own timer wake-up and its own TLS write, and the
+    /// client a read per answer (docs/simulators.md, "Latency").
+    package static func deadline(afterMilliseconds milliseconds: Int, now: NIODeadline = .now()) -> NIODeadline {
+        let millisecond: UInt64 = 1_000_000
+        let due = now.uptimeNanoseconds + UInt64(milliseconds) * millisecond
+        return .uptimeNanoseconds((due + millisecond - 1) / millisecond * millisecond)
     }
 }

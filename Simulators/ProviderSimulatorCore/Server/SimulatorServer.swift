@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP2
 import NIOPosix
 import NIOSSL
+import PushHTTP2
 
 /// A provider simulator listening for HTTP/2 over TLS: raw swift-nio-http2, one
 /// `ProviderStreamHandler` per stream, so SETTINGS and GOAWAY are the simulator's to send.
@@ -80,6 +81,10 @@ package final class SimulatorServer: Sendable {
                     } else {
                         try sync.addHandler(NIOSSLServerHandler(context: sslContext))
                     }
+                    // Answers written in one event-loop tick leave in one TLS write, as the
+                    // client's requests do: one flush per answer cost the simulator and the
+                    // client a system call and a wake-up each.
+                    try sync.addHandler(HTTP2FlushCoalescingHandler())
                     _ = try sync.configureHTTP2Pipeline(
                         mode: .server,
                         connectionConfiguration: connectionConfiguration,

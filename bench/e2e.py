@@ -2,7 +2,7 @@
 """End-to-end benchmark: one delivery to N devices (half iOS, half Android) through the whole
 channel, from the request on Kafka to every message's final status in push.broad_log.
 
-  bench/e2e.py [--devices N] [--latency-ms MS] [--no-build] [--perf]
+  bench/e2e.py [--devices N] [--latency-ms MS] [--no-build] [--perf] [--set SERVICE:NAME=VALUE ...]
 
   --devices N      subscriptions targeted (default 1,000,000)
   --latency-ms MS  the simulators' answer latency (default 30: a provider a few tens of ms away)
@@ -13,11 +13,13 @@ channel, from the request on Kafka to every message's final status in push.broad
                    it costs a few per cent: use it for a separate run, not the record); with
                    call graphs (dwarf, 99 Hz) of the planner and both senders in perf-calls.data
                    for `perf report -i ... --children` (who calls what the flat profile shows)
+  --set S:N=V      one more environment setting N=V for service S (e.g. fcm-sender:FCM_MAX_IN_FLIGHT=1000);
+                   repeatable; printed with the command, so a run records what it changed
 
 What runs (docs/benchmarks.md, "End to end"):
   1. scripts/stack up; a release build (--scratch-path .build-bench) of the five services, both
      simulators and pushctl; the services and simulators start as chaos/run starts them
-     (scripts/pushlab.py), with the senders' default settings.
+     (scripts/pushlab.py), with the senders' default settings (and any --set).
   2. Not timed: a service with an iOS and an Android app and their credentials (pushctl), N
      subscriptions inserted with generate_series and each user's data key (as the registration
      service creates it, and as bench/planning.sh does), both tables vacuumed.
@@ -224,7 +226,15 @@ def main():
     parser.add_argument("--latency-ms", type=int, default=30)
     parser.add_argument("--no-build", action="store_true")
     parser.add_argument("--perf", action="store_true")
+    parser.add_argument("--set", action="append", default=[], metavar="SERVICE:NAME=VALUE")
     args = parser.parse_args()
+    settings = {}
+    for item in args.set:
+        service, _, assignment = item.partition(":")
+        name, equals, value = assignment.partition("=")
+        if service not in SERVICES or not name or not equals:
+            parser.error(f"--set {item}: expected SERVICE:NAME=VALUE with SERVICE one of {', '.join(SERVICES)}")
+        settings.setdefault(service, {})[name] = value
     devices = args.devices
     ios, android = devices // 2, devices - devices // 2
     command = "bench/e2e.py " + " ".join(sys.argv[1:])
@@ -245,7 +255,7 @@ def main():
     print(f"end to end: {devices} devices ({ios} iOS, {android} Android), simulators answering after {args.latency_ms} ms; "
           f"commit {commit}; {os.cpu_count()} cores; load average {open('/proc/loadavg').read().split()[:3]}", flush=True)
 
-    channel = Channel("e2e", env, stack, bin_dir, run_dir, Secrets("e2e", run_dir, random.Random()), devices, args.latency_ms, program="e2e")
+    channel = Channel("e2e", env, stack, bin_dir, run_dir, Secrets("e2e", run_dir, random.Random()), devices, args.latency_ms, settings=settings, program="e2e")
     try:
         return measure(args, channel, stack, devices, ios, android, command, commit)
     finally:

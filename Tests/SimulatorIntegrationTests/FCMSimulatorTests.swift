@@ -80,6 +80,8 @@ struct FCMSimulatorTests {
             #expect(accepted.status == 200)
             let name = try #require(accepted.json?["name"] as? String)
             #expect(name.hasPrefix("projects/\(Self.project)/messages/"))
+            // Written as FCM writes it: the slashes not escaped, one member.
+            #expect(String(decoding: accepted.body, as: UTF8.self) == #"{"name":"\#(name)"}"#)
 
             let logged = simulator.state.notifications(mId: "m-1")
             #expect(logged.count == 1)

@@ -3,8 +3,11 @@ import Foundation
 /// Thin wrappers over `JSONSerialization`: the simulators check arbitrary provider payloads, so
 /// they work on untyped trees rather than `Codable` models.
 package enum JSON {
+    /// Compact, keys sorted, `/` not escaped: the providers write `"projects/p/messages/1"`, not
+    /// `JSONSerialization`'s default `"projects\/p\/messages\/1"` (which a client's fast path for
+    /// FCM's success body rightly does not take).
     package static func encode(_ object: Any) -> [UInt8] {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
             return Array("{}".utf8)
         }
         return Array(data)

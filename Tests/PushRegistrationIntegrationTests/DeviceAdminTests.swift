@@ -42,6 +42,24 @@ struct DeviceAdminTests {
 
             let byToken = Self.list(try await h.admin("GET", "/services/\(service)/devices?token=\(other)"))
             #expect(byToken.map { $0["userKey"] as? String } == ["bob"])
+
+            // The device's latest messages, found by its token's digest (the broad log's only
+            // device index since migration 31), with or without the token on the row.
+            let (logged, unnamed) = (UUID(), UUID())
+            for (message, token, minutesAgo) in [(logged, other as String?, 2), (unnamed, nil, 1)] {
+                try await h.postgres.query(
+                    """
+                    INSERT INTO push.broad_log (message_id, delivery_id, app_id, registration_token, token_digest, platform, status, attempts, created_at,
+                                                updated_at, sent_at, log_month)
+                    VALUES (\(message), 'device-admin', \(app.appId), \(token), push.token_digest(\(other)), 'ios', 'sent', 1,
+                            now() - \(minutesAgo) * interval '1 minute', now(), now(), date_trunc('month', now() AT TIME ZONE 'UTC')::date)
+                    """, logger: h.logger)
+            }
+            let history = Self.list(try await h.admin("GET", "/services/\(service)/devices?token=\(other)&messages=5")).first?["lastMessages"]
+            #expect(
+                (history as? [[String: Any]])?.compactMap { ($0["messageId"] as? String)?.lowercased() } == [
+                    unnamed.uuidString.lowercased(), logged.uuidString.lowercased(),
+                ])
             #expect(try await h.admin("GET", "/services/\(service)/devices").status == 400, "a user key or a token is needed")
             #expect(try await h.admin("GET", "/services/nope-\(UUID())/devices?userKey=x").status == 404)
             #expect(try await h.admin("GET", "/services/\(service)/devices?userKey=\(alice)", token: nil).status == 401)

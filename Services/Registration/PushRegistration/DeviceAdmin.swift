@@ -110,7 +110,7 @@ package struct DeviceAdmin: Sendable {
                 """
                 SELECT delivery_id, message_id, broad_log_id, status, failure_type, failure_reason, created_at, sent_at
                 FROM push.broad_log
-                WHERE app_id = \(devices[index].appId) AND registration_token = \(devices[index].registrationToken)
+                WHERE app_id = \(devices[index].appId) AND token_digest = push.token_digest(\(devices[index].registrationToken))
                 ORDER BY created_at DESC
                 LIMIT \(messages)
                 """,

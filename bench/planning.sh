@@ -32,8 +32,9 @@
 #   4. One DeliveryRequested record. Figures: the planner's own clock (delivery_plans.started_at
 #      to planned_at) and the wall time from publishing the request to planned_at; the planner's
 #      VmRSS sampled every 200 ms (peak) and VmHWM at the end; CPU seconds of the planner,
-#      Tansu and PostgreSQL over the same window; then how long push.broad_log takes to hold N
-#      rows for the delivery (that projection runs in the planner process, during the fan-out).
+#      Tansu and PostgreSQL over the same window. (No push.broad_log figure: since migration 30
+#      a message's row is written by its result, and no sender runs here; bench/e2e.py measures
+#      the broad log projection.)
 #   5. The message topics are read back with kcat: exactly N records, N distinct message ids,
 #      all of this delivery, or the script fails.
 #   6. Ceiling: the planner's records (key, value) are shuffled and kcat -P sends them to a fresh
@@ -302,8 +303,7 @@ printf '{"type":"DeliveryRequested","version":1,"requestId":"%s","service":"%s",
 deadline=$(($(date +%s) + ${BENCH_TIMEOUT_S:-3600}))
 status=""
 rss_of() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
-broad_log_rows() { sql "SELECT count(*) FROM push.broad_log WHERE delivery_id = '${1:-}'"; }
-echo "0 0 $cpu0_planner $cpu0_tansu $cpu0_pg $(rss_of "$PLANNER_PID") 0" >"$WORK/progress"
+echo "0 0 $cpu0_planner $cpu0_tansu $cpu0_pg $(rss_of "$PLANNER_PID")" >"$WORK/progress"
 next_progress=15
 while :; do
     IFS='|' read -r status so_far < <(sql "SELECT status, targeted FROM push.delivery_plans WHERE request_id = '$REQUEST_ID'") || true
@@ -311,7 +311,7 @@ while :; do
     elapsed=$(minus "$(now)" "$published_at")
     if awk -v e="$elapsed" -v n="$next_progress" 'BEGIN { exit !(e >= n) }'; then
         read -r c_planner _ c_tansu c_pg _ < <(snapshot)
-        echo "$elapsed ${so_far:-0} $c_planner $c_tansu $c_pg $(rss_of "$PLANNER_PID") $(broad_log_rows "$(sql "SELECT delivery_id FROM push.delivery_plans WHERE request_id = '$REQUEST_ID'")")" >>"$WORK/progress"
+        echo "$elapsed ${so_far:-0} $c_planner $c_tansu $c_pg $(rss_of "$PLANNER_PID")" >>"$WORK/progress"
         next_progress=$((next_progress + 15))
     fi
     for pid in "${PLANNER_PIDS[@]}"; do
@@ -326,44 +326,20 @@ if [[ -n "$PERF_PID" ]]; then kill -INT "$PERF_PID" 2>/dev/null || true; wait "$
 IFS='|' read -r DELIVERY_ID started planned targeted excluded failed < <(sql "
     SELECT delivery_id, extract(epoch FROM started_at), extract(epoch FROM planned_at), targeted, excluded, failed
     FROM push.delivery_plans WHERE request_id = '$REQUEST_ID'")
-broad_at_planned="$(sql "SELECT count(*) FROM push.broad_log WHERE delivery_id = '$DELIVERY_ID'")"
 planner_seconds=$(minus "$planned" "$started")
 wall_seconds=$(minus "$planned" "$published_at")
 planner_rate=$(awk -v n="$targeted" -v s="$planner_seconds" 'BEGIN { printf "%.0f", n / s }')
 echo "planner: delivery $DELIVERY_ID targeted=$targeted excluded=$excluded failed=$failed"
 echo "planner: fan-out ${planner_seconds} s (started_at to planned_at) = $planner_rate messages/s; request published to planned: ${wall_seconds} s"
 # Progress every 15 s: messages (counted at each committed chunk), the rate and CPU (percent of
-# one core) over the interval, the planner's RSS, broad_log rows; to see whether the rate holds.
+# one core) over the interval, the planner's RSS; to see whether the rate holds.
 if (($(wc -l <"$WORK/progress") > 1)); then
-    echo "progress:      s  messages  messages/s  CPU% planner  PostgreSQL  Tansu  RSS MiB  broad_log rows"
-    awk 'NR > 1 { d = $1 - t; printf "  %13.0f  %8d  %10.0f  %12.0f  %10.0f  %5.0f  %7.0f  %14d\n", $1, $2, ($2 - m) / d,
-                  100 * ($3 - cp) / d, 100 * ($5 - cg) / d, 100 * ($4 - ct) / d, $6 / 1024, $7 }
+    echo "progress:      s  messages  messages/s  CPU% planner  PostgreSQL  Tansu  RSS MiB"
+    awk 'NR > 1 { d = $1 - t; printf "  %13.0f  %8d  %10.0f  %12.0f  %10.0f  %5.0f  %7.0f\n", $1, $2, ($2 - m) / d,
+                  100 * ($3 - cp) / d, 100 * ($5 - cg) / d, 100 * ($4 - ct) / d, $6 / 1024 }
          { t = $1; m = $2; cp = $3; ct = $4; cg = $5 }' "$WORK/progress"
 fi
 [[ "$targeted" == "$DEVICES" && "$excluded" == 0 && "$failed" == 0 ]] || die "expected targeted=$DEVICES excluded=0 failed=0"
-
-# broad_log: rows for this delivery, polled every 0.5 s.
-broad_deadline=$(($(date +%s) + ${BENCH_BROAD_LOG_TIMEOUT_S:-1800}))
-broad_rows=0
-broad_checks=0
-while :; do
-    broad_checks=$((broad_checks + 1))
-    broad_rows="$(sql "SELECT count(*) FROM push.broad_log WHERE delivery_id = '$DELIVERY_ID'")"
-    [[ "$broad_rows" -ge "$DEVICES" ]] && break
-    (($(date +%s) < broad_deadline)) || break
-    sleep 0.5
-done
-broad_done=$(now)
-if [[ "$broad_rows" -ge "$DEVICES" ]]; then
-    broad_after_planned=$(minus "$broad_done" "$planned")
-    broad_since_start=$(minus "$broad_done" "$started")
-    # Complete at the first look: the figure is only an upper bound (the polling's latency).
-    ((broad_checks > 1)) || broad_after_planned="<= $broad_after_planned"
-    echo "broad_log: $broad_at_planned of $DEVICES rows when the fan-out was seen planned; all $DEVICES rows ${broad_after_planned} s after planned_at (${broad_since_start} s after started_at)"
-else
-    broad_after_planned="not caught up ($broad_rows of $DEVICES)"
-    echo "broad_log: only $broad_rows of $DEVICES rows ${BENCH_BROAD_LOG_TIMEOUT_S:-1800} s after the fan-out"
-fi
 
 # Memory and per-thread CPU, before stopping the planner.
 hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$PLANNER_PID/status")
@@ -467,6 +443,5 @@ printf '%-44s %s\n' "planner messages/s (started_at..planned_at)" "$planner_rate
 printf '%-44s %s\n' "kcat records/s (same records, same broker)" "$kcat_rate ($DEVICES in $kcat_seconds s)"
 printf '%-44s %s\n' "ratio planner / kcat" "$ratio"
 printf '%-44s %s\n' "planner peak RSS" "$((peak / 1024)) MiB (VmHWM $((hwm / 1024)) MiB); kcat max RSS $((kcat_maxrss / 1024)) MiB"
-printf '%-44s %s\n' "broad_log catch-up after planned_at" "${broad_after_planned} s ($broad_at_planned rows when planned)"
 printf '%-44s %s\n' "CPU s during the fan-out" "planner $cpu_planner (per instance $cpu_each), Tansu $cpu_tansu, PostgreSQL $cpu_pg, machine $cpu_machine of $(awk -v w="$wall_seconds" -v c="$(nproc)" 'BEGIN { printf "%.1f", w * c }')"
 echo "Tansu RSS at the end: $tansu_rss MiB; load average $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -182,7 +182,9 @@ let package = Package(
         // MARK: Services: delivery planning (validation, targeting, personalisation, fan-out, broad log)
         .target(
             name: "PushPlanning",
-            dependencies: ["Kafka", "PushEvents", "PushStore", "PushRuntime", hummingbird, postgresNIO, crypto, nioCore, logging, metrics, serviceLifecycle],
+            dependencies: [
+                "Kafka", "PushEvents", "PushStore", "PushRuntime", "PushWire", hummingbird, postgresNIO, crypto, nioCore, logging, metrics, serviceLifecycle,
+            ],
             path: "Services/DeliveryPlanning/PushPlanning",
             swiftSettings: swiftSettings
         ),
@@ -338,7 +340,7 @@ let package = Package(
         /// What the harnesses share: ephemeral ports, the stack's settings, starting and stopping
         /// the built executables. Test-only: no product depends on it.
         .target(name: "PushTestSupport", path: "Tests/PushTestSupport", swiftSettings: swiftSettings),
-        .testTarget(name: "PushEventsUnitTests", dependencies: ["PushEvents", "PushWire"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushEventsUnitTests", dependencies: ["PushEvents", "PushWire", crypto], swiftSettings: swiftSettings),
         .testTarget(name: "PushRuntimeUnitTests", dependencies: ["PushRuntime", "PushStore", "Kafka"], swiftSettings: swiftSettings),
         .testTarget(name: "PushHTTP2UnitTests", dependencies: ["PushHTTP2", nioCore, nioEmbedded, nioHTTP2, nioHPACK], swiftSettings: swiftSettings),
         .testTarget(name: "APNSUnitTests", dependencies: ["APNS"], swiftSettings: swiftSettings),

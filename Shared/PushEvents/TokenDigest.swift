@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PushWire
 
 /// How every event written since records are sealed names a device without its token: the lowercase hex
 /// SHA-256 of the token's UTF-8 bytes, equal to `push.subscriptions.token_digest` (and to
@@ -27,6 +28,6 @@ package enum TokenDigest {
 
     /// The record key of a device's events on `push.subscriptions`: `<appId>:<tokenDigest>`.
     package static func subscriptionKey(appId: UUID, tokenDigest: String) -> String {
-        "\(appId.uuidString.lowercased()):\(tokenDigest)"
+        "\(appId.lowercaseText):\(tokenDigest)"
     }
 }

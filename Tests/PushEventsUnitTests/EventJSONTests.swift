@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import PushWire
 import Testing
@@ -319,6 +320,18 @@ struct EventJSONTests {
         }
         #expect(old.sealing == nil && old.registrationToken == plain.registrationToken && old.message == plain.message)
         #expect(old.opened(with: Self.key)?.message == plain.message, "a record in clear opens as it is")
+    }
+
+    @Test("nonces drawn in blocks: every one of 3 blocks' worth distinct, 12 bytes each, and a box sealed with one opens")
+    func sealNonces() throws {
+        var nonces = SealNonces(count: 100)
+        let drawn = (0..<300).map { _ in Array(nonces.take()) }
+        #expect(drawn.allSatisfy { $0.count == 12 })
+        #expect(Set(drawn).count == 300, "a nonce repeated")
+        var values = Values(state: 11)
+        let plain = values.apns()
+        let sealed = try plain.sealed(subjectId: values.uuid(), key: Self.key, nonce: nonces.take())
+        #expect(sealed.opened(with: Self.key)?.payload == plain.payload)
     }
 
     enum SubjectKeyStub {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Kafka
 import Logging
@@ -104,6 +105,7 @@ extension DeliveryFanOut {
         let plannedAt = Date()
         var messages: [PlannedMessage] = []
         var exclusions: [DeliveryExclusionsRecorded.Exclusion] = []
+        var nonces = SealNonces(count: rows.count)
         for row in rows {
             if row.disabled {
                 // The audience is read from `apps`, so every row's app has a platform.
@@ -119,7 +121,7 @@ extension DeliveryFanOut {
             // `broadLogIds(for:)` reserved an id for every enabled row.
             guard let broadLogId = stored.broadLogIds[messageId] ?? ids.next() else { preconditionFailure("no broadLog id left for the chunk") }
             if let message = fanOut.factory.message(for: row, messageId: messageId, broadLogId: broadLogId, plannedAt: plannedAt) {
-                messages.append(try Self.sealed(message, for: row))
+                messages.append(try Self.sealed(message, for: row, nonce: nonces.take()))
             }
         }
         // An empty page only comes with a pending chunk (otherwise the plan is finished).
@@ -129,12 +131,12 @@ extension DeliveryFanOut {
 
     /// The message as its record is written (version 2): token and content sealed under the
     /// device's subject key, which the targeting read or created (docs/architecture.md, "Erasure").
-    static func sealed(_ message: PlannedMessage, for row: TargetedSubscription) throws -> PlannedMessage {
+    static func sealed(_ message: PlannedMessage, for row: TargetedSubscription, nonce: AES.GCM.Nonce) throws -> PlannedMessage {
         if case .failed = message { return message }
         guard let subject = row.subjectKey else { throw SubjectKeyMissing() }
         switch message {
-        case .apns(let apns): return .apns(try apns.sealed(subjectId: subject.id, key: subject.key))
-        case .fcm(let fcm): return .fcm(try fcm.sealed(subjectId: subject.id, key: subject.key))
+        case .apns(let apns): return .apns(try apns.sealed(subjectId: subject.id, key: subject.key, nonce: nonce))
+        case .fcm(let fcm): return .fcm(try fcm.sealed(subjectId: subject.id, key: subject.key, nonce: nonce))
         case .failed: return message
         }
     }

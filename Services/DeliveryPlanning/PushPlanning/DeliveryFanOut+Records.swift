@@ -2,6 +2,7 @@ import Foundation
 import Kafka
 import PushEvents
 import PushStore
+import PushWire
 import Synchronization
 
 /// The message records of a chunk, and the read-back that finds which of them a previous
@@ -79,7 +80,7 @@ extension DeliveryFanOut {
             return nil
         }
         record.headers.append(KafkaHeader(name: deliveryHeader, string: deliveryId))
-        record.headers.append(KafkaHeader(name: messageHeader, string: message.messageId.uuidString.lowercased()))
+        record.headers.append(KafkaHeader(name: messageHeader, string: message.messageId.lowercaseText))
         if let broadLogId = message.broadLogId { record.headers.append(KafkaHeader(name: broadLogHeader, string: String(broadLogId))) }
         return record
     }

@@ -7,6 +7,7 @@ import PushEvents
 import PushRuntime
 import PushStore
 import ServiceLifecycle
+import Synchronization
 
 /// Plans accepted deliveries once their `sendAt` is due: targets the subscriptions in chunks,
 /// builds one message per (app, token) and publishes it on `push.apns.messages` or
@@ -115,33 +116,60 @@ package final class DeliveryFanOut: Service {
     /// Plans every due delivery one chunk at a time, round after round, until none has chunks
     /// left: two bulk deliveries of a service are fanned out side by side, not one after the
     /// other (docs/planning.md, "Fair fan-out"). Each round reads what is due again, so a delivery
-    /// accepted meanwhile joins the next round. Each delivery's throttle (its limiter) is kept
-    /// from one turn to the next.
+    /// accepted meanwhile joins the next round.
+    ///
+    /// `parallelShards` turns run side by side, each on its own connection and holding its own
+    /// shard's lock, as that many instances would: one turn alone waited for PostgreSQL and the
+    /// broker's acknowledgements most of the time (docs/planning.md, "Shards"). A turn that
+    /// finds every open shard of every due delivery held by another ends, so a delivery of one
+    /// shard is planned by one turn. The throttles (limiters) are shared by the turns and kept
+    /// for the whole pass. The transactional lane runs one turn: its deliveries are small, and
+    /// its latency must not wait for connections its other turns hold.
     func planRounds() async throws {
+        let limiters = Limiters()
+        let parallel = lane == .bulk ? max(1, settings.parallelShards) : 1
+        try await withThrowingDiscardingTaskGroup { group in
+            for _ in 0..<parallel {
+                group.addTask { try await self.planRounds(limiters: limiters) }
+            }
+        }
+    }
+
+    private func planRounds(limiters: Limiters) async throws {
         var turns = Turns()
         while !Task.isCancelled, !Task.isShuttingDownGracefully {
             let due = try await dueDeliveries()
             turns.keep(due)
+            limiters.keep(due)
             var more = false
             for deliveryId in due {
                 if Task.isCancelled || Task.isShuttingDownGracefully { return }
-                if try await planIfFree(deliveryId, chunks: 1, turns: &turns) == .more { more = true }
+                if try await planIfFree(deliveryId, chunks: 1, turns: &turns, limiters: limiters) == .more { more = true }
             }
             if !more { return }
         }
     }
 
-    /// What a fan-out keeps from one turn of a delivery to the next: its throttle (the limiter)
-    /// and the shard it planned last, which it tries first (a shard stays with one instance
-    /// while nobody else needs it, reading its range in order).
+    /// What one turn keeps from a delivery's chunk to the next: the shard it planned last, which
+    /// it tries first (a shard stays with one turn while nobody else needs it, reading its
+    /// range in order).
     struct Turns {
-        var limiters: [String: FanOutRateLimiter] = [:]
         var shards: [String: Int] = [:]
 
         mutating func keep(_ deliveries: [String]) {
-            limiters = limiters.filter { deliveries.contains($0.key) }
             shards = shards.filter { deliveries.contains($0.key) }
         }
+    }
+
+    /// The deliveries' throttles, shared by the turns of a pass. A throttled delivery is one
+    /// shard, so the turn holding that shard's lock is the only one using its limiter: it takes
+    /// it under the lock and puts it back before unlocking.
+    final class Limiters: Sendable {
+        private let limiters = Mutex<[String: FanOutRateLimiter]>([:])
+
+        func take(_ deliveryId: String) -> FanOutRateLimiter? { limiters.withLock { $0.removeValue(forKey: deliveryId) } }
+        func put(_ limiter: FanOutRateLimiter?, for deliveryId: String) { limiters.withLock { $0[deliveryId] = limiter } }
+        func keep(_ deliveries: [String]) { limiters.withLock { $0 = $0.filter { deliveries.contains($0.key) } } }
     }
 
     /// Ids of this lane's plans not finished whose `sendAt` has come, oldest first, 50 at a time;
@@ -185,18 +213,17 @@ package final class DeliveryFanOut: Service {
         return "active"
     }
 
-    /// Plans up to `chunks` chunks of one shard of the delivery that no other instance holds:
+    /// Plans up to `chunks` chunks of one shard of the delivery that no other instance or turn holds:
     /// starts the plan if it is new (cuts it into shards), then tries the shard it planned last,
     /// then the others in random order (instances spread over the shards), taking the first whose
     /// advisory lock is free. The lock is held for the turn only: between turns another instance
     /// may continue the shard from its cursor, which is all the state a turn needs. `.busy` when
-    /// every open shard is another instance's; `.more` when a shard ended but others are open.
-    func planIfFree(_ deliveryId: String, chunks: Int = .max, turns: inout Turns) async throws -> TurnResult {
+    /// every open shard is another's; `.more` when a shard ended but others are open.
+    func planIfFree(_ deliveryId: String, chunks: Int = .max, turns: inout Turns, limiters: Limiters) async throws -> TurnResult {
         let logger = self.logger
-        let initial = turns.limiters[deliveryId]
         let preferred = turns.shards[deliveryId]
-        let result = try await postgres.withConnection { connection -> (TurnResult, FanOutRateLimiter?, Int?) in
-            guard let (delivery, status) = try await self.loadPlan(deliveryId, on: connection), status != "planned" else { return (.done, initial, nil) }
+        let result = try await postgres.withConnection { connection -> (TurnResult, Int?) in
+            guard let (delivery, status) = try await self.loadPlan(deliveryId, on: connection), status != "planned" else { return (.done, nil) }
             let fanOut = try await self.prepare(delivery, on: connection)
             if status == "accepted" { try await self.recordStarted(fanOut, on: connection) }
             var shards = try await self.openShards(deliveryId, on: connection).shuffled()
@@ -207,7 +234,7 @@ package final class DeliveryFanOut: Service {
                 var locked = false
                 for try await value in lock.decode(Bool.self) { locked = value }
                 guard locked else { continue }
-                var limiter = initial
+                var limiter = limiters.take(deliveryId)
                 let result: TurnResult
                 do {
                     // Read under the lock: another instance may have moved it since.
@@ -217,16 +244,17 @@ package final class DeliveryFanOut: Service {
                         result = .done
                     }
                 } catch {
+                    limiters.put(limiter, for: deliveryId)
                     _ = try? await connection.query("SELECT pg_advisory_unlock(hashtext(\(key)))", logger: logger)
                     throw error
                 }
+                limiters.put(limiter, for: deliveryId)
                 _ = try await connection.query("SELECT pg_advisory_unlock(hashtext(\(key)))", logger: logger)
-                return (result == .done && shards.count > 1 ? .more : result, limiter, shard)
+                return (result == .done && shards.count > 1 ? .more : result, shard)
             }
-            return (shards.isEmpty ? .done : .busy, initial, nil)
+            return (shards.isEmpty ? .done : .busy, nil)
         }
-        turns.limiters[deliveryId] = result.1
-        if let shard = result.2 { turns.shards[deliveryId] = shard }
+        if let shard = result.1 { turns.shards[deliveryId] = shard }
         return result.0
     }
 

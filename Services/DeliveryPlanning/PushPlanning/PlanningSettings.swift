@@ -22,6 +22,10 @@ package struct PlanningSettings: Sendable, Hashable {
     /// more is cut into key ranges of this many that planner instances plan side by side; one
     /// with at most this many (or throttled) is one shard (docs/planning.md, "Shards").
     package var shardSize: Int = 50_000
+    /// Shards of a delivery one instance plans side by side (`PLANNER_PARALLEL_SHARDS`), each
+    /// turn on its own PostgreSQL connection: one alone spends most of its time waiting for the
+    /// database and the broker (docs/planning.md, "Shards").
+    package var parallelShards: Int = 4
     /// Where the deliveries' admin API listens (`PLANNER_ADMIN_HOST`, `PLANNER_ADMIN_PORT`).
     package var adminHost: String = "0.0.0.0"
     package var adminPort: Int = 8082
@@ -56,6 +60,7 @@ package struct PlanningSettings: Sendable, Hashable {
         recoveryMarkIntervalMilliseconds = try environment.int(
             "PLANNER_RECOVERY_MARK_INTERVAL_MS", default: recoveryMarkIntervalMilliseconds, in: 100...600_000)
         shardSize = try environment.int("PLANNER_SHARD_SIZE", default: shardSize, in: 100...100_000_000)
+        parallelShards = try environment.int("PLANNER_PARALLEL_SHARDS", default: parallelShards, in: 1...64)
         adminHost = environment.string("PLANNER_ADMIN_HOST", default: adminHost)
         adminPort = try environment.int("PLANNER_ADMIN_PORT", default: adminPort, in: 0...65_535)
         if let watched = environment.values["PLANNER_WATCHED_GROUPS"] { watchedGroups = try Self.groups(watched) }

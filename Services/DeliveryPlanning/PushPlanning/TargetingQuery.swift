@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import PushEvents
 import PushStore
+import PushWire
 
 /// Reads a delivery's audience from `push.subscriptions` in (app_id, registration_token) order,
 /// one chunk at a time after a cursor (keyset pagination on the primary key: memory stays
@@ -107,7 +108,7 @@ enum TargetingQuery {
     /// `<subject id><key in hex>` as the page query gives it.
     private static func subjectKey(_ text: String) -> TargetedSubscription.SubjectKey? {
         let bytes = Array(text.utf8)
-        guard bytes.count == 36 + 64, let id = UUID(uuidString: String(decoding: bytes[..<36], as: UTF8.self)) else { return nil }
+        guard bytes.count == 36 + 64, let id = UUID(utf8: bytes[..<36]) else { return nil }
         func nibble(_ c: UInt8) -> UInt8? {
             switch c {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")

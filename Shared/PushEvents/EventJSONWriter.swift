@@ -140,9 +140,20 @@ package struct EventJSONWriter {
         var value = value
         value.withUTF8 { utf8 in
             var plainFrom = 0
-            for (index, unit) in utf8.enumerated() where unit < 0x20 || unit == UInt8(ascii: "\"") || unit == UInt8(ascii: "\\") {
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[plainFrom..<index]))
-                plainFrom = index + 1
+            var index = 0
+            while index < utf8.count {
+                // Eight bytes at a time while none needs escaping: the sealed boxes (base64, a
+                // few hundred bytes) and most texts have none (the byte-by-byte scan was 6 % of
+                // the planner's CPU).
+                while index + 8 <= utf8.count, !Self.mayNeedEscaping(UnsafeRawPointer(utf8.baseAddress! + index).loadUnaligned(as: UInt64.self)) {
+                    index += 8
+                }
+                guard index < utf8.count else { break }
+                let unit = utf8[index]
+                index += 1
+                guard unit < 0x20 || unit == UInt8(ascii: "\"") || unit == UInt8(ascii: "\\") else { continue }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[plainFrom..<(index - 1)]))
+                plainFrom = index
                 bytes.append(UInt8(ascii: "\\"))
                 switch unit {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(unit)
@@ -161,6 +172,17 @@ package struct EventJSONWriter {
             bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[plainFrom...]))
         }
         bytes.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether any of the eight bytes may be a control character, a quote or a backslash (no false
+    /// negative; a false positive only sends the bytes through the byte-by-byte check).
+    @inline(__always)
+    private static func mayNeedEscaping(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highBits: UInt64 = 0x8080_8080_8080_8080
+        func hasZeroByte(_ value: UInt64) -> Bool { (value &- ones) & ~value & highBits != 0 }
+        let below0x20 = (word &- ones &* 0x20) & ~word & highBits != 0
+        return below0x20 || hasZeroByte(word ^ (ones &* 0x22)) || hasZeroByte(word ^ (ones &* 0x5C))
     }
 
     private mutating func appendDecimal(_ value: Int) {

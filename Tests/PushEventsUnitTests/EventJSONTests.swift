@@ -322,6 +322,20 @@ struct EventJSONTests {
         #expect(old.opened(with: Self.key)?.message == plain.message, "a record in clear opens as it is")
     }
 
+    @Test("escapes at every offset of the writer's eight-byte scan, between runs of plain and non-ASCII bytes: the encoder's bytes")
+    func escapesAtEveryOffset() throws {
+        var values = Values(state: 12)
+        for special in ["\"", "\\", "\u{0}", "\n", "\u{1f}", "é", "😀", "\u{7f}"] {
+            for before in 0..<20 {
+                for after in [0, 1, 7, 8, 9, 17] {
+                    let text = String(repeating: "a", count: before) + special + String(repeating: "b", count: after)
+                    try Self.expectSameBytes(
+                        values.envelope(MessageSent(message: values.reference(), providerMessageId: text, attempts: 1, sentAt: values.date())))
+                }
+            }
+        }
+    }
+
     @Test("nonces drawn in blocks: every one of 3 blocks' worth distinct, 12 bytes each, and a box sealed with one opens")
     func sealNonces() throws {
         var nonces = SealNonces(count: 100)

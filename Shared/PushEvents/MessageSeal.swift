@@ -63,7 +63,7 @@ package struct MessageSealing: Sendable, Hashable {
 }
 
 /// Random AES-GCM nonces drawn from the kernel in blocks: swift-crypto's `AES.GCM.Nonce()`
-/// asks for 8 bytes at a time, two `getrandom` calls per nonce, which were 3 % of the planner's
+/// asks for 8 bytes at a time, two `getrandom` calls per nonce, which were 4 % of the planner's
 /// CPU when it sealed every message of a chunk one by one (docs/benchmarks.md).
 package struct SealNonces {
     private var bytes: [UInt8]

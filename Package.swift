@@ -156,7 +156,7 @@ let package = Package(
         // MARK: Shared: provider credentials (the typed secret, sealing, storage in push.app_credentials)
         .target(
             name: "PushCredentials",
-            dependencies: ["PushEvents", "PushRuntime", postgresNIO, crypto, logging],
+            dependencies: ["PushEvents", "PushRuntime", "PushStore", postgresNIO, crypto, logging],
             path: "Shared/PushCredentials",
             swiftSettings: swiftSettings
         ),
@@ -262,11 +262,17 @@ let package = Package(
         ),
 
         // MARK: Tools: pushctl (migrations, topics, catalog, projections, reports)
+        .target(
+            name: "PushSchema",
+            dependencies: ["PushCredentials", "PushPlanning", "PushRegistration", "PushSending", "PushStore", "PushTracking"],
+            path: "Tools/PushSchema",
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "PushCtl",
             dependencies: [
                 "Kafka", "PushCredentials", "PushEvents", "PushWire", "PushStore", "PushRuntime", "PushRegistration", "PushPlanning", "PushTracking",
-                postgresNIO, logging, serviceLifecycle, argumentParser,
+                "PushSchema", postgresNIO, logging, serviceLifecycle, argumentParser,
             ],
             path: "Tools/PushCtl",
             swiftSettings: swiftSettings
@@ -282,7 +288,8 @@ let package = Package(
         .executableTarget(
             name: "SenderBench",
             dependencies: [
-                "Kafka", "PushCredentials", "PushEvents", "PushRuntime", "PushStore", "FCM", "PushHTTP2", argumentParser, crypto, logging, nioCore, nioPosix,
+                "Kafka", "PushCredentials", "PushEvents", "PushRuntime", "PushSchema", "PushStore", "FCM", "PushHTTP2", argumentParser, crypto, logging,
+                nioCore, nioPosix,
                 nioSSL, nioHPACK, postgresNIO,
             ],
             path: "bench/SenderBench",
@@ -341,7 +348,7 @@ let package = Package(
         /// the built executables. Test-only: no product depends on it.
         .target(name: "PushTestSupport", path: "Tests/PushTestSupport", swiftSettings: swiftSettings),
         .testTarget(name: "PushEventsUnitTests", dependencies: ["PushEvents", "PushWire", crypto], swiftSettings: swiftSettings),
-        .testTarget(name: "PushRuntimeUnitTests", dependencies: ["PushRuntime", "PushStore", "Kafka"], swiftSettings: swiftSettings),
+        .testTarget(name: "PushRuntimeUnitTests", dependencies: ["PushRuntime", "PushSchema", "PushStore", "Kafka"], swiftSettings: swiftSettings),
         .testTarget(name: "PushHTTP2UnitTests", dependencies: ["PushHTTP2", nioCore, nioEmbedded, nioHTTP2, nioHPACK], swiftSettings: swiftSettings),
         .testTarget(name: "APNSUnitTests", dependencies: ["APNS"], swiftSettings: swiftSettings),
         .testTarget(name: "FCMUnitTests", dependencies: ["FCM", "PushWire", "PushTestSupport"], swiftSettings: swiftSettings),
@@ -361,7 +368,7 @@ let package = Package(
         .testTarget(name: "KafkaIntegrationTests", dependencies: ["Kafka", "PushTestSupport", logging, metricsTestKit], swiftSettings: swiftSettings),
         .testTarget(
             name: "PushStoreIntegrationTests",
-            dependencies: ["PushStore", "PushRuntime", "Kafka", "PushEvents", "PushTestSupport", logging, postgresNIO, serviceLifecycle],
+            dependencies: ["PushStore", "PushSchema", "PushRuntime", "Kafka", "PushEvents", "PushTestSupport", logging, postgresNIO, serviceLifecycle],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -377,15 +384,16 @@ let package = Package(
         .testTarget(
             name: "PushRegistrationIntegrationTests",
             dependencies: [
-                "PushRegistration", "PushCredentials", "PushRuntime", "PushStore", "PushEvents", "Kafka", "PushTestSupport", serviceLifecycle, crypto,
-                cryptoExtras, logging, postgresNIO,
+                "PushRegistration", "PushCredentials", "PushRuntime", "PushSchema", "PushStore", "PushEvents", "Kafka", "PushTestSupport", serviceLifecycle,
+                crypto, cryptoExtras, logging, postgresNIO,
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PushPlanningIntegrationTests",
             dependencies: [
-                "PushPlanning", "PushRegistration", "PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka", "PushTestSupport", serviceLifecycle,
+                "PushPlanning", "PushRegistration", "PushTracking", "PushRuntime", "PushSchema", "PushStore", "PushEvents", "Kafka", "PushTestSupport",
+                serviceLifecycle,
                 logging, postgresNIO,
             ],
             swiftSettings: swiftSettings
@@ -393,7 +401,8 @@ let package = Package(
         .testTarget(
             name: "PushSendingIntegrationTests",
             dependencies: [
-                "PushSending", "PushPlanning", "APNS", "ProviderSimulatorCore", "PushCredentials", "PushRuntime", "PushStore", "PushEvents", "Kafka",
+                "PushSending", "PushPlanning", "APNS", "ProviderSimulatorCore", "PushCredentials", "PushRuntime", "PushSchema", "PushStore", "PushEvents",
+                "Kafka",
                 "PushTestSupport",
                 serviceLifecycle, crypto, cryptoExtras, nioPosix, postgresNIO, logging,
             ],
@@ -401,7 +410,9 @@ let package = Package(
         ),
         .testTarget(
             name: "PushTrackingIntegrationTests",
-            dependencies: ["PushTracking", "PushRuntime", "PushStore", "PushEvents", "Kafka", "PushTestSupport", serviceLifecycle, logging, postgresNIO],
+            dependencies: [
+                "PushTracking", "PushRuntime", "PushSchema", "PushStore", "PushEvents", "Kafka", "PushTestSupport", serviceLifecycle, logging, postgresNIO,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

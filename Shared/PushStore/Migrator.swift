@@ -1,9 +1,10 @@
 import Logging
 import PostgresNIO
 
-/// Applies `Migrations.all` to schema `push`. Idempotent and safe to run from several processes
-/// at once (an advisory lock serialises them). Run it as an explicit step (`pushctl migrate`)
-/// before the services start; services check the schema version and refuse to run on an older one.
+/// Applies migrations (`SchemaMigrations.all`, module PushSchema) to schema `push`. Idempotent
+/// and safe to run from several processes at once (an advisory lock serialises them). Run it as
+/// an explicit step (`pushctl migrate`) before the services start; services check the schema
+/// version and refuse to run on an older one.
 package struct Migrator: Sendable {
     static let lockKey: Int64 = 0x7075_7368  // "push"
 
@@ -17,7 +18,7 @@ package struct Migrator: Sendable {
 
     /// The versions applied by this call (empty when the schema was already current).
     @discardableResult
-    package func migrate(_ migrations: [Migration] = Migrations.all) async throws -> [Int] {
+    package func migrate(_ migrations: [Migration]) async throws -> [Int] {
         try await client.withConnection { connection in
             try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
             do {
@@ -86,9 +87,10 @@ package struct Migrator: Sendable {
         }
     }
 
-    /// Fails with a clear message when the schema is older than this build needs.
+    /// Fails with a clear message when the schema is older than this build needs: a version of
+    /// `Migrations.versions` is not applied.
     package func requireCurrentSchema() async throws {
-        let needed = Migrations.all.last?.version ?? 0
+        let needed = Migrations.versions.last ?? 0
         let version = try await schemaVersion()
         guard version >= needed else {
             throw SchemaVersionError(found: version, needed: needed)
@@ -98,7 +100,7 @@ package struct Migrator: Sendable {
             for try await version in try await connection.query("SELECT version FROM push.schema_migrations", logger: logger).decode(Int.self) {
                 done.insert(version)
             }
-            return Migrations.all.map(\.version).filter { !done.contains($0) }
+            return Migrations.versions.filter { !done.contains($0) }
         }
         guard missing.isEmpty else {
             throw SchemaVersionError(found: version, needed: needed, missing: missing)

@@ -5,6 +5,7 @@ import PostgresNIO
 import PushEvents
 import PushPlanning
 import PushRuntime
+import PushSchema
 import PushStore
 import PushTestSupport
 import ServiceLifecycle
@@ -98,7 +99,7 @@ struct PlanningHarness: Sendable {
                 return nil
             }
             do {
-                try await Migrator(client: postgres, logger: logger).migrate()
+                try await Migrator(client: postgres, logger: logger).migrate(SchemaMigrations.all)
                 let result = try await body(harness)
                 await group.triggerGracefulShutdown()
                 try await tasks.waitForAll()

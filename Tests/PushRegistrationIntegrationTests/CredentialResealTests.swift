@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import PushCredentials
 import PushRuntime
+import PushSchema
 import PushStore
 import PushTestSupport
 import Testing
@@ -61,7 +62,7 @@ struct CredentialResealTests {
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { await postgres.run() }
             defer { tasks.cancelAll() }
-            try await Migrator(client: postgres, logger: logger).migrate()
+            try await Migrator(client: postgres, logger: logger).migrate(SchemaMigrations.all)
 
             // Four apps with credentials sealed under A (one as a row from before migration 13,
             // without a key id), and an APNs provider token sealed under A.

@@ -6,6 +6,7 @@ import PushCredentials
 import PushEvents
 import PushRegistration
 import PushRuntime
+import PushSchema
 import PushStore
 import PushTestSupport
 import ServiceLifecycle
@@ -41,7 +42,7 @@ struct RegistrationHarness: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { await postgres.run() }
             defer { tasks.cancelAll() }
-            try await Migrator(client: postgres, logger: logger).migrate()
+            try await Migrator(client: postgres, logger: logger).migrate(SchemaMigrations.all)
         }
     }
 
@@ -94,7 +95,7 @@ struct RegistrationHarness: Sendable {
                 return nil
             }
             do {
-                try await Migrator(client: postgres, logger: logger).migrate()
+                try await Migrator(client: postgres, logger: logger).migrate(SchemaMigrations.all)
                 let result = try await body(harness)
                 await group.triggerGracefulShutdown()
                 try await tasks.waitForAll()

@@ -7,6 +7,7 @@ import ProviderSimulatorCore
 import PushCredentials
 import PushEvents
 import PushRuntime
+import PushSchema
 import PushSending
 import PushStore
 import PushTestSupport
@@ -97,7 +98,7 @@ extension SenderHarness {
             tasks.addTask { await postgres.run() }
             defer { tasks.cancelAll() }
             do {
-                try await Migrator(client: postgres, logger: logger).migrate()
+                try await Migrator(client: postgres, logger: logger).migrate(SchemaMigrations.all)
                 let result = try await body(postgres)
                 try await simulator.shutdown()
                 return result

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 import PushEvents
+import PushSchema
 import PushStore
 import Testing
 
@@ -22,7 +23,7 @@ struct ExclusionDigestMigrationTests {
                 for try await value in try await client.query(query, logger: logger).decode(String.self) { values.append(value) }
                 return values
             }
-            let before = Migrations.all.filter { $0.version < 24 }
+            let before = SchemaMigrations.all.filter { $0.version < 24 }
             try await Migrator(client: client, logger: logger).migrate(before)
             let app = UUID()
             // x1 in a month with a partition, x2 in 1990 (the default partition).
@@ -39,8 +40,8 @@ struct ExclusionDigestMigrationTests {
                 """,
                 logger: logger)
 
-            let applied = try await Migrator(client: client, logger: logger).migrate()
-            #expect(applied == Migrations.all.map(\.version).filter { $0 >= 24 }, "24 and the later ones")
+            let applied = try await Migrator(client: client, logger: logger).migrate(SchemaMigrations.all)
+            #expect(applied == SchemaMigrations.all.map(\.version).filter { $0 >= 24 }, "24 and the later ones")
 
             #expect(
                 try await strings("SELECT registration_token || ' ' || token_digest FROM push.exclusion_log ORDER BY 1") == [

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import PushSchema
 import PushStore
 import Testing
 
@@ -14,7 +15,7 @@ struct IndicatorMigrationTests {
     func backfill() async throws {
         try await StoreTestSupport.withScratchDatabase("push_test_migration6") { client, _ in
             let logger = StoreTestSupport.logger
-            #expect(try await Migrator(client: client, logger: logger).migrate(Migrations.all.filter { $0.version <= 5 }) == [1, 2, 3, 4, 5])
+            #expect(try await Migrator(client: client, logger: logger).migrate(SchemaMigrations.all.filter { $0.version <= 5 }) == [1, 2, 3, 4, 5])
 
             try await client.query(
                 """
@@ -49,7 +50,7 @@ struct IndicatorMigrationTests {
             )
 
             // Migration 6 runs first (later ones follow; they do not touch these tables).
-            #expect(try await Migrator(client: client, logger: logger).migrate().first == 6)
+            #expect(try await Migrator(client: client, logger: logger).migrate(SchemaMigrations.all).first == 6)
             let rows = try await client.query(
                 """
                 SELECT delivery_id, coalesce(to_deliver, -1)::int, coalesce(excluded, -1)::int, processed::int, sent::int, failed::int,
@@ -75,7 +76,7 @@ struct IndicatorMigrationTests {
     func recipientsCounted() async throws {
         try await StoreTestSupport.withScratchDatabase("push_test_migration27") { client, _ in
             let logger = StoreTestSupport.logger
-            _ = try await Migrator(client: client, logger: logger).migrate(Migrations.all.filter { $0.version <= 26 })
+            _ = try await Migrator(client: client, logger: logger).migrate(SchemaMigrations.all.filter { $0.version <= 26 })
             try await client.query(
                 """
                 INSERT INTO push.deliveries (delivery_id, request_id, service_id, service_name, status, apps, audience, content, valid_until, send_at, accepted_at)
@@ -90,7 +91,7 @@ struct IndicatorMigrationTests {
                        ('d3', 'r3', '{"deliveryId": "d3", "audience": {"userKeys": ["ann@example.com"]}}', 'accepted', now())
                 """,
                 logger: logger)
-            #expect(try await Migrator(client: client, logger: logger).migrate().contains(27))
+            #expect(try await Migrator(client: client, logger: logger).migrate(SchemaMigrations.all).contains(27))
             var seen: [String] = []
             for try await row in try await client.query(
                 """

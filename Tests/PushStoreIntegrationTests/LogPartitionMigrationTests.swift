@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import PushSchema
 import PushStore
 import Testing
 
@@ -19,7 +20,7 @@ struct LogPartitionMigrationTests {
                 for try await value in try await client.query(query, logger: logger).decode(String.self) { values.append(value) }
                 return values
             }
-            try await Migrator(client: client, logger: logger).migrate(Migrations.all.filter { $0.version <= 15 })
+            try await Migrator(client: client, logger: logger).migrate(SchemaMigrations.all.filter { $0.version <= 15 })
             // d1 accepted before and sent from March 2025 (its messages planned in April: the
             // delivery's month wins), d2 with no delivery row (its first message's month),
             // hits in two months.
@@ -54,7 +55,7 @@ struct LogPartitionMigrationTests {
                 logger: logger)
 
             // Up to 18 only: later migrations change these tables again (24: exclusion_log's key).
-            let throughPartitions = Migrations.all.filter { $0.version <= 18 }
+            let throughPartitions = SchemaMigrations.all.filter { $0.version <= 18 }
             #expect(try await Migrator(client: client, logger: logger).migrate(throughPartitions).contains(18))
 
             let placed = try await strings(

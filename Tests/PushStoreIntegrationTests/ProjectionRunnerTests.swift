@@ -4,6 +4,7 @@ import Logging
 import PostgresNIO
 import PushEvents
 import PushRuntime
+import PushSchema
 import PushStore
 import PushTestSupport
 import ServiceLifecycle
@@ -28,7 +29,7 @@ struct ProjectionRunnerTests {
     @Test("migrations are idempotent and create the documented tables")
     func migrations() async throws {
         try await StoreTestSupport.withPostgres { postgres in
-            let again = try await Migrator(client: postgres, logger: StoreTestSupport.logger).migrate()
+            let again = try await Migrator(client: postgres, logger: StoreTestSupport.logger).migrate(SchemaMigrations.all)
             #expect(again.isEmpty)
             let rows = try await postgres.query(
                 "SELECT table_name::text FROM information_schema.tables WHERE table_schema = 'push' ORDER BY 1"

@@ -4,6 +4,7 @@ import Logging
 import PostgresNIO
 import PushEvents
 import PushRuntime
+import PushSchema
 import PushStore
 import PushTestSupport
 import Testing
@@ -37,7 +38,7 @@ enum StoreTestSupport {
                 return nil
             }
             defer { group.cancelAll() }
-            try await Migrator(client: client, logger: logger).migrate()
+            try await Migrator(client: client, logger: logger).migrate(SchemaMigrations.all)
             return try await body(client)
         }
     }

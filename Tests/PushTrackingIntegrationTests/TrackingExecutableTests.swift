@@ -1,4 +1,5 @@
 import Foundation
+import PushSchema
 import PushStore
 import PushTestSupport
 import PushTracking
@@ -29,7 +30,7 @@ struct TrackingExecutableTests {
         let configuration = try TrackingHarness.configuration(suffix: suffix, partitions: 4)
         try await TrackingHarness.createTopics(configuration)
         try await TrackingHarness.withPostgres { postgres in
-            try await Migrator(client: postgres, logger: TrackingHarness.logger).migrate()
+            try await Migrator(client: postgres, logger: TrackingHarness.logger).migrate(SchemaMigrations.all)
             let harness = TrackingHarness(
                 suffix: suffix, baseURL: URL(string: "http://127.0.0.1:1")!, postgres: postgres, configuration: configuration,
                 settings: TrackingSettings(projectionName: "test.tracking-log-exe.\(suffix)"), logger: TrackingHarness.logger

@@ -4,6 +4,7 @@ import Logging
 import PostgresNIO
 import PushEvents
 import PushRuntime
+import PushSchema
 import PushStore
 import PushTestSupport
 import PushTracking
@@ -90,7 +91,7 @@ struct TrackingHarness: Sendable {
                 return nil
             }
             do {
-                try await Migrator(client: postgres, logger: logger).migrate()
+                try await Migrator(client: postgres, logger: logger).migrate(SchemaMigrations.all)
                 try await harness.waitUntilListening()
                 let result = try await body(harness)
                 await group.triggerGracefulShutdown()

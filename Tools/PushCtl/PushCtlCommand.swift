@@ -5,6 +5,7 @@ import Logging
 import PostgresNIO
 import PushEvents
 import PushRuntime
+import PushSchema
 import PushStore
 import ServiceLifecycle
 
@@ -58,9 +59,9 @@ struct Migrate: AsyncParsableCommand {
         let context = try ToolContext()
         let logger = context.logger
         let applied = try await context.withPostgres { client in
-            try await Migrator(client: client, logger: logger).migrate()
+            try await Migrator(client: client, logger: logger).migrate(SchemaMigrations.all)
         }
-        let version = Migrations.all.last?.version ?? 0
+        let version = SchemaMigrations.all.last?.version ?? 0
         print(
             applied.isEmpty
                 ? "schema push is current (version \(version))"

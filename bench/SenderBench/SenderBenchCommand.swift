@@ -13,6 +13,7 @@ import PushCredentials
 import PushEvents
 import PushHTTP2
 import PushRuntime
+import PushSchema
 import PushStore
 import Synchronization
 
@@ -55,7 +56,7 @@ struct Setup: AsyncParsableCommand {
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { await postgres.run() }
             defer { group.cancelAll() }
-            try await Migrator(client: postgres, logger: logger).migrate()
+            try await Migrator(client: postgres, logger: logger).migrate(SchemaMigrations.all)
             let appId = UUID()
             let run = String(appId.uuidString.prefix(8)).lowercased()
             let serviceId = UUID()

@@ -1,0 +1,71 @@
+/// The migrations of the tables PushStore owns (docs/architecture.md, "Tables and their owners"):
+/// the shared bookkeeping of every service: projections' consumer offsets, the event journal,
+/// the per-person data keys (`subject_keys`) and the log partitions' function. `SchemaMigrations.all` (module PushSchema) assembles every owner's list into
+/// the one ordered list `pushctl migrate` applies; a version that changed tables of several
+/// owners has a part in each, applied together in one transaction. docs/database.md documents
+/// the tables.
+package enum StoreSchema {
+    package static let migrations: [Migration] = [
+        Migration(
+            version: 1, name: "consumer offsets and event journal",
+            statements: [
+                """
+                CREATE TABLE push.consumer_offsets (
+                    group_id    text        NOT NULL,
+                    topic       text        NOT NULL,
+                    partition   integer     NOT NULL,
+                    next_offset bigint      NOT NULL,
+                    updated_at  timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (group_id, topic, partition)
+                )
+                """,
+                """
+                COMMENT ON TABLE push.consumer_offsets IS
+                    'Next Kafka offset to project per consumer group and partition; written in the same transaction as the projection it belongs to'
+                """,
+                """
+                CREATE TABLE push.event_journal (
+                    seq            bigserial   PRIMARY KEY,
+                    topic          text        NOT NULL,
+                    partition      integer     NOT NULL,
+                    "offset"       bigint      NOT NULL,
+                    event_id       uuid        NOT NULL,
+                    type           text        NOT NULL,
+                    version        integer     NOT NULL,
+                    aggregate_key  text        NOT NULL,
+                    occurred_at    timestamptz NOT NULL,
+                    correlation_id text,
+                    recorded_at    timestamptz NOT NULL DEFAULT now()
+                )
+                """,
+                "CREATE INDEX event_journal_type_time ON push.event_journal (type, occurred_at)",
+                "CREATE INDEX event_journal_correlation ON push.event_journal (correlation_id) WHERE correlation_id IS NOT NULL",
+                """
+                COMMENT ON TABLE push.event_journal IS
+                    'One row per event read from the journaled topics (metadata only); exactly once per Kafka record'
+                """,
+            ]),
+        Migration(
+            version: 17, name: "erasure: per-person data keys, erased devices, token digests",
+            statements: [
+                """
+                CREATE TABLE push.subject_keys (
+                    subject_id uuid        PRIMARY KEY,
+                    service_id uuid        NOT NULL,
+                    subject    text        NOT NULL,
+                    data_key   bytea       NOT NULL CHECK (octet_length(data_key) = 32),
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    UNIQUE (service_id, subject)
+                )
+                """,
+                """
+                COMMENT ON TABLE push.subject_keys IS
+                    'Data keys sealing the personal fields of SubscriptionRegistered v2, one per person (subject user:<userKey>) or anonymous device (device:<appId>:<tokenDigest>) of a service. Not a projection: a replay cannot rebuild it, back it up with the database. Erasure deletes the row, which makes the person''s events unreadable for good'
+                """,
+            ]),
+        Migration(
+            version: 18, name: "broad_log, exclusion_log and tracking_log partitioned by month",
+            statements: LogPartitionsMigration.functionStatements
+        ),
+    ]
+}

@@ -37,4 +37,19 @@ package struct EventJournalProjection: Projection {
             logger: logger
         )
     }
+
+    /// What the journal holds of one correlation id: rows, distinct event ids and the first and
+    /// last time they occurred (nil when it holds none). What the smoke run checks and shows.
+    package static func summary(correlationId: String, postgres: PostgresClient, logger: Logger) async throws -> (
+        rows: Int, distinctEvents: Int, first: Date, last: Date
+    )? {
+        let rows = try await postgres.query(
+            """
+            SELECT count(*)::int, count(DISTINCT event_id)::int, min(occurred_at), max(occurred_at)
+            FROM push.event_journal WHERE correlation_id = \(correlationId) HAVING count(*) > 0
+            """,
+            logger: logger)
+        for try await (count, distinct, first, last) in rows.decode((Int, Int, Date, Date).self) { return (count, distinct, first, last) }
+        return nil
+    }
 }

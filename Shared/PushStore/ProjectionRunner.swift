@@ -152,14 +152,7 @@ package final class ProjectionRunner<P: Projection>: Service {
     static func storedPositions(group: String, partitions: [KafkaTopicPartition], postgres: PostgresClient, logger: Logger) async throws
         -> [KafkaTopicPartition: Int64]
     {
-        let rows = try await postgres.query(
-            "SELECT topic, partition, next_offset FROM push.consumer_offsets WHERE group_id = \(group) AND topic = ANY(\(Array(Set(partitions.map(\.topic)))))",
-            logger: logger
-        )
-        var stored: [KafkaTopicPartition: Int64] = [:]
-        for try await (topic, partition, offset) in rows.decode((String, Int32, Int64).self) {
-            stored[KafkaTopicPartition(topic: topic, partition: partition)] = offset
-        }
+        let stored = try await ConsumerOffsets.stored(group: group, topics: Array(Set(partitions.map(\.topic))), postgres: postgres, logger: logger)
         return Dictionary(uniqueKeysWithValues: partitions.map { ($0, stored[$0] ?? KafkaOffset.beginning) })
     }
 
@@ -310,5 +303,25 @@ extension EnvelopeProjection {
         case .known(let event, _): event
         case .unknown: nil
         }
+    }
+}
+
+/// The positions projections keep in `push.consumer_offsets`, in the transaction of the rows they
+/// project (`ProjectionRunner`).
+package enum ConsumerOffsets {
+    /// The next offsets a projection (consumer group `group`) stored for each partition of
+    /// `topics` it has projected: where it resumes (`pushctl projections status` and `replay`).
+    package static func stored(group: String, topics: [String], postgres: PostgresClient, logger: Logger) async throws
+        -> [KafkaTopicPartition: Int64]
+    {
+        let rows = try await postgres.query(
+            "SELECT topic, partition, next_offset FROM push.consumer_offsets WHERE group_id = \(group) AND topic = ANY(\(topics))",
+            logger: logger
+        )
+        var stored: [KafkaTopicPartition: Int64] = [:]
+        for try await (topic, partition, offset) in rows.decode((String, Int32, Int64).self) {
+            stored[KafkaTopicPartition(topic: topic, partition: partition)] = offset
+        }
+        return stored
     }
 }

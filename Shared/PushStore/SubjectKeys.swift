@@ -71,4 +71,50 @@ package enum SubjectKeys {
         for try await (subject, id, bytes) in rows.decode((String, UUID, ByteBuffer).self) { keys[subject] = (id, Array(bytes.readableBytesView)) }
         return keys
     }
+
+    /// The keys of `subjects` (service id and subject, of any services), each created if missing,
+    /// in one statement: the registration endpoints' batch. A subject whose row another
+    /// transaction was creating at the same time is absent from the answer (this statement's
+    /// snapshot does not see it): the caller asks again. Run it in a transaction and use the keys
+    /// only once COMMIT has answered (PostgreSQL sends a statement's rows before an implicit
+    /// transaction commits, so a key read from them could be lost with a crash of the server while
+    /// a record sealed under it is stored).
+    package static func createOrRead(
+        _ subjects: [(serviceId: UUID, subject: String)], on connection: PostgresConnection, logger: Logger
+    ) async throws -> [(serviceId: UUID, subject: String, id: UUID, key: [UInt8])] {
+        guard !subjects.isEmpty else { return [] }
+        let fresh = subjects.map { _ in TokenDigest.hex(freshKey()) }
+        let rows = try await connection.query(
+            """
+            WITH wanted AS (
+                SELECT * FROM unnest(\(subjects.map(\.serviceId))::uuid[], \(subjects.map(\.subject))::text[],
+                                     \(subjects.map { _ in RandomUUID.make() })::uuid[], \(fresh)::text[]) AS w(service_id, subject, subject_id, data_key)),
+            created AS (
+                INSERT INTO push.subject_keys (subject_id, service_id, subject, data_key)
+                SELECT subject_id, service_id, subject, decode(data_key, 'hex') FROM wanted
+                ON CONFLICT (service_id, subject) DO NOTHING
+                RETURNING service_id, subject, subject_id, data_key)
+            SELECT service_id, subject, subject_id, data_key FROM created
+            UNION ALL
+            SELECT k.service_id, k.subject, k.subject_id, k.data_key
+            FROM push.subject_keys k JOIN wanted w ON k.service_id = w.service_id AND k.subject = w.subject
+            """,
+            logger: logger)
+        var keys: [(serviceId: UUID, subject: String, id: UUID, key: [UInt8])] = []
+        for try await (serviceId, subject, id, bytes) in rows.decode((UUID, String, UUID, ByteBuffer).self) {
+            keys.append((serviceId, subject, id, Array(bytes.readableBytesView)))
+        }
+        return keys
+    }
+
+    /// Destroys the keys of `subjects` in the service (an erasure, in its transaction): every
+    /// record sealed under them can no longer be read. Returns how many existed.
+    package static func delete(serviceId: UUID, subjects: [String], on connection: PostgresConnection, logger: Logger) async throws -> Int {
+        let rows = try await connection.query(
+            "WITH d AS (DELETE FROM push.subject_keys WHERE service_id = \(serviceId) AND subject = ANY(\(subjects)) RETURNING 1) SELECT count(*)::int FROM d",
+            logger: logger)
+        var deleted = 0
+        for try await count in rows.decode(Int.self) { deleted = count }
+        return deleted
+    }
 }

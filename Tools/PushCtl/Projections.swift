@@ -228,12 +228,9 @@ enum ProjectionKind: String, CaseIterable, ExpressibleByArgument, Sendable {
 
     /// The sum of the next offsets stored for this projection (grows by one per record projected).
     func storedSum(configuration: RuntimeConfiguration, postgres: PostgresClient, logger: Logger) async throws -> Int64 {
-        let rows = try await postgres.query(
-            "SELECT coalesce(sum(next_offset), 0)::bigint FROM push.consumer_offsets WHERE group_id = \(group()) AND topic = ANY(\(topics(configuration.topics)))",
-            logger: logger
-        )
-        for try await sum in rows.decode(Int64.self) { return sum }
-        return 0
+        try await ConsumerOffsets.stored(
+            group: group(), topics: topics(configuration.topics), postgres: postgres, logger: logger
+        ).values.reduce(0, +)
     }
 
     /// Positions stored for this projection against the topics' watermarks now.
@@ -243,10 +240,11 @@ enum ProjectionKind: String, CaseIterable, ExpressibleByArgument, Sendable {
         for topic in topics(configuration.topics) {
             let marks = try await reader.watermarks(topic: topic)
             var stored: [Int32: Int64] = [:]
-            let rows = try await postgres.query(
-                "SELECT partition, next_offset FROM push.consumer_offsets WHERE group_id = \(group) AND topic = \(topic)", logger: logger
-            )
-            for try await (partition, offset) in rows.decode((Int32, Int64).self) { stored[partition] = offset }
+            for (position, offset) in try await ConsumerOffsets.stored(
+                group: group, topics: [topic], postgres: postgres, logger: logger)
+            {
+                stored[position.partition] = offset
+            }
             for (partition, mark) in marks {
                 let position = max(stored[partition] ?? mark.low, mark.low)
                 progress.behind += max(0, mark.high - position)

@@ -272,21 +272,14 @@ struct Smoke: AsyncParsableCommand {
         let deadline = projectStart + .seconds(timeout)
         let expected = events
         try await Journal.runJournal(context: context, topics: [topic], group: "push-smoke-journal") { postgres in
-            let rows = try await postgres.query("SELECT count(*)::int FROM push.event_journal WHERE correlation_id = \(runID)")
-            var count = 0
-            for try await value in rows.decode(Int.self) { count = value }
+            let count = try await EventJournalProjection.summary(correlationId: runID, postgres: postgres, logger: context.logger)?.rows ?? 0
             if clock.now > deadline { throw ValidationError("only \(count) of \(expected) events projected after \(timeout) s") }
             return count >= expected
         }
         let projectTime = clock.now - projectStart
 
         let summary = try await context.withPostgres { postgres in
-            let rows = try await postgres.query(
-                "SELECT count(*)::int, count(DISTINCT event_id)::int, min(occurred_at), max(occurred_at) FROM push.event_journal WHERE correlation_id = \(runID)"
-            )
-            var result: (Int, Int, Date, Date)?
-            for try await row in rows.decode((Int, Int, Date, Date).self) { result = row }
-            return result
+            try await EventJournalProjection.summary(correlationId: runID, postgres: postgres, logger: context.logger)
         }
         guard let (rowCount, distinct, first, last) = summary else { throw ValidationError("no journal rows for \(runID)") }
         print(

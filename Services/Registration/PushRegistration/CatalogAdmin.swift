@@ -42,7 +42,10 @@ package actor CatalogAdmin {
     package func credentials(appId: UUID) async throws -> [CredentialOutput] {
         let store = try credentialStore()
         guard try await app(id: appId) != nil else { throw RegistrationError(status: 404, reason: "no app \(appId)") }
-        return try await store.list(appId: appId)
+        return try await store.list(appId: appId).map {
+            CredentialOutput(
+                credentialId: $0.credentialId, appId: appId, kind: $0.kind, fingerprint: $0.fingerprint, details: $0.details, createdAt: $0.createdAt)
+        }
     }
 
     /// Stores new credentials (sealed) and makes them the app's active ones; the previous ones

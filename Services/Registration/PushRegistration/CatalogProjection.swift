@@ -2,6 +2,7 @@ import Foundation
 import Kafka
 import Logging
 import PostgresNIO
+import PushCredentials
 import PushEvents
 import PushRuntime
 import PushStore
@@ -112,16 +113,10 @@ package struct CatalogProjection: EnvelopeProjection {
                     logger: logger
                 )
                 // Credentials stored for an app deleted meanwhile (a rotation racing the delete).
-                try await connection.query(
-                    """
-                    DELETE FROM push.app_credentials
-                    WHERE app_id = \(credentials.appId) AND EXISTS (SELECT 1 FROM push.deleted_apps WHERE app_id = \(credentials.appId))
-                    """,
-                    logger: logger
-                )
+                try await CredentialStore.deleteIfAppDeleted(appId: credentials.appId, on: connection, logger: logger)
             case .appDeleted(let deleted, let at):
                 try await connection.query("DELETE FROM push.apps WHERE app_id = \(deleted.appId)", logger: logger)
-                try await connection.query("DELETE FROM push.app_credentials WHERE app_id = \(deleted.appId)", logger: logger)
+                try await CredentialStore.deleteAll(appId: deleted.appId, on: connection, logger: logger)
                 try await connection.query(
                     "INSERT INTO push.deleted_apps (app_id, deleted_at) VALUES (\(deleted.appId), \(at)) ON CONFLICT (app_id) DO NOTHING",
                     logger: logger

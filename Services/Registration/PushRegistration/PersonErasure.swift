@@ -105,9 +105,7 @@ package struct PersonErasure: Sendable {
             }
             var subjects = zip(apps, digests).map { PersonalDataKeys.subject(userKey: "", appId: $0, tokenDigest: $1) }
             if let userKey { subjects.append(PersonalDataKeys.subject(userKey: userKey, appId: UUID(), tokenDigest: "")) }
-            let keys = try await count(
-                "WITH d AS (DELETE FROM push.subject_keys WHERE service_id = \(serviceId) AND subject = ANY(\(subjects)) RETURNING 1) SELECT count(*)::int FROM d",
-                on: connection)
+            let keys = try await SubjectKeys.delete(serviceId: serviceId, subjects: subjects, on: connection, logger: logger)
             let plans = try await scrubDeliveryPlans(serviceId: serviceId, userKey: userKey, tokens: tokens, on: connection)
             guard !apps.isEmpty || keys > 0 || plans > 0 else {
                 throw AdminError.notFound(

@@ -44,34 +44,16 @@ package struct PersonalDataKeys: Sendable {
     /// transaction was creating at the same time is absent from the answer (this statement's
     /// snapshot does not see it): the caller asks again.
     func keys(of subjects: [SubjectKeyRequests.Subject]) async throws -> [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] {
-        let fresh = subjects.map { _ in SymmetricKey(size: .bits256).withUnsafeBytes { TokenDigest.hex($0) } }
-        // In an explicit transaction: PostgreSQL sends a statement's rows before an implicit
-        // transaction commits, so a key read from them could be lost with a crash of the server
-        // while the registration sealed under it is stored (chaos/run found one). A key is
-        // returned only once COMMIT has answered.
-        return try await postgres.withTransaction(logger: logger) { connection in
-            let rows = try await connection.query(
-                """
-                WITH wanted AS (
-                    SELECT * FROM unnest(\(subjects.map(\.serviceId))::uuid[], \(subjects.map(\.subject))::text[],
-                                         \(subjects.map { _ in UUID() })::uuid[], \(fresh)::text[]) AS w(service_id, subject, subject_id, data_key)),
-                created AS (
-                    INSERT INTO push.subject_keys (subject_id, service_id, subject, data_key)
-                    SELECT subject_id, service_id, subject, decode(data_key, 'hex') FROM wanted
-                    ON CONFLICT (service_id, subject) DO NOTHING
-                    RETURNING service_id, subject, subject_id, data_key)
-                SELECT service_id, subject, subject_id, data_key FROM created
-                UNION ALL
-                SELECT k.service_id, k.subject, k.subject_id, k.data_key
-                FROM push.subject_keys k JOIN wanted w ON k.service_id = w.service_id AND k.subject = w.subject
-                """,
-                logger: logger)
-            var keys: [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] = [:]
-            for try await (serviceId, subject, id, bytes) in rows.decode((UUID, String, UUID, ByteBuffer).self) {
-                keys[SubjectKeyRequests.Subject(serviceId: serviceId, subject: subject)] = (id, SymmetricKey(data: Array(bytes.readableBytesView)))
-            }
-            return keys
+        // In an explicit transaction: a key is returned only once COMMIT has answered (chaos/run
+        // found a key lost with a crash of the server while its registration was stored).
+        let rows = try await postgres.withTransaction(logger: logger) { connection in
+            try await SubjectKeys.createOrRead(subjects.map { ($0.serviceId, $0.subject) }, on: connection, logger: logger)
         }
+        var keys: [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] = [:]
+        for row in rows {
+            keys[SubjectKeyRequests.Subject(serviceId: row.serviceId, subject: row.subject)] = (row.id, SymmetricKey(data: row.key))
+        }
+        return keys
     }
 
     /// The keys of `ids` that still exist (an erased subject's is gone), in one query.

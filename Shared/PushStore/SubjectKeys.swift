@@ -72,6 +72,27 @@ package enum SubjectKeys {
         return keys
     }
 
+    /// The keys of `subjects` (service id and subject, of any services) that exist, in one
+    /// statement outside any transaction: a row a plain statement reads is committed, so a key
+    /// read here may be used at once.
+    package static func read(
+        _ subjects: [(serviceId: UUID, subject: String)], postgres: PostgresClient, logger: Logger
+    ) async throws -> [(serviceId: UUID, subject: String, id: UUID, key: [UInt8])] {
+        guard !subjects.isEmpty else { return [] }
+        let rows = try await postgres.query(
+            """
+            SELECT k.service_id, k.subject, k.subject_id, k.data_key
+            FROM push.subject_keys k JOIN unnest(\(subjects.map(\.serviceId))::uuid[], \(subjects.map(\.subject))::text[]) AS w(service_id, subject)
+              ON k.service_id = w.service_id AND k.subject = w.subject
+            """,
+            logger: logger)
+        var keys: [(serviceId: UUID, subject: String, id: UUID, key: [UInt8])] = []
+        for try await (serviceId, subject, id, bytes) in rows.decode((UUID, String, UUID, ByteBuffer).self) {
+            keys.append((serviceId, subject, id, Array(bytes.readableBytesView)))
+        }
+        return keys
+    }
+
     /// The keys of `subjects` (service id and subject, of any services), each created if missing,
     /// in one statement: the registration endpoints' batch. A subject whose row another
     /// transaction was creating at the same time is absent from the answer (this statement's

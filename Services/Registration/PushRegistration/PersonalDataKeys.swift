@@ -44,15 +44,23 @@ package struct PersonalDataKeys: Sendable {
     /// transaction was creating at the same time is absent from the answer (this statement's
     /// snapshot does not see it): the caller asks again.
     func keys(of subjects: [SubjectKeyRequests.Subject]) async throws -> [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] {
+        var keys: [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] = [:]
+        func add(_ rows: [(serviceId: UUID, subject: String, id: UUID, key: [UInt8])]) {
+            for row in rows {
+                keys[SubjectKeyRequests.Subject(serviceId: row.serviceId, subject: row.subject)] = (row.id, SymmetricKey(data: row.key))
+            }
+        }
+        // Most registrations are of a person or device whose key exists (an app registers again
+        // at every launch): one plain read, no transaction. Only the others create theirs.
+        add(try await SubjectKeys.read(subjects.map { ($0.serviceId, $0.subject) }, postgres: postgres, logger: logger))
+        let missing = subjects.filter { keys[$0] == nil }
+        guard !missing.isEmpty else { return keys }
         // In an explicit transaction: a key is returned only once COMMIT has answered (chaos/run
         // found a key lost with a crash of the server while its registration was stored).
-        let rows = try await postgres.withTransaction(logger: logger) { connection in
-            try await SubjectKeys.createOrRead(subjects.map { ($0.serviceId, $0.subject) }, on: connection, logger: logger)
-        }
-        var keys: [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] = [:]
-        for row in rows {
-            keys[SubjectKeyRequests.Subject(serviceId: row.serviceId, subject: row.subject)] = (row.id, SymmetricKey(data: row.key))
-        }
+        add(
+            try await postgres.withTransaction(logger: logger) { connection in
+                try await SubjectKeys.createOrRead(missing.map { ($0.serviceId, $0.subject) }, on: connection, logger: logger)
+            })
         return keys
     }
 

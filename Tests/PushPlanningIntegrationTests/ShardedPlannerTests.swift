@@ -220,6 +220,13 @@ struct ShardedPlannerTests {
             }
             #expect(Set(planned.map(\.value)).count == 1, "one DeliveryPlanned (the outbox may repeat the same record after a kill)")
             #expect(try await h.int("SELECT count(*)::int FROM push.delivery_shards WHERE delivery_id = \(deliveryId) AND status <> 'planned'") == 0)
+            // A planned shard keeps no device's token (an erasure could not reach them there).
+            #expect(
+                try await h.int(
+                    """
+                    SELECT count(*)::int FROM push.delivery_shards WHERE delivery_id = \(deliveryId)
+                      AND (start_token IS NOT NULL OR end_token IS NOT NULL OR cursor_token IS NOT NULL)
+                    """) == 0)
             #expect(try await h.int("SELECT targeted::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == Self.messages)
             #expect(try await h.int("SELECT excluded::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == Self.excluded)
             try await eventually(within: .seconds(60), "the indicators' to_deliver") {

@@ -171,7 +171,9 @@ extension DeliveryFanOut {
         logger.info("Delivery planning started", metadata: ["shards": "\(shards)"])
     }
 
-    /// Ends a shard once its range is exhausted (or the delivery cancelled); the shard that is
+    /// Ends a shard once its range is exhausted (or the delivery cancelled), keeping no
+    /// registration token: its range's bounds and cursor are of no use once it is planned, and
+    /// an erasure must not leave a token behind in them. The shard that is
     /// the delivery's last also ends the plan: status `planned` and `DeliveryPlanned` with the
     /// plan's totals (the sums of its shards' chunks) in the outbox, in the same transaction.
     /// The plan row is locked first, so of two shards ending at once the second sees the first
@@ -189,7 +191,9 @@ extension DeliveryFanOut {
             }
             try await connection.query(
                 """
-                UPDATE push.delivery_shards SET status = 'planned', pending_chunk = NULL, planned_at = now(), updated_at = now()
+                UPDATE push.delivery_shards
+                SET status = 'planned', pending_chunk = NULL, start_token = NULL, end_token = NULL, cursor_token = NULL,
+                    planned_at = now(), updated_at = now()
                 WHERE delivery_id = \(deliveryId) AND shard = \(shard)
                 """,
                 logger: logger

@@ -519,6 +519,17 @@ package enum PlanningSchema {
                 // record for an index nothing in the channel needs (docs/benchmarks.md).
                 "DROP INDEX push.broad_log_device"
             ]),
+        Migration(
+            version: 32, name: "planned shards keep no registration token",
+            statements: [
+                // A planned shard's range and cursor are never read again; its tokens were the
+                // only copies of devices' tokens outside push.subscriptions that an erasure missed.
+                "UPDATE push.delivery_shards SET start_token = NULL, end_token = NULL, cursor_token = NULL WHERE status = 'planned'",
+                """
+                COMMENT ON TABLE push.delivery_shards IS
+                    'The planner''s working state per shard of a delivery (not an analyst table): a key range of push.subscriptions ((start, end], in (app_id, registration_token) order; null start = from the first, null end = to the last), its fan-out cursor and the chunk in flight. Any planner instance plans a shard it holds the session advisory lock of. A planned shard keeps no token (start_token, end_token, cursor_token null)'
+                """,
+            ]),
     ]
 
     /// Per cent of each page migration 29 filled with new rows: the other half took the final

@@ -39,7 +39,7 @@ struct DeliveryRequestValidationTests {
         variables: ["url"], sounds: ["chime.caf"], credential: nil)
     static let android = PlanningApp(
         appId: UUID(), integrationKey: "android-key", platform: .android, environment: "production", bundleId: nil, fcmProjectId: "example",
-        variables: ["url", "deepLink"], credential: nil)
+        variables: ["url", "deepLink"], sounds: ["gate_chime"], credential: nil)
     static let service = PlanningService(serviceId: UUID(), name: "neotrips", apps: [ios, android])
 
     func reason(_ json: String, service: PlanningService? = service) -> String? {
@@ -67,13 +67,16 @@ struct DeliveryRequestValidationTests {
         #expect(accepted.deliveryId == "41", "the id the intake allocated")
     }
 
-    @Test("accepted: a badge-only and a sound-only iOS push without texts, default or a declared sound as a name or a critical-alert dictionary")
+    @Test(
+        "accepted: a badge-only and a sound-only iOS push without texts, default or a declared sound as a name or a critical-alert dictionary; an Android sound the app declares"
+    )
     func soundsAndBadges() {
         for content in [
             #"{"ios": {"badge": 3}}"#, #"{"ios": {"sound": "chime.caf"}}"#, #"{"body": "x", "ios": {"sound": "default"}}"#,
             #"{"body": "x", "ios": {"sound": {"critical": true, "name": "chime.caf", "volume": 0.8}}}"#,
             #"{"body": "x", "ios": {"sound": {"name": "default", "volume": 0}}}"#,
             ##"{"body": "x", "android": {"mode": "notification", "image": "https://example.com/a.png", "icon": "ic_trip", "color": "#1A2b3C", "sound": "default", "tag": "offer", "clickAction": "OPEN_TRIP"}}"##,
+            #"{"body": "x", "android": {"mode": "notification", "sound": "gate_chime"}}"#,
         ] {
             #expect(reason(requestJSON(requestId: "r", service: "neotrips", content: content)) == nil, "\(content)")
         }
@@ -127,6 +130,10 @@ struct DeliveryRequestValidationTests {
             (requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "ios": {"sound": {"critical": true}}}"#), "missing field name"),
             (requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "ios": {"sound": 5}}"#), "wrong type at content.ios.sound"),
             (requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "ios": {"sound": ""}}"#), "content.ios.sound must be 1 to 256 bytes"),
+            (
+                requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "android": {"mode": "notification", "sound": "horn"}}"#),
+                "content.android.sound 'horn' is not declared by Android app 'android-key' (declared: gate_chime; default is always allowed)"
+            ),
             (
                 requestJSON(requestId: "r", service: "neotrips", content: #"{"body": "x", "android": {"image": "https://example.com/a.png"}}"#),
                 "content.android.image is a notification option: set android.mode to notification"

@@ -141,8 +141,10 @@ extension DeliveryRequestValidator {
         }
     }
 
-    /// The FCM options: values FCM accepts (mode, priority, collapse key).
-    static func checkAndroidOptions(of request: DeliveryRequest) throws(DeliveryRejection) {
+    /// The FCM options: values FCM accepts (mode, priority, collapse key), and a sound every
+    /// targeted Android app declares (`default` always): a sound resource the app does not ship
+    /// plays nothing, as on iOS.
+    static func checkAndroidOptions(of request: DeliveryRequest, apps: [PlanningApp]) throws(DeliveryRejection) {
         guard let android = request.content.android else { return }
         if let mode = android.mode, mode != "data", mode != "notification" { throw rejection(request, "content.android.mode must be data or notification") }
         if let priority = android.priority, priority != "high", priority != "normal" {
@@ -166,6 +168,15 @@ extension DeliveryRequestValidator {
             let hex = color.utf8.dropFirst()
             guard color.first == "#", hex.count == 6, hex.allSatisfy({ $0 < 0x80 && Character(UnicodeScalar($0)).isHexDigit }) else {
                 throw rejection(request, "content.android.color must be #rrggbb")
+            }
+        }
+        if let sound = android.sound, sound != "default" {
+            for app in apps where app.platform == .android && !app.sounds.contains(sound) {
+                let declared = app.sounds.isEmpty ? "none" : app.sounds.sorted().joined(separator: ", ")
+                throw rejection(
+                    request,
+                    "content.android.sound '\(sound.prefix(64))' is not declared by Android app '\(app.integrationKey)' (declared: \(declared); default is always allowed)"
+                )
             }
         }
     }

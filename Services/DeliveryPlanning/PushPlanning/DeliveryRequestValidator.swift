@@ -57,7 +57,7 @@ package enum DeliveryRequestValidator {
         try checkTexts(of: request, apps: apps)
         try checkTemplates(of: request, apps: apps)
         try checkIOSOptions(of: request, apps: apps)
-        try checkAndroidOptions(of: request)
+        try checkAndroidOptions(of: request, apps: apps)
         try checkProviderSettings(of: request, apps: apps)
         let schedule = try schedule(of: request, now: now)
         try checkThrottle(of: request)
@@ -100,7 +100,7 @@ package enum DeliveryRequestValidator {
             check { try checkTemplates(of: request, apps: apps) }
             check { try checkIOSOptions(of: request, apps: apps) }
         }
-        check { try checkAndroidOptions(of: request) }
+        check { try checkAndroidOptions(of: request, apps: apps ?? []) }
         if let apps { check { try checkProviderSettings(of: request, apps: apps) } }
         check { _ = try schedule(of: request, now: now) }
         check { try checkThrottle(of: request) }

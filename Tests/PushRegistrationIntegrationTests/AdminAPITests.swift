@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import PushRegistration
+import PushRuntime
 import PushTestSupport
 import Testing
 
@@ -8,6 +9,40 @@ import Testing
 struct AdminAPITests {
     static func object(_ answer: RegistrationHarness.Answer) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any], "\(answer.body)")
+    }
+
+    @Test("with REGISTRATION_ADMIN_PORT the admin API answers on its own port only; the SDK port registers and answers 404 for /admin/v1")
+    func adminPortOfItsOwn() async throws {
+        var settings = RegistrationSettings()
+        settings.adminPort = 1  // the harness picks a free port
+        try await RegistrationHarness.run(settings: settings) { harness in
+            #expect(harness.adminURL != harness.baseURL)
+            let name = "svc-\(UUID().uuidString.prefix(8).lowercased())"
+            #expect(try await harness.admin("POST", "/services", json: #"{"name": "\#(name)", "label": "Own port"}"#).status == 201)
+            var throughSDKPort = harness
+            throughSDKPort.adminURL = harness.baseURL
+            #expect(try await throughSDKPort.admin("GET", "/services").status == 404, "the public port does not serve the admin API")
+            #expect(try await throughSDKPort.admin("POST", "/services", json: #"{"name": "x\#(name)", "label": "No"}"#).status == 404)
+            let created = try await harness.admin(
+                "POST", "/services/\(name)/apps", json: #"{"platform": "ios", "label": "Trips iOS", "bundleId": "com.neotrips.app"}"#)
+            let key = try #require(try Self.object(created)["integrationKey"] as? String, "\(created.body)")
+            let registered = try await harness.post(
+                "/nms/mobile/1/registerIOS.jssp", body: RegistrationEndpointTests.iosBody(key: key, token: RegistrationEndpointTests.hexToken()))
+            #expect(registered.status == 200, "\(registered.body)")
+        }
+    }
+
+    @Test("REGISTRATION_ADMIN_PORT: a port the same as REGISTRATION_PORT or out of range stops the service naming the setting")
+    func adminPortSettings() throws {
+        #expect(try RegistrationSettings(environment: EnvironmentSettings([:])).adminPort == nil)
+        let own = try RegistrationSettings(environment: EnvironmentSettings(["REGISTRATION_ADMIN_PORT": "8084", "REGISTRATION_HOST": "10.0.0.5"]))
+        #expect(own.adminPort == 8084)
+        #expect(own.adminHost == "10.0.0.5", "the admin host defaults to REGISTRATION_HOST")
+        for bad in ["8080", "70000", "-1"] {
+            #expect(throws: ConfigurationError.self, "\(bad)") {
+                try RegistrationSettings(environment: EnvironmentSettings(["REGISTRATION_ADMIN_PORT": bad]))
+            }
+        }
     }
 
     @Test("create a service and its apps, then register devices with the generated integration key")

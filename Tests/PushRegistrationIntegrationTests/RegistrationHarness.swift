@@ -23,6 +23,8 @@ import Testing
 struct RegistrationHarness: Sendable {
     let suffix: String
     let baseURL: URL
+    /// Where the admin API answers: `baseURL`, or its own port when the settings give one.
+    var adminURL: URL
     let postgres: PostgresClient
     let configuration: RuntimeConfiguration
     let logger: Logger
@@ -73,6 +75,10 @@ struct RegistrationHarness: Sendable {
         var settings = settings
         settings.host = "127.0.0.1"
         settings.port = try EphemeralPort.next()
+        if settings.adminPort != nil {
+            settings.adminPort = try EphemeralPort.next()
+            settings.adminHost = "127.0.0.1"
+        }
         let postgres = PostgresClient(configuration: configuration.postgres.clientConfiguration, backgroundLogger: logger)
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
         let parts = try RegistrationApplication.build(
@@ -87,7 +93,9 @@ struct RegistrationHarness: Sendable {
             ))
         let harness = RegistrationHarness(
             suffix: suffix,
-            baseURL: URL(string: "http://127.0.0.1:\(settings.port)")!, postgres: postgres, configuration: configuration, logger: logger
+            baseURL: URL(string: "http://127.0.0.1:\(settings.port)")!,
+            adminURL: URL(string: "http://127.0.0.1:\(settings.adminPort ?? settings.port)")!, postgres: postgres, configuration: configuration,
+            logger: logger
         )
         return try await withThrowingTaskGroup(of: T?.self) { tasks in
             tasks.addTask {
@@ -199,7 +207,7 @@ struct RegistrationHarness: Sendable {
     func admin(_ method: String, _ path: String, json: String? = nil, token: String? = RegistrationHarness.adminToken) async throws -> Answer {
         // A query (`?userKey=…`) is kept as a query, not escaped into the path.
         let parts = path.split(separator: "?", maxSplits: 1).map(String.init)
-        var components = URLComponents(url: baseURL.appendingPathComponent("admin/v1" + parts[0]), resolvingAgainstBaseURL: false)!
+        var components = URLComponents(url: adminURL.appendingPathComponent("admin/v1" + parts[0]), resolvingAgainstBaseURL: false)!
         if parts.count == 2 { components.percentEncodedQuery = parts[1] }
         var request = URLRequest(url: components.url!)
         request.httpMethod = method

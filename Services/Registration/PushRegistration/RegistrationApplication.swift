@@ -57,16 +57,30 @@ package enum RegistrationApplication {
         )
         let devices = DeviceAdmin(producer: producer, topic: configuration.topics.subscriptions.name, postgres: postgres, logger: logger)
         let erasure = PersonErasure(producer: producer, topic: configuration.topics.subscriptions.name, postgres: postgres, logger: logger)
-        AdminEndpoints(admin: admin, devices: devices, erasure: erasure, token: adminToken).addRoutes(to: router)
+        // The admin API on a port of its own when one is set, so that the SDKs' public port
+        // cannot reach it whatever the proxy in front routes (docs/deploy.md).
+        let adminRouter = settings.adminPort == nil ? router : Router(context: RegistrationRequestContext.self)
+        AdminEndpoints(admin: admin, devices: devices, erasure: erasure, token: adminToken).addRoutes(to: adminRouter)
         if adminToken == nil {
             logger.warning("PUSH_ADMIN_TOKEN is not set: the admin API answers 503")
         }
-        let http = Application(
-            router: router,
-            server: configuration.httpServer,
-            configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: nil),
-            logger: logger
-        )
+        var servers: [any Service] = [
+            Application(
+                router: router,
+                server: configuration.httpServer,
+                configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: nil),
+                logger: logger
+            )
+        ]
+        if let adminPort = settings.adminPort {
+            servers.append(
+                Application(
+                    router: adminRouter,
+                    server: configuration.httpServer,
+                    configuration: .init(address: .hostname(settings.adminHost ?? settings.host, port: adminPort), serverName: nil),
+                    logger: logger
+                ))
+        }
 
         let consumer = configuration.consumer(group: "")
         let catalog = ProjectionRunner(
@@ -86,6 +100,6 @@ package enum RegistrationApplication {
             postgres: postgres, producer: producer, topic: configuration.topics.subscriptions.name,
             purgeAfter: settings.purgeAfter, interval: settings.purgeInterval, logger: logger
         )
-        return [producer, catalog, subscriptions, purger, http]
+        return [producer, catalog, subscriptions, purger] + servers
     }
 }

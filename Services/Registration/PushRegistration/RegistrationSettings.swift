@@ -7,6 +7,12 @@ package struct RegistrationSettings: Sendable {
     /// `REGISTRATION_HOST` / `REGISTRATION_PORT`: the SDK endpoints. Default `0.0.0.0:8080`.
     package var host: String
     package var port: Int
+    /// `REGISTRATION_ADMIN_PORT` / `REGISTRATION_ADMIN_HOST`: where the admin API (`/admin/v1`)
+    /// listens when it must not share the SDKs' public port; the SDK port then answers 404 for
+    /// it. Default unset: the admin API is served on `REGISTRATION_PORT` too. The host defaults
+    /// to `REGISTRATION_HOST`.
+    package var adminPort: Int?
+    package var adminHost: String?
     /// `REGISTRATION_BODY_LIMIT`: largest accepted body in bytes; larger is 413. Default 16384.
     package var bodyLimit: Int
     /// `REGISTRATION_STORE_TIMEOUT_MS`: how long a registration may wait for the broker to store
@@ -56,6 +62,17 @@ package struct RegistrationSettings: Sendable {
             ratePerAddress: Double(try environment.int("REGISTRATION_RATE_PER_ADDRESS", default: 50)),
             burstPerAddress: Double(try environment.int("REGISTRATION_BURST_PER_ADDRESS", default: 100))
         )
+        let adminPort = try environment.int("REGISTRATION_ADMIN_PORT", default: 0)
+        guard (0...65_535).contains(adminPort) else {
+            throw ConfigurationError("REGISTRATION_ADMIN_PORT must be a TCP port (1 to 65535, or 0 for the SDK port); got \(adminPort)")
+        }
+        if adminPort != 0 {
+            guard adminPort != port else {
+                throw ConfigurationError("REGISTRATION_ADMIN_PORT must differ from REGISTRATION_PORT (\(port)); leave it unset to share the port")
+            }
+            self.adminPort = adminPort
+            self.adminHost = environment.string("REGISTRATION_ADMIN_HOST", default: host)
+        }
         purgeAfter = .seconds(try environment.int("REGISTRATION_PURGE_AFTER_DAYS", default: 30) * 86_400)
         purgeInterval = .seconds(max(1, try environment.int("REGISTRATION_PURGE_INTERVAL_SECONDS", default: 3_600)))
         trustedProxies = Set(

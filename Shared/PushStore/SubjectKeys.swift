@@ -129,13 +129,12 @@ package enum SubjectKeys {
     }
 
     /// Destroys the keys of `subjects` in the service (an erasure, in its transaction): every
-    /// record sealed under them can no longer be read. Returns how many existed.
-    package static func delete(serviceId: UUID, subjects: [String], on connection: PostgresConnection, logger: Logger) async throws -> Int {
+    /// record sealed under them can no longer be read. Returns the ids of those that existed.
+    package static func delete(serviceId: UUID, subjects: [String], on connection: PostgresConnection, logger: Logger) async throws -> [UUID] {
         let rows = try await connection.query(
-            "WITH d AS (DELETE FROM push.subject_keys WHERE service_id = \(serviceId) AND subject = ANY(\(subjects)) RETURNING 1) SELECT count(*)::int FROM d",
-            logger: logger)
-        var deleted = 0
-        for try await count in rows.decode(Int.self) { deleted = count }
+            "DELETE FROM push.subject_keys WHERE service_id = \(serviceId) AND subject = ANY(\(subjects)) RETURNING subject_id", logger: logger)
+        var deleted: [UUID] = []
+        for try await id in rows.decode(UUID.self) { deleted.append(id) }
         return deleted
     }
 }

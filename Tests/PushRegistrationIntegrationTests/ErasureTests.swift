@@ -56,16 +56,21 @@ struct ErasureTests {
             RegistrationEndpointTests.hexToken(), RegistrationEndpointTests.hexToken(), RegistrationEndpointTests.hexToken(),
             RegistrationEndpointTests.hexToken()
         )
+        // Alice's old phone: registered, then purged from quarantine (its subscription gone),
+        // its log rows still there.
+        let oldPhone = RegistrationEndpointTests.hexToken()
         let (app, live) = try await RegistrationHarness.run(suffix: suffix) { h in
             let app = try await h.defineApp(platform: .ios)
             let service = try await h.serviceName(of: app.appId)
-            for (token, user) in [(phone, alice), (tablet, alice), (anonymous, ""), (bobs, bob)] {
+            for (token, user) in [(phone, alice), (tablet, alice), (anonymous, ""), (bobs, bob), (oldPhone, alice)] {
                 let body = DeviceAdminTests.body(key: app.integrationKey, token: token, userKey: user)
                 #expect(try await h.post("/nms/mobile/1/registerIOS.jssp", body: body).status == 200)
             }
             try await eventually("registered") {
-                try await h.count("SELECT count(*)::int FROM push.subscriptions WHERE app_id = \(app.appId)") == 4
+                try await h.count("SELECT count(*)::int FROM push.subscriptions WHERE app_id = \(app.appId)") == 5
             }
+            // What the quarantine purge leaves of the old phone: no subscription.
+            try await h.postgres.query("DELETE FROM push.subscriptions WHERE registration_token = \(oldPhone)", logger: h.logger)
             #expect(
                 try await h.count("SELECT count(*)::int FROM push.subject_keys WHERE subject IN (\("user:\(alice)"), \("user:\(bob)"))") == 2,
                 "one data key per person")
@@ -73,7 +78,7 @@ struct ErasureTests {
 
             // What the planning and tracking projections would hold of a delivery to them.
             let delivery = "erase-\(suffix)"
-            let messages = [(phone, UUID(), Int32.random(in: 1_000...1_000_000)), (anonymous, UUID(), 7), (bobs, UUID(), 8)]
+            let messages = [(phone, UUID(), Int32.random(in: 1_000...1_000_000)), (anonymous, UUID(), 7), (bobs, UUID(), 8), (oldPhone, UUID(), 9)]
             for (token, message, broadLogId) in messages {
                 try await h.postgres.query(
                     """
@@ -105,7 +110,13 @@ struct ErasureTests {
             #expect(erased.status == 200, "\(erased.body)")
             let answer = try UnsubscribeTests.object(erased)
             #expect(answer["subscriptions"] as? Int == 2 && answer["dataKeys"] as? Int == 1, "\(erased.body)")
-            #expect(answer["broadLogRows"] as? Int == 1 && answer["exclusionLogRows"] as? Int == 1 && answer["trackingLogRows"] as? Int == 1, "\(erased.body)")
+            #expect(
+                answer["broadLogRows"] as? Int == 2 && answer["exclusionLogRows"] as? Int == 1 && answer["trackingLogRows"] as? Int == 2,
+                "the purged old phone's rows too: \(erased.body)")
+            #expect(
+                try await h.count(
+                    "SELECT count(*)::int FROM push.subject_devices WHERE app_id = \(app.appId) AND token_digest = ANY(\([phone, tablet, oldPhone].map(PersonalDataKeys.tokenDigest)))"
+                ) == 0, "her devices are forgotten")
             #expect(try await h.admin("POST", "/services/\(service)/erase", json: #"{"userKey": "\#(alice)"}"#).status == 404, "nothing left of her")
             let owned = try await h.admin("POST", "/services/\(service)/erase", json: #"{"registrationToken": "\#(bobs)"}"#)
             #expect(owned.status == 409 && owned.body.contains("erase the person by userKey"), "\(owned.body)")
@@ -148,7 +159,9 @@ struct ErasureTests {
             // are found, so the scan does read keys.
             let (count, bytes) = try await Self.topicBytes(h)
             #expect(count >= 9, "two catalog records, four registrations, an unsubscription, two audits")
-            for (what, secret) in [("alice's user key", alice), ("her phone", phone), ("her tablet", tablet), ("the anonymous device", anonymous)] {
+            for (what, secret) in [
+                ("alice's user key", alice), ("her phone", phone), ("her tablet", tablet), ("her old phone", oldPhone), ("the anonymous device", anonymous),
+            ] {
                 #expect(!Self.contains(bytes, secret), "\(what) in the topics' bytes")
             }
             #expect(!Self.contains(bytes, bobs) && !Self.contains(bytes, bob), "bob's personal fields are sealed as well")

@@ -11,7 +11,9 @@ import PushStore
 /// keys that sealed their registrations are destroyed (so no copy of `push.subscriptions` can be
 /// read back), their devices are recorded in `push.erased_devices` (so a replay of older,
 /// unsealed registrations ignores them), and their subscriptions and every `broad_log`,
-/// `exclusion_log`, `tracking_log` and `tracking_firsts` row of their devices are deleted. The
+/// `exclusion_log`, `tracking_log` and `tracking_firsts` row of their devices are deleted, also
+/// of the devices whose subscription is already gone (purged, or of a deleted app), found in
+/// `push.subject_devices`. The
 /// delivery indicators are counters and keep their counts. Then a `PersonErased` audit event,
 /// which names nobody, is published.
 package struct PersonErasure: Sendable {
@@ -105,8 +107,30 @@ package struct PersonErasure: Sendable {
             }
             var subjects = zip(apps, digests).map { PersonalDataKeys.subject(userKey: "", appId: $0, tokenDigest: $1) }
             if let userKey { subjects.append(PersonalDataKeys.subject(userKey: userKey, appId: UUID(), tokenDigest: "")) }
-            let keys = try await SubjectKeys.delete(serviceId: serviceId, subjects: subjects, on: connection, logger: logger)
+            let keyIds = try await SubjectKeys.delete(serviceId: serviceId, subjects: subjects, on: connection, logger: logger)
+            let keys = keyIds.count
             let plans = try await scrubDeliveryPlans(serviceId: serviceId, userKey: userKey, tokens: tokens, on: connection)
+            // Their devices whose subscription is gone (purged from quarantine, or of a deleted
+            // app) still have log rows: the subjects' devices, unless another person's (or an
+            // anonymous) registration holds the device now.
+            var deviceApps = apps
+            var deviceDigests = digests
+            var known = Set(zip(apps, digests).map { "\($0):\($1)" })
+            for try await (app, digest) in try await connection.query(
+                """
+                SELECT d.app_id, d.token_digest FROM push.subject_devices d
+                WHERE d.subject_id = ANY(\(keyIds))
+                  AND NOT EXISTS (
+                      SELECT 1 FROM push.subscriptions s
+                      WHERE s.app_id = d.app_id AND s.token_digest = d.token_digest AND s.user_key <> \(userKey ?? ""))
+                """,
+                logger: logger
+            ).decode((UUID, String).self) {
+                guard known.insert("\(app):\(digest)").inserted else { continue }
+                deviceApps.append(app)
+                deviceDigests.append(digest)
+            }
+            try await connection.query("DELETE FROM push.subject_devices WHERE subject_id = ANY(\(keyIds))", logger: logger)
             guard !apps.isEmpty || keys > 0 || plans > 0 else {
                 throw AdminError.notFound(
                     userKey != nil
@@ -115,7 +139,7 @@ package struct PersonErasure: Sendable {
             try await connection.query(
                 """
                 INSERT INTO push.erased_devices (app_id, token_digest, erased_at)
-                SELECT a, d, \(erasedAt) FROM unnest(\(apps)::uuid[], \(digests)::text[]) AS x(a, d)
+                SELECT a, d, \(erasedAt) FROM unnest(\(deviceApps)::uuid[], \(deviceDigests)::text[]) AS x(a, d)
                 ON CONFLICT (app_id, token_digest) DO UPDATE SET erased_at = excluded.erased_at
                 """,
                 logger: logger)
@@ -124,7 +148,7 @@ package struct PersonErasure: Sendable {
                 """
                 WITH m AS (
                     SELECT delivery_id, message_id::text AS message_id, broad_log_id FROM push.broad_log
-                    WHERE (app_id, token_digest) IN (SELECT * FROM unnest(\(apps)::uuid[], \(digests)::text[]))),
+                    WHERE (app_id, token_digest) IN (SELECT * FROM unnest(\(deviceApps)::uuid[], \(deviceDigests)::text[]))),
                 f AS (
                     DELETE FROM push.tracking_firsts t USING m
                     WHERE t.delivery_id = m.delivery_id AND (t.message_id = m.message_id OR t.message_id = m.broad_log_id::text)),
@@ -137,7 +161,7 @@ package struct PersonErasure: Sendable {
                 on: connection)
             let broadLog = try await count(
                 """
-                WITH d AS (DELETE FROM push.broad_log WHERE (app_id, token_digest) IN (SELECT * FROM unnest(\(apps)::uuid[], \(digests)::text[])) RETURNING 1)
+                WITH d AS (DELETE FROM push.broad_log WHERE (app_id, token_digest) IN (SELECT * FROM unnest(\(deviceApps)::uuid[], \(deviceDigests)::text[])) RETURNING 1)
                 SELECT count(*)::int FROM d
                 """,
                 on: connection)
@@ -145,7 +169,7 @@ package struct PersonErasure: Sendable {
                 """
                 WITH d AS (
                     DELETE FROM push.exclusion_log
-                    WHERE (app_id, token_digest) IN (SELECT * FROM unnest(\(apps)::uuid[], \(digests)::text[]))
+                    WHERE (app_id, token_digest) IN (SELECT * FROM unnest(\(deviceApps)::uuid[], \(deviceDigests)::text[]))
                     RETURNING 1)
                 SELECT count(*)::int FROM d
                 """,

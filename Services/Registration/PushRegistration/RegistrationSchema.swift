@@ -169,5 +169,31 @@ package enum RegistrationSchema {
                 "CREATE INDEX subscriptions_device_token ON push.subscriptions (app_id, token_digest) INCLUDE (registration_token)",
                 "DROP INDEX push.subscriptions_token_digest",
             ]),
+        Migration(
+            version: 33, name: "the devices each data-key subject has registered, kept past a purge",
+            statements: [
+                """
+                CREATE TABLE push.subject_devices (
+                    subject_id   uuid        NOT NULL,
+                    app_id       uuid        NOT NULL,
+                    token_digest text        NOT NULL,
+                    first_seen   timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (subject_id, app_id, token_digest)
+                )
+                """,
+                """
+                COMMENT ON TABLE push.subject_devices IS
+                    'Each device (app, SHA-256 of the token) a subject (push.subject_keys.subject_id) registered, from the sealed registrations; kept when the subscription is purged or its app deleted, so an erasure still finds the device''s log rows. Erasure deletes the subject''s rows'
+                """,
+                // The devices registered so far, from the subscriptions and their subjects' keys.
+                """
+                INSERT INTO push.subject_devices (subject_id, app_id, token_digest)
+                SELECT k.subject_id, s.app_id, s.token_digest
+                FROM push.subscriptions s JOIN push.apps a USING (app_id)
+                JOIN push.subject_keys k ON k.service_id = a.service_id
+                 AND k.subject = CASE WHEN s.user_key = '' THEN 'device:' || s.app_id::text || ':' || s.token_digest ELSE 'user:' || s.user_key END
+                ON CONFLICT DO NOTHING
+                """,
+            ]),
     ]
 }

@@ -101,6 +101,9 @@ package struct SubscriptionProjection: EnvelopeProjection {
         var order: [String] = []
         let subjects = Set(events.compactMap { if case .sealed(let sealed) = $0.event { sealed.subjectId } else { nil } })
         let keys = try await PersonalDataKeys.keys(subjects, on: connection, logger: logger)
+        // The devices each subject registered, kept past a purge or an app's deletion, so that
+        // an erasure of the person still finds their log rows (`push.subject_devices`).
+        var devices: [(subjectId: UUID, appId: UUID, tokenDigest: String)] = []
         func flush() async throws {
             guard !order.isEmpty else { return }
             try await Self.upsert(order.map { pending[$0]! }, on: connection, logger: logger)
@@ -116,6 +119,7 @@ package struct SubscriptionProjection: EnvelopeProjection {
                 }
                 let recordKey = SubscriptionRegistered.key(appId: registration.appId, registrationToken: registration.registrationToken)
                 if pending.updateValue(registration, forKey: recordKey) == nil { order.append(recordKey) }
+                devices.append((sealed.subjectId, sealed.appId, sealed.tokenDigest))
             case .registered(let registration):
                 let key = SubscriptionRegistered.key(appId: registration.appId, registrationToken: registration.registrationToken)
                 if pending.updateValue(registration, forKey: key) == nil { order.append(key) }
@@ -175,6 +179,15 @@ package struct SubscriptionProjection: EnvelopeProjection {
             }
         }
         try await flush()
+        if !devices.isEmpty {
+            try await connection.query(
+                """
+                INSERT INTO push.subject_devices (subject_id, app_id, token_digest)
+                SELECT * FROM unnest(\(devices.map(\.subjectId))::uuid[], \(devices.map(\.appId))::uuid[], \(devices.map(\.tokenDigest))::text[])
+                ON CONFLICT DO NOTHING
+                """,
+                logger: logger)
+        }
     }
 
     /// The registrations are copied into this connection's staging table (COPY, no parameters

@@ -87,16 +87,20 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
         package var userKeys: [String]?
         /// Equality on subscription parameters (values compared as strings).
         package var `where`: [String: ScalarValue]?
+        /// Conditions on parameters and device fields in `all` / `any` / `not` groups
+        /// (`AudienceFilter`).
+        package var filter: AudienceFilter?
 
         /// How many user keys a `userKeys` audience named, in place of the list, where recipients
         /// are only counted (`DeliveryAccepted` version 2 on the topic, `push.deliveries`): never
         /// read from a request.
         package var userKeyCount: Int?
 
-        package init(all: Bool? = nil, userKeys: [String]? = nil, where conditions: [String: ScalarValue]? = nil) {
+        package init(all: Bool? = nil, userKeys: [String]? = nil, where conditions: [String: ScalarValue]? = nil, filter: AudienceFilter? = nil) {
             self.all = all
             self.userKeys = userKeys
             self.where = conditions
+            self.filter = filter
         }
 
         package static let everyone = Audience(all: true)

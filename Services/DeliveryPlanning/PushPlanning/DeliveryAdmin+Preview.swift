@@ -126,17 +126,18 @@ extension DeliveryAdmin {
 
     /// The audience's subscriptions per app, enabled or not (and why not).
     private func audienceCounts(_ delivery: DeliveryAccepted, on connection: PostgresConnection) async throws -> [CountRow] {
-        let filter = try AudienceFilter(delivery)
+        let filter = try AudienceQuery(delivery)
         let rows = try await connection.query(
             """
             SELECT app_id, disabled OR unsubscribed_at IS NOT NULL,
                    CASE WHEN unsubscribed_at IS NOT NULL THEN 'unsubscribed'
                         WHEN disabled THEN 'quarantined: ' || coalesce(disabled_reason, 'disabled') END,
                    count(*)
-            FROM push.subscriptions
+            FROM push.subscriptions s CROSS JOIN (SELECT \(filter.filter.values)::text[] AS v) f
             WHERE app_id = ANY(\(filter.apps))
               AND CASE WHEN \(filter.isProof) THEN user_key = ANY(\(filter.proofUserKeys)) OR registration_token = ANY(\(filter.proofTokens))
-                  ELSE (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys))) AND params @> \(filter.conditions)::jsonb END
+                  ELSE (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys))) AND params @> \(filter.conditions)::jsonb
+                       AND \(unescaped: filter.filter.condition) END
             GROUP BY 1, 2, 3
             """,
             logger: logger)
@@ -151,14 +152,15 @@ extension DeliveryAdmin {
     private func firstSubscriptions(_ delivery: DeliveryAccepted, app: UUID, limit: Int, on connection: PostgresConnection) async throws
         -> [TargetedSubscription]
     {
-        let filter = try AudienceFilter(delivery)
+        let filter = try AudienceQuery(delivery)
         let rows = try await connection.query(
             """
             SELECT registration_token, user_key, params::text
-            FROM push.subscriptions
+            FROM push.subscriptions s CROSS JOIN (SELECT \(filter.filter.values)::text[] AS v) f
             WHERE app_id = \(app) AND NOT disabled AND unsubscribed_at IS NULL
               AND CASE WHEN \(filter.isProof) THEN user_key = ANY(\(filter.proofUserKeys)) OR registration_token = ANY(\(filter.proofTokens))
-                  ELSE (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys))) AND params @> \(filter.conditions)::jsonb END
+                  ELSE (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys))) AND params @> \(filter.conditions)::jsonb
+                       AND \(unescaped: filter.filter.condition) END
             ORDER BY registration_token
             LIMIT \(limit)
             """,
@@ -187,12 +189,14 @@ extension DeliveryAdmin {
 
 /// A delivery's audience as the bind values of the targeting statements (the fan-out's
 /// `TargetingQuery` reads the same columns the same way).
-struct AudienceFilter {
+struct AudienceQuery {
     var apps: [UUID]
     var byUserKey: Bool
     var userKeys: [String]
     /// The `where` conditions as a jsonb containment object (`{}` for none).
     var conditions: String
+    /// The `filter` as SQL on `push.subscriptions s` and its values (`f.v`).
+    var filter: AudienceFilterSQL
     /// A proof targets its recipients instead of the audience.
     var isProof: Bool
     var proofUserKeys: [String]
@@ -209,5 +213,6 @@ struct AudienceFilter {
             try (delivery.audience.where).map { conditions in
                 String(decoding: try JSONEncoder().encode(conditions.mapValues(\.text)), as: UTF8.self)
             } ?? "{}"
+        filter = AudienceFilterSQL(delivery.audience.filter, reference: delivery.sendAt)
     }
 }

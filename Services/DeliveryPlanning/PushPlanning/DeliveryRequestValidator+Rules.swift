@@ -44,12 +44,12 @@ extension DeliveryRequestValidator {
         return apps
     }
 
-    /// The audience: exactly one form (all, userKeys, where), not empty, within its bound.
+    /// The audience: exactly one form (all, userKeys, where, filter), not empty, within its bound.
     static func checkAudience(of request: DeliveryRequest) throws(DeliveryRejection) {
         let audience = request.audience
-        let forms = [audience.all != nil, audience.userKeys != nil, audience.where != nil].filter { $0 }.count
-        guard forms == 1 else { throw rejection(request, "audience must have exactly one of all, userKeys, where") }
-        if let all = audience.all, !all { throw rejection(request, "audience.all must be true (or use userKeys or where)") }
+        let forms = [audience.all != nil, audience.userKeys != nil, audience.where != nil, audience.filter != nil].filter { $0 }.count
+        guard forms == 1 else { throw rejection(request, "audience must have exactly one of all, userKeys, where, filter") }
+        if let all = audience.all, !all { throw rejection(request, "audience.all must be true (or use userKeys, where or filter)") }
         if let keys = audience.userKeys {
             guard !keys.isEmpty else { throw rejection(request, "audience.userKeys is empty") }
             guard Limits.userKeys.contains(keys.count) else {
@@ -59,6 +59,17 @@ extension DeliveryRequestValidator {
         if let conditions = audience.where {
             guard !conditions.isEmpty else { throw rejection(request, "audience.where is empty") }
             guard Limits.whereConditions.contains(conditions.count) else { throw rejection(request, "audience.where has more than 20 conditions") }
+        }
+    }
+
+    /// The audience's filter checked against the targeted apps (`AudienceFilterRules`), with its
+    /// values canonical and its parameters typed: what the accepted delivery carries.
+    static func checkedFilter(of request: DeliveryRequest, apps: [PlanningApp]) throws(DeliveryRejection) -> AudienceFilter? {
+        guard let filter = request.audience.filter else { return nil }
+        do {
+            return try AudienceFilterRules.checked(filter, apps: apps)
+        } catch {
+            throw rejection(request, error.reason)
         }
     }
 

@@ -54,6 +54,7 @@ package enum DeliveryRequestValidator {
         guard let service else { throw rejection(request, "unknown service '\(request.service.prefix(64))'") }
         let apps = try targetedApps(of: request, in: service)
         try checkAudience(of: request)
+        let filter = try checkedFilter(of: request, apps: apps)
         try checkTexts(of: request, apps: apps)
         try checkTemplates(of: request, apps: apps)
         try checkIOSOptions(of: request, apps: apps)
@@ -71,7 +72,7 @@ package enum DeliveryRequestValidator {
             serviceName: service.name,
             apps: apps.map(\.reference),
             // Rebuilt from the request's own fields: the counts are the planner's, not a request's.
-            audience: DeliveryRequest.Audience(all: request.audience.all, userKeys: request.audience.userKeys, where: request.audience.where),
+            audience: DeliveryRequest.Audience(all: request.audience.all, userKeys: request.audience.userKeys, where: request.audience.where, filter: filter),
             content: request.content,
             validUntil: schedule.validUntil,
             sendAt: schedule.sendAt,
@@ -96,6 +97,7 @@ package enum DeliveryRequestValidator {
         check { apps = try targetedApps(of: request, in: service) }
         check { try checkAudience(of: request) }
         if let apps {
+            check { _ = try checkedFilter(of: request, apps: apps) }
             check { try checkTexts(of: request, apps: apps) }
             check { try checkTemplates(of: request, apps: apps) }
             check { try checkIOSOptions(of: request, apps: apps) }

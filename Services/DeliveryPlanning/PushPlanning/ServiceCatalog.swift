@@ -15,10 +15,14 @@ package struct PlanningApp: Sendable, Hashable {
     /// The sound file names the (iOS) app declares; `default` is always allowed besides.
     package var sounds: Set<String>
     package var credential: CredentialReference?
+    /// The subscription parameters the app declares, by name: `string`, `integer`, `decimal`,
+    /// `boolean` or `date` (how a targeting condition compares them).
+    package var parameterTypes: [String: String]
 
     package init(
         appId: UUID, integrationKey: String, platform: Platform, environment: String, bundleId: String?,
-        fcmProjectId: String?, variables: Set<String>, sounds: Set<String> = [], credential: CredentialReference?
+        fcmProjectId: String?, variables: Set<String>, sounds: Set<String> = [], credential: CredentialReference?,
+        parameterTypes: [String: String] = [:]
     ) {
         self.appId = appId
         self.integrationKey = integrationKey
@@ -29,6 +33,7 @@ package struct PlanningApp: Sendable, Hashable {
         self.variables = variables
         self.sounds = sounds
         self.credential = credential
+        self.parameterTypes = parameterTypes
     }
 
     package var reference: DeliveryApp { DeliveryApp(appId: appId, integrationKey: integrationKey, platform: platform) }
@@ -69,7 +74,7 @@ package enum ServiceCatalog {
             rows = try await connection.query(
                 """
                 SELECT app_id, integration_key, platform, environment, bundle_id, fcm_project_id, variables::text, sounds::text,
-                       credential_id, credential_kind, credential_fingerprint
+                       credential_id, credential_kind, credential_fingerprint, subscription_parameters::text
                 FROM push.apps WHERE service_id = \(serviceId) ORDER BY app_id
                 """,
                 logger: logger
@@ -78,7 +83,7 @@ package enum ServiceCatalog {
             rows = try await connection.query(
                 """
                 SELECT app_id, integration_key, platform, environment, bundle_id, fcm_project_id, variables::text, sounds::text,
-                       credential_id, credential_kind, credential_fingerprint
+                       credential_id, credential_kind, credential_fingerprint, subscription_parameters::text
                 FROM push.apps WHERE app_id = ANY(\(ids)) ORDER BY app_id
                 """,
                 logger: logger
@@ -87,12 +92,18 @@ package enum ServiceCatalog {
         var apps: [PlanningApp] = []
         /// An entry of `push.apps.sounds` (`{name, label}`).
         struct DeclaredSound: Decodable { var name: String }
-        for try await (appId, key, platform, environment, bundleId, project, variables, sounds, credentialId, kind, fingerprint)
-            in rows.decode((UUID, String, String, String, String?, String?, String, String, UUID?, String?, String?).self)
+        /// An entry of `push.apps.subscription_parameters` (`{name, type}`).
+        struct DeclaredParameter: Decodable {
+            var name: String
+            var type: String?
+        }
+        for try await (appId, key, platform, environment, bundleId, project, variables, sounds, credentialId, kind, fingerprint, parameters)
+            in rows.decode((UUID, String, String, String, String?, String?, String, String, UUID?, String?, String?, String).self)
         {
             guard let platform = Platform(rawValue: platform) else { continue }  // push.apps allows only the two
             let declared = (try? JSONDecoder().decode([String].self, from: Data(variables.utf8))) ?? []
             let soundNames = (try? JSONDecoder().decode([DeclaredSound].self, from: Data(sounds.utf8)))?.map(\.name) ?? []
+            let declaredParameters = (try? JSONDecoder().decode([DeclaredParameter].self, from: Data(parameters.utf8))) ?? []
             var credential: CredentialReference?
             if let credentialId, let kind, let fingerprint {
                 credential = CredentialReference(credentialId: credentialId, kind: kind, fingerprint: fingerprint)
@@ -100,7 +111,8 @@ package enum ServiceCatalog {
             apps.append(
                 PlanningApp(
                     appId: appId, integrationKey: key, platform: platform, environment: environment, bundleId: bundleId,
-                    fcmProjectId: project, variables: Set(declared), sounds: Set(soundNames), credential: credential
+                    fcmProjectId: project, variables: Set(declared), sounds: Set(soundNames), credential: credential,
+                    parameterTypes: Dictionary(declaredParameters.map { ($0.name, $0.type ?? "string") }) { first, _ in first }
                 ))
         }
         return apps

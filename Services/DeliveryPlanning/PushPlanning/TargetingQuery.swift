@@ -16,7 +16,7 @@ enum TargetingQuery {
         delivery: DeliveryAccepted, after cursor: DeliveryFanOut.Cursor, through end: DeliveryFanOut.Cursor?,
         limit: Int, withParams: Bool, on connection: PostgresConnection, logger: Logger
     ) async throws -> [TargetedSubscription] {
-        let filter = try AudienceFilter(delivery)
+        let filter = try AudienceQuery(delivery)
         // Bounds: strictly after the cursor, and up to `end` (the recorded end of an interrupted
         // chunk, or the last key of the shard), at most `limit` rows: one app's range at a time,
         // in the primary key's order (a UUID's text sorts as its bytes do).
@@ -67,7 +67,7 @@ enum TargetingQuery {
     /// Up to `limit` subscriptions of one app with a token after `after` and (when given) up to
     /// `through`, in token order. Every token is non-empty, so `after: ""` is the app's start.
     private static func page(
-        of app: UUID, after: String, through: String?, limit: Int, filter: AudienceFilter, withParams: Bool, serviceId: UUID,
+        of app: UUID, after: String, through: String?, limit: Int, filter: AudienceQuery, withParams: Bool, serviceId: UUID,
         on connection: PostgresConnection, logger: Logger
     ) async throws -> [TargetedSubscription] {
         let rows = try await connection.query(
@@ -79,12 +79,13 @@ enum TargetingQuery {
                    CASE WHEN NOT (disabled OR unsubscribed_at IS NOT NULL) THEN (
                        SELECT k.subject_id::text || encode(k.data_key, 'hex') FROM push.subject_keys k
                        WHERE k.service_id = \(serviceId) AND k.subject = \(unescaped: SubjectKeys.subjectOfSubscription)) END
-            FROM push.subscriptions s
+            FROM push.subscriptions s CROSS JOIN (SELECT \(filter.filter.values)::text[] AS v) f
             WHERE app_id = \(app)
               AND registration_token > \(after)
               AND (\(through)::text IS NULL OR registration_token <= \(through))
               AND CASE WHEN \(filter.isProof) THEN user_key = ANY(\(filter.proofUserKeys)) OR registration_token = ANY(\(filter.proofTokens))
-                  ELSE (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys))) AND params @> \(filter.conditions)::jsonb END
+                  ELSE (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys))) AND params @> \(filter.conditions)::jsonb
+                       AND \(unescaped: filter.filter.condition) END
             ORDER BY registration_token
             LIMIT \(limit)
             """,

@@ -5,7 +5,7 @@
 # kcat produces N records of the same size (the planner's own records, replayed) to a fresh
 # topic with the same producer settings. Prints both rates, their ratio and the planner's memory.
 #
-#   bench/planning.sh [--devices N] [--chunk N] [--instances N] [--shard N] [--no-build] [--keep] [--perf]
+#   bench/planning.sh [--devices N] [--chunk N] [--instances N] [--shard N] [--filter] [--no-build] [--keep] [--perf]
 #
 #   --devices N   subscriptions targeted, half iOS (64 hex-digit tokens), half Android
 #                 (151-character FCM-like tokens) (default 1000000)
@@ -13,6 +13,10 @@
 #   --instances N planner processes sharing the delivery (its shards), each with its own ops port;
 #                 the CPU and messages of each are printed (default 1)
 #   --shard N     PLANNER_SHARD_SIZE: subscriptions per shard (default 50000)
+#   --filter      target with a three-condition audience.filter that every subscription matches
+#                 (city = Lisbon, tier in gold/silver, registered in the last 30 days), so the
+#                 same messages go out as with {"all": true} and the ratios compare: what the
+#                 filter's per-row evaluation costs the fan-out
 #   --no-build    use the existing .build-bench/release/{delivery-planning,pushctl}
 #   --keep        keep the run's database and topics (their names are printed)
 #   --perf        also sample the planner with `perf record --call-graph dwarf` during the fan-out,
@@ -53,6 +57,7 @@ SHARD=50000
 BUILD=1
 KEEP=0
 PERF=0
+AUDIENCE='{"all":true}'
 COMMAND_LINE="bench/planning.sh $*"
 
 usage() { sed -n '2,40p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
@@ -68,6 +73,9 @@ while (($#)); do
         --no-build) BUILD=0; shift ;;
         --keep) KEEP=1; shift ;;
         --perf) PERF=1; shift ;;
+        --filter)
+            AUDIENCE='{"filter":{"all":[{"param":"city","op":"=","value":"Lisbon"},{"param":"tier","op":"in","values":["gold","silver"]},{"device":"registeredAt","op":"in the last","value":"30 days"}]}}'
+            shift ;;
         -h | --help) usage; exit 0 ;;
         *) usage >&2; exit 2 ;;
     esac
@@ -297,7 +305,7 @@ fi
 read -r cpu0_planner cpu0_each cpu0_tansu cpu0_pg cpu0_machine < <(snapshot)
 log "publishing the request $REQUEST_ID"
 published_at=$(now)
-printf '{"type":"DeliveryRequested","version":1,"requestId":"%s","service":"%s","audience":{"all":true},"content":{"title":"Lisbon is waiting","body":"Hello {{userKey}}"}}\n' "$REQUEST_ID" "$SERVICE" |
+printf '{"type":"DeliveryRequested","version":1,"requestId":"%s","service":"%s","audience":%s,"content":{"title":"Lisbon is waiting","body":"Hello {{userKey}}"}}\n' "$REQUEST_ID" "$SERVICE" "$AUDIENCE" |
     kcat -P -b "$KAFKA_BROKERS" -t "$REQUESTS" -k "$REQUEST_ID" 2>"$WORK/kcat-request.err" || { cat "$WORK/kcat-request.err" >&2; die "could not publish the request"; }
 
 deadline=$(($(date +%s) + ${BENCH_TIMEOUT_S:-3600}))

@@ -166,6 +166,29 @@ def run(args, token, problems, result, expect, shot):
             [s.get_attribute("data-platform"), int(s.locator("[data-figure=bytes]").inner_text())] for s in page.locator(".sample").all())
         result["previewKeepsForm"] = page.get_by_label("Message", exact=True).input_value()
         shot(page, "08-compose-preview")
+        # Conditions: the live preview counts the devices the rows match as they are typed, and
+        # a refusal names the row; then back to every device for the proof below.
+        page.get_by_label("Devices matching").check()
+        page.get_by_label("Condition 1: parameter name").fill("tier")
+        page.get_by_label("Condition 1: operator").select_option("=")
+        page.get_by_label("Condition 1: value").fill("gold")
+        page.get_by_label("Condition 2: field").select_option("platform")
+        page.get_by_label("Condition 2: operator").select_option("=")
+        page.get_by_label("Condition 2: value").fill("ios")
+        # Polled from here: the page's CSP forbids the evaluated strings wait_for_function uses.
+        targeted = page.locator("[data-figure=preview-targeted]")
+        deadline = time.time() + 15
+        while time.time() < deadline and not (targeted.count() and targeted.inner_text() == "3"):
+            page.wait_for_timeout(200)
+        result["filterTargeted"] = targeted.inner_text() if targeted.count() else None
+        shot(page, "08b-compose-conditions")
+        page.get_by_label("Condition 2: operator").select_option("between")
+        try:
+            page.wait_for_selector("#preview-problem", timeout=15000)
+        except Exception:
+            pass
+        result["filterProblem"] = page.locator("#preview-problem").inner_text() if page.locator("#preview-problem").count() else None
+        page.get_by_label("Every subscribed device of the service").check()
         page.get_by_label("Proof recipients: user keys (one per line, for \"Send a proof\")").fill("user2")
         with page.expect_navigation():
             page.get_by_role("button", name="Send a proof").click()

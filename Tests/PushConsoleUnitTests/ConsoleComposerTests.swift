@@ -45,3 +45,37 @@ struct ConsoleComposerTests {
         #expect((request["audience"] as? [String: Any])?.keys.sorted() == ["all"])
     }
 }
+
+@Suite("The console's condition builder")
+struct ConsoleConditionBuilderTests {
+    @Test("the filled rows become audience.filter in all or any; empty rows are left out; lists are comma-separated")
+    func rows() throws {
+        let form = ConsoleComposer(fields: [
+            "service": "s", "body": "b", "audience": "filter", "match": "any",
+            "cond0Field": "param", "cond0Param": " tier ", "cond0Op": "in", "cond0Value": "gold, silver",
+            "cond1Field": "osLanguage", "cond1Op": "starts with", "cond1Value": "fr",
+            "cond2Field": "registeredAt", "cond2Op": "", "cond2Value": "ignored",
+            "cond3Field": "osVersion", "cond3Op": "exists", "cond3Value": "ignored too",
+        ])
+        let request = try #require(try JSONSerialization.jsonObject(with: try form.document(requestId: "r", proof: false)) as? [String: Any])
+        let filter = try #require((request["audience"] as? [String: Any])?["filter"] as? [String: Any])
+        let conditions = try #require(filter["any"] as? [[String: Any]])
+        #expect(conditions.count == 3)
+        #expect(conditions[0]["param"] as? String == "tier")
+        #expect(conditions[0]["values"] as? [String] == ["gold", "silver"])
+        #expect(conditions[1]["device"] as? String == "osLanguage")
+        #expect(conditions[1]["value"] as? String == "fr")
+        #expect(conditions[2].keys.sorted() == ["device", "op"], "exists takes no value")
+    }
+
+    @Test("an unknown field or operator is never sent; no row filled is an empty filter the planner refuses, not everyone")
+    func unknown() throws {
+        let form = ConsoleComposer(fields: [
+            "service": "s", "body": "b", "audience": "filter", "match": "none\"", "cond0Field": "params->>x", "cond0Op": "=", "cond1Op": "LIKE",
+        ])
+        let request = try #require(try JSONSerialization.jsonObject(with: try form.document(requestId: "r", proof: false)) as? [String: Any])
+        let filter = try #require((request["audience"] as? [String: Any])?["filter"] as? [String: Any])
+        #expect(filter.keys.sorted() == ["all"])
+        #expect((filter["all"] as? [Any])?.isEmpty == true)
+    }
+}

@@ -221,6 +221,10 @@ struct ConsoleBrowserTests {
             #expect(samples.map { $0[0] as? String } == ["android", "ios"], "one sample payload per app")
             #expect(samples.allSatisfy { ($0[1] as? Int ?? 0) > 20 }, "each sample with its size: \(samples)")
             #expect(result["previewKeepsForm"] as? String == "Hello {{userKey}}", "the form keeps what was typed")
+            #expect(result["filterTargeted"] as? String == "3", "tier gold (users 2, 4, 6) on the iOS app, counted live")
+            #expect(
+                (result["filterProblem"] as? String)?.contains("audience.filter.all[1].op 'between' does not apply to device field platform") == true,
+                "\(result["filterProblem"] ?? "no problem shown")")
             let proofURL = try #require(result["proofURL"] as? String)
             let proofId = try #require(proofURL.split(separator: "/").last?.split(separator: "?").first.map(String.init))
             #expect(proofURL.hasSuffix("?submitted=proof"), "\(proofURL)")

@@ -257,7 +257,10 @@ package enum ConsolePages {
                 <fieldset><legend>Audience</legend>
                 <input type="radio" id="audience-all" name="audience" value="all"\(form.audience == "all" ? " checked" : "")> <label for="audience-all">Every subscribed device of the service</label><br>
                 <input type="radio" id="audience-keys" name="audience" value="userKeys"\(form.audience == "userKeys" ? " checked" : "")> <label for="audience-keys">These user keys</label><br>
-                <label for="userKeys">User keys (one per line)</label><br><textarea id="userKeys" name="userKeys" rows="3" cols="40">\(H.escape(form.userKeys))</textarea>
+                <label for="userKeys">User keys (one per line)</label><br><textarea id="userKeys" name="userKeys" rows="3" cols="40">\(H.escape(form.userKeys))</textarea><br>
+                <input type="radio" id="audience-filter" name="audience" value="filter"\(form.audience == "filter" ? " checked" : "")> <label for="audience-filter">Devices matching</label>
+                <select id="match" name="match" aria-label="Which conditions must hold">\(selectOptions(["all", "any"], selected: form.match, labels: ["all": "all of these conditions", "any": "any of these conditions"]))</select>
+                \(conditionRows(form))
                 </fieldset>
                 <p><label for="sendAt">Send at (UTC; empty: now)</label> <input id="sendAt" name="sendAt" type="datetime-local" value="\(H.escape(form.sendAt))"></p>
                 <p><label for="proofUserKeys">Proof recipients: user keys (one per line, for "Send a proof")</label><br>
@@ -268,6 +271,32 @@ package enum ConsolePages {
                 </form>
                 <div id="live-preview" aria-live="polite">\(previewHTML)</div>
                 """)
+    }
+
+    /// `<option>`s of a select, the selected one marked.
+    static func selectOptions(_ values: [String], selected: String, labels: [String: String] = [:]) -> String {
+        values.map { value in
+            "<option value=\"\(H.escape(value))\"\(value == selected ? " selected" : "")>\(H.escape(labels[value] ?? value))</option>"
+        }.joined()
+    }
+
+    /// The condition builder's rows (docs/console.md): a field (a parameter by name, or a device
+    /// field), an operator and a value; a row without an operator is left out.
+    static func conditionRows(_ form: ConsoleComposer) -> String {
+        let fieldLabels = [
+            "param": "parameter", "app": "app (integration key)", "platform": "platform", "osName": "OS name", "osVersion": "OS version",
+            "osLanguage": "language", "userKey": "user key", "registeredAt": "registered", "updatedAt": "updated",
+        ]
+        let rows = form.conditions.enumerated().map { row, condition in
+            """
+            <tr><td><select id="cond\(row)Field" name="cond\(row)Field" aria-label="Condition \(row + 1): field">\(selectOptions(ConsoleComposer.fields, selected: condition.field, labels: fieldLabels))</select></td>\
+            <td><input id="cond\(row)Param" name="cond\(row)Param" type="text" size="12" maxlength="128" aria-label="Condition \(row + 1): parameter name" value="\(H.escape(condition.param))"></td>\
+            <td><select id="cond\(row)Op" name="cond\(row)Op" aria-label="Condition \(row + 1): operator">\(selectOptions([""] + ConsoleComposer.operators, selected: condition.op, labels: ["": "(none)"]))</select></td>\
+            <td><input id="cond\(row)Value" name="cond\(row)Value" type="text" size="24" maxlength="2000" aria-label="Condition \(row + 1): value" value="\(H.escape(condition.value))"></td></tr>
+            """
+        }.joined()
+        return
+            "<table class=\"conditions\"><thead><tr><th>Field</th><th>Parameter</th><th>Operator</th><th>Value (lists comma-separated; periods like 30 days)</th></tr></thead><tbody>\(rows)</tbody></table>"
     }
 
     /// The preview of a draft: the admin API's dry run (audience per app, one payload per

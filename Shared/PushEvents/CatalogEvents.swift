@@ -119,3 +119,27 @@ package struct TemplateDefined: PushEvent, Hashable {
         self.content = content
     }
 }
+
+/// A new version of a service's named audience (`PUT /admin/v1/services/{name}/segments/{segment}`):
+/// `push.catalog`, key `segment:<serviceId>:<name>`. A request targets it with
+/// `"audience": {"segment": {"name": "...", "version": n}}` (docs/delivery-requests.md "Segments").
+package struct SegmentDefined: PushEvent, Hashable {
+    package static let eventType = "SegmentDefined"
+    package static let eventVersion = 1
+
+    package var serviceId: UUID
+    package var name: String
+    package var version: Int
+    /// The conditions, as a request's `audience.filter` holds them (checked against the targeted
+    /// apps when a request uses the segment).
+    package var filter: AudienceFilter
+    package var description: String?
+
+    package init(serviceId: UUID, name: String, version: Int, filter: AudienceFilter, description: String? = nil) {
+        self.serviceId = serviceId
+        self.name = name
+        self.version = version
+        self.filter = filter
+        self.description = description
+    }
+}

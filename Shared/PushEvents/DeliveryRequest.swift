@@ -45,8 +45,9 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
         self.priority = priority?.rawValue
     }
 
-    /// A service's template by name, and a version (the latest when absent).
-    package struct TemplateReference: Codable, Sendable, Hashable {
+    /// A service's stored definition by name, and a version (the latest when absent): a template
+    /// or a segment.
+    package struct VersionedReference: Codable, Sendable, Hashable {
         package var name: String
         package var version: Int?
 
@@ -55,6 +56,9 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
             self.version = version
         }
     }
+
+    package typealias TemplateReference = VersionedReference
+    package typealias SegmentReference = VersionedReference
 
     /// The test recipients of a proof (Campaign's "proof" delivery): user keys and registration
     /// tokens of the service's apps, at most 100 in all.
@@ -90,17 +94,25 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
         /// Conditions on parameters and device fields in `all` / `any` / `not` groups
         /// (`AudienceFilter`).
         package var filter: AudienceFilter?
+        /// A stored segment of the service by name (and version, the latest when absent): its
+        /// conditions become `filter` when the request is checked, and the accepted delivery
+        /// keeps both, with the version used.
+        package var segment: SegmentReference?
 
         /// How many user keys a `userKeys` audience named, in place of the list, where recipients
         /// are only counted (`DeliveryAccepted` version 2 on the topic, `push.deliveries`): never
         /// read from a request.
         package var userKeyCount: Int?
 
-        package init(all: Bool? = nil, userKeys: [String]? = nil, where conditions: [String: ScalarValue]? = nil, filter: AudienceFilter? = nil) {
+        package init(
+            all: Bool? = nil, userKeys: [String]? = nil, where conditions: [String: ScalarValue]? = nil, filter: AudienceFilter? = nil,
+            segment: SegmentReference? = nil
+        ) {
             self.all = all
             self.userKeys = userKeys
             self.where = conditions
             self.filter = filter
+            self.segment = segment
         }
 
         package static let everyone = Audience(all: true)

@@ -88,10 +88,15 @@ package struct AdminAPI: Sendable {
     }
 
     package static func describe(_ error: DecodingError) -> String {
-        switch error {
+        func path(_ context: DecodingError.Context) -> String {
+            context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.joined(separator: ".")
+        }
+        return switch error {
         case .keyNotFound(let key, _): "missing field \(key.stringValue)"
-        case .typeMismatch(_, let context), .valueNotFound(_, let context):
-            "wrong type at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context): "wrong type at \(path(context))"
+        // A value the type refused by its own rule (an audience filter's group with other keys)
+        // is named with the rule; an empty path is text that is not JSON at all.
+        case .dataCorrupted(let context) where !context.codingPath.isEmpty: "invalid value at \(path(context)): \(context.debugDescription)"
         case .dataCorrupted: "not valid JSON"
         @unknown default: "undecodable"
         }

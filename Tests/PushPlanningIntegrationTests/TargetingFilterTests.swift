@@ -370,4 +370,41 @@ struct TargetingFilterTests {
             #expect(refusedType.json["error"] as? String == "audience.filter.value must be a number")
         }
     }
+
+    @Test("a request names a segment: its latest version (or the one named) targets, the delivery records the version; unknown or both refused")
+    func segments() async throws {
+        let port = try EphemeralPort.next()
+        try await PlanningHarness.run(settings: DeliveryAdminTests.settings(port: port)) { h in
+            let service = try await h.defineService()
+            for app in service.apps { try await h.addSubscriptions(app, count: 10) }
+            let serviceId = try await h.text("SELECT service_id::text FROM push.apps WHERE app_id = \(service.apps[0].appId)") ?? ""
+            // The catalog projection's rows, as two SegmentDefined would leave them.
+            for (version, filter) in [
+                (1, #"{"param": "tier", "op": "=", "value": "gold"}"#),
+                (2, #"{"all": [{"param": "tier", "op": "=", "value": "gold"}, {"device": "platform", "op": "=", "value": "ios"}]}"#),
+            ] {
+                try await h.postgres.query(
+                    "INSERT INTO push.segments (service_id, name, version, filter, defined_at) VALUES (\(serviceId)::uuid, 'gold', \(version), \(filter)::jsonb, now())",
+                    logger: h.logger)
+            }
+            func preview(_ audience: String) async throws -> DeliveryAdminTests.Answer {
+                try await DeliveryAdminTests.call(
+                    port: port, "POST", "/deliveries/preview?samples=0",
+                    body: requestJSON(requestId: "seg-\(h.suffix)", service: service.name, audience: audience))
+            }
+            #expect(try await preview(#"{"segment": {"name": "gold"}}"#).json["targeted"] as? Int == 5, "version 2: gold on iOS")
+            #expect(try await preview(#"{"segment": {"name": "gold", "version": 1}}"#).json["targeted"] as? Int == 10, "version 1: gold on both apps")
+            let unknown = try await preview(#"{"segment": {"name": "silver"}}"#)
+            #expect(unknown.status == 400)
+            #expect(unknown.json["error"] as? String == "unknown segment 'silver' in service '\(service.name)'")
+            let both = try await preview(#"{"segment": {"name": "gold"}, "filter": {"param": "tier", "op": "exists"}}"#)
+            #expect(both.json["error"] as? String == "audience must have exactly one of all, userKeys, where, filter, segment")
+
+            let requestId = "seg-send-\(h.suffix)"
+            try await h.publishRequest(requestJSON(requestId: requestId, service: service.name, audience: #"{"segment": {"name": "gold", "version": 1}}"#))
+            let deliveryId = try await h.waitPlanned(requestId)
+            #expect(try await h.int("SELECT targeted::int FROM push.delivery_plans WHERE delivery_id = \(deliveryId)") == 10)
+            #expect(try await h.text("SELECT accepted->'audience'->'segment'->>'version' FROM push.delivery_plans WHERE delivery_id = \(deliveryId)") == "1")
+        }
+    }
 }

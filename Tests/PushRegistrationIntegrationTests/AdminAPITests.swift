@@ -285,4 +285,40 @@ struct PushCtlAdminTests {
             #expect(missing.status != 0 && missing.output.contains("admin API answered 404"), "\(missing.output)")
         }
     }
+
+    @Test("segments define, list and show from the command line, versioned; a filter that is not a condition tree is refused naming it")
+    func segments() async throws {
+        try await RegistrationHarness.run { h in
+            let app = try await h.defineApp(platform: .ios)
+            let service = try await h.serviceName(of: app.appId)
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("segment-\(UUID()).json")
+            defer { try? FileManager.default.removeItem(at: file) }
+            for (version, tier) in [(1, "gold"), (2, "platinum")] {
+                try
+                    #"{"filter": {"all": [{"param": "tier", "op": "=", "value": "\#(tier)"}, {"device": "osLanguage", "op": "starts with", "value": "fr"}]}, "description": "French \#(tier)"}"#
+                    .write(to: file, atomically: true, encoding: .utf8)
+                let defined = try await Self.pushctl(["segments", "define", "--service", service, "--name", "premium-fr", "--file", file.path], harness: h)
+                #expect(defined.status == 0, "\(defined.output)")
+                #expect((Self.json(defined.output) as? [String: Any])?["version"] as? Int == version)
+            }
+            let listed = try await Self.pushctl(["segments", "list", "--service", service], harness: h)
+            #expect((Self.json(listed.output) as? [[String: Any]])?.map { "\($0["name"] ?? ""):\($0["version"] ?? "")" } == ["premium-fr:2"])
+            let first = try await Self.pushctl(["segments", "show", "--service", service, "--name", "premium-fr", "--version", "1"], harness: h)
+            let shown = Self.json(first.output) as? [String: Any]
+            #expect(shown?["description"] as? String == "French gold")
+            let conditions = ((shown?["filter"] as? [String: Any])?["all"] as? [[String: Any]]) ?? []
+            #expect(conditions.first?["value"] as? String == "gold", "\(first.output)")
+            #expect(
+                try await h.count(
+                    "SELECT count(*)::int FROM push.segments WHERE name = 'premium-fr' AND service_id = (SELECT service_id FROM push.apps WHERE app_id = \(app.appId))"
+                )
+                    == 2)
+
+            try #"{"filter": {"all": [{"param": "tier", "op": "="}], "any": []}}"#.write(to: file, atomically: true, encoding: .utf8)
+            let refused = try await Self.pushctl(["segments", "define", "--service", service, "--name", "broken", "--file", file.path], harness: h)
+            #expect(refused.status != 0 && refused.output.contains("admin API answered 400") && refused.output.contains("filter"), "\(refused.output)")
+            let missing = try await Self.pushctl(["segments", "show", "--service", service, "--name", "none"], harness: h)
+            #expect(missing.status != 0 && missing.output.contains("admin API answered 404"), "\(missing.output)")
+        }
+    }
 }

@@ -75,6 +75,8 @@ struct OpenAPIDocumentTests {
             .init(method: "POST", path: "/admin/v1/services/{name}/erase"),
             .init(method: "GET", path: "/admin/v1/services/{name}/templates"), .init(method: "GET", path: "/admin/v1/services/{name}/templates/{template}"),
             .init(method: "PUT", path: "/admin/v1/services/{name}/templates/{template}"),
+            .init(method: "GET", path: "/admin/v1/services/{name}/segments"), .init(method: "GET", path: "/admin/v1/services/{name}/segments/{segment}"),
+            .init(method: "PUT", path: "/admin/v1/services/{name}/segments/{segment}"),
         ]
         #expect(Set(operations.keys) == served, "the document lists exactly the routes the service serves")
 
@@ -88,7 +90,8 @@ struct OpenAPIDocumentTests {
                 "POST /admin/v1/services", "GET /admin/v1/services", "GET /admin/v1/services/{name}", "PUT /admin/v1/services/{name}",
                 "POST /admin/v1/services/{name}/apps", "GET /admin/v1/services/{name}/apps", "GET /admin/v1/apps",
                 "PUT /admin/v1/services/{name}/templates/{template}", "GET /admin/v1/services/{name}/templates",
-                "GET /admin/v1/services/{name}/templates/{template}",
+                "GET /admin/v1/services/{name}/templates/{template}", "PUT /admin/v1/services/{name}/segments/{segment}",
+                "GET /admin/v1/services/{name}/segments", "GET /admin/v1/services/{name}/segments/{segment}",
                 "GET /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}/credentials",
                 "GET /admin/v1/apps/{id}/credentials", "POST /nms/mobile/1/registerIOS.jssp",
                 "POST /nms/mobile/1/registerAndroid.jssp", "GET /admin/v1/services/{name}/devices", "POST /admin/v1/apps/{id}/quarantine/lift",
@@ -100,7 +103,7 @@ struct OpenAPIDocumentTests {
                 let parts = entry.split(separator: " ").map(String.init)
                 let operation = try #require(operations[Operation(method: parts[0], path: parts[1])])
                 var path = parts[1].replacingOccurrences(of: "{name}", with: name).replacingOccurrences(of: "{id}", with: appId)
-                    .replacingOccurrences(of: "{template}", with: "welcome")
+                    .replacingOccurrences(of: "{template}", with: "welcome").replacingOccurrences(of: "{segment}", with: "premium-fr")
                 // The lookup needs a user key or a token (the registrations above used user key "").
                 if entry == "GET /admin/v1/services/{name}/devices" { path += "?userKey=nobody" }
                 var body = Self.example(operation)

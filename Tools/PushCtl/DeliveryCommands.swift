@@ -246,6 +246,48 @@ struct Templates: AsyncParsableCommand {
     }
 }
 
+/// `pushctl segments`: a service's named, versioned audiences (registration service's admin API).
+struct Segments: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Define and read a service's versioned segments (named audience filters) through the admin API.",
+        subcommands: [List.self, Show.self, Define.self]
+    )
+
+    static func path(_ service: String, _ name: String? = nil) -> String {
+        "/services/\(Deliveries.Request.escaped(service))/segments" + (name.map { "/\(Deliveries.Request.escaped($0))" } ?? "")
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "The latest version of each segment of a service.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Service internal name.") var service: String
+        func run() async throws { try AdminConnection.printJSON(try await connection.call("GET", Segments.path(service))) }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "One segment, its latest version or --version.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Service internal name.") var service: String
+        @Option(help: "Segment name.") var name: String
+        @Option(help: "A version (default: the latest).") var version: Int?
+        func run() async throws {
+            try AdminConnection.printJSON(try await connection.call("GET", Segments.path(service, name) + (version.map { "?version=\($0)" } ?? "")))
+        }
+    }
+
+    struct Define: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Store a new version of a segment from a JSON file: {\"filter\": <an audience.filter>, \"description\": \"...\"}.")
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Service internal name.") var service: String
+        @Option(help: "Segment name.") var name: String
+        @Option(help: "The segment's JSON file ('-' for standard input).") var file: String
+        func run() async throws {
+            try AdminConnection.printJSON(try await connection.call("PUT", Segments.path(service, name), rawBody: try Deliveries.document(file)))
+        }
+    }
+}
+
 /// `pushctl users erase`: forget a person (or an anonymous device) for good (registration
 /// service's admin API; docs/operations.md, "Data protection").
 struct Users: AsyncParsableCommand {

@@ -16,9 +16,10 @@ struct PushCtlCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushctl",
         abstract:
-            "Operate the push channel: migrations, topics, services and apps, credentials, templates, deliveries, devices, users (erasure), projections, smoke run.",
+            "Operate the push channel: migrations, topics, services and apps, credentials, templates, segments, deliveries, devices, users (erasure), projections, smoke run.",
         subcommands: [
-            Migrate.self, Topics.self, Services.self, Apps.self, Credentials.self, Templates.self, Deliveries.self, Devices.self, Users.self, Journal.self,
+            Migrate.self, Topics.self, Services.self, Apps.self, Credentials.self, Templates.self, Segments.self, Deliveries.self, Devices.self, Users.self,
+            Journal.self,
             Projections.self, Logs.self, Smoke.self, Report.self,
         ]
     )

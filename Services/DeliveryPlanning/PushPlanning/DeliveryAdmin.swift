@@ -88,7 +88,8 @@ package struct DeliveryAdmin: Sendable {
         var resolved = request
         var template: DeliveryRequest.TemplateReference?
         do {
-            (resolved, template) = try await DeliveryTemplates.resolve(request, service: service, on: connection, logger: logger)
+            let segmented = try await DeliverySegments.resolve(request, service: service, on: connection, logger: logger)
+            (resolved, template) = try await DeliveryTemplates.resolve(segmented, service: service, on: connection, logger: logger)
         } catch let rejection as DeliveryRejection {
             problems.append(rejection.reason)
         }

@@ -73,7 +73,8 @@ package struct DeliveryRequestIntake: Projection {
                 let delivery: DeliveryAccepted
                 do {
                     let service = services[request.service]!
-                    let (resolved, template) = try await DeliveryTemplates.resolve(request, service: service, on: connection, logger: logger)
+                    let segmented = try await DeliverySegments.resolve(request, service: service, on: connection, logger: logger)
+                    let (resolved, template) = try await DeliveryTemplates.resolve(segmented, service: service, on: connection, logger: logger)
                     let deliveryId = try await DeliveryIds.next(requestId: request.requestId, on: connection, logger: logger)
                     var accepted = try DeliveryRequestValidator.validate(resolved, service: service, now: clock(), deliveryId: deliveryId)
                     accepted.template = template

@@ -47,8 +47,10 @@ extension DeliveryRequestValidator {
     /// The audience: exactly one form (all, userKeys, where, filter), not empty, within its bound.
     static func checkAudience(of request: DeliveryRequest) throws(DeliveryRejection) {
         let audience = request.audience
-        let forms = [audience.all != nil, audience.userKeys != nil, audience.where != nil, audience.filter != nil].filter { $0 }.count
-        guard forms == 1 else { throw rejection(request, "audience must have exactly one of all, userKeys, where, filter") }
+        // A segment is resolved into its filter before this check (DeliverySegments).
+        let forms = [audience.all != nil, audience.userKeys != nil, audience.where != nil, audience.filter != nil || audience.segment != nil]
+            .filter { $0 }.count
+        guard forms == 1 else { throw rejection(request, "audience must have exactly one of all, userKeys, where, filter, segment") }
         if let all = audience.all, !all { throw rejection(request, "audience.all must be true (or use userKeys, where or filter)") }
         if let keys = audience.userKeys {
             guard !keys.isEmpty else { throw rejection(request, "audience.userKeys is empty") }

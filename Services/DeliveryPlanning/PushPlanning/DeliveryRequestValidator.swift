@@ -72,7 +72,9 @@ package enum DeliveryRequestValidator {
             serviceName: service.name,
             apps: apps.map(\.reference),
             // Rebuilt from the request's own fields: the counts are the planner's, not a request's.
-            audience: DeliveryRequest.Audience(all: request.audience.all, userKeys: request.audience.userKeys, where: request.audience.where, filter: filter),
+            audience: DeliveryRequest.Audience(
+                all: request.audience.all, userKeys: request.audience.userKeys, where: request.audience.where, filter: filter,
+                segment: request.audience.segment),
             content: request.content,
             validUntil: schedule.validUntil,
             sendAt: schedule.sendAt,

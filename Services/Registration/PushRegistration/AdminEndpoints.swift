@@ -95,10 +95,7 @@ package struct AdminEndpoints: Sendable {
         group.get("/services/:name/templates/:template") { request, context in
             try await guarded(request) {
                 let name = try context.parameters.require("template")
-                let version = try request.uri.queryParameters.get("version").map { text in
-                    guard let number = Int(text), number >= 1 else { throw AdminError.badRequest("version must be a positive integer") }
-                    return number
-                }
+                let version = try Self.version(request)
                 guard let template = try await admin.template(serviceName: try context.parameters.require("name"), name: name, version: version) else {
                     throw AdminError.notFound("no template \(name)\(version.map { " version \($0)" } ?? "")")
                 }
@@ -112,6 +109,27 @@ package struct AdminEndpoints: Sendable {
                     .ok,
                     try await admin.defineTemplate(
                         serviceName: try context.parameters.require("name"), name: try context.parameters.require("template"), content: content))
+            }
+        }
+        group.get("/services/:name/segments") { request, context in
+            try await guarded(request) { try Self.json(.ok, try await admin.segments(serviceName: try context.parameters.require("name"))) }
+        }
+        group.get("/services/:name/segments/:segment") { request, context in
+            try await guarded(request) {
+                let name = try context.parameters.require("segment")
+                let version = try Self.version(request)
+                guard let segment = try await admin.segment(serviceName: try context.parameters.require("name"), name: name, version: version) else {
+                    throw AdminError.notFound("no segment \(name)\(version.map { " version \($0)" } ?? "")")
+                }
+                return try Self.json(.ok, segment)
+            }
+        }
+        group.put("/services/:name/segments/:segment") { request, context in
+            try await guarded(request) {
+                let input = try await Self.decode(CatalogAdmin.SegmentInput.self, request, context)
+                return try Self.json(
+                    .ok,
+                    try await admin.defineSegment(serviceName: try context.parameters.require("name"), name: try context.parameters.require("segment"), input))
             }
         }
         group.get("/services/:name/devices") { request, context in
@@ -178,6 +196,14 @@ package struct AdminEndpoints: Sendable {
         let text = try context.parameters.require("id")
         guard let id = UUID(uuidString: text) else { throw RegistrationError.badRequest("app id must be a UUID") }
         return id
+    }
+
+    /// A versioned definition's `?version=` (templates, segments): nil for the latest.
+    static func version(_ request: Request) throws -> Int? {
+        try request.uri.queryParameters.get("version").map { text in
+            guard let number = Int(text), number >= 1 else { throw AdminError.badRequest("version must be a positive integer") }
+            return number
+        }
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ request: Request, _ context: RegistrationRequestContext) async throws -> T {

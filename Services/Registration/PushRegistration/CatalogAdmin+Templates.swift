@@ -13,7 +13,7 @@ extension CatalogAdmin {
 
     /// The latest version of each of the service's templates, by name.
     package func templates(serviceName: String) async throws -> [TemplateOutput] {
-        let serviceId = try await requireService(serviceName)
+        let serviceId = try await serviceId(named: serviceName)
         return try await templateRows(
             """
             SELECT DISTINCT ON (name) name, version, content::text, defined_at FROM push.templates
@@ -23,7 +23,7 @@ extension CatalogAdmin {
 
     /// One version of a template (the latest when `version` is nil).
     package func template(serviceName: String, name: String, version: Int?) async throws -> TemplateOutput? {
-        let serviceId = try await requireService(serviceName)
+        let serviceId = try await serviceId(named: serviceName)
         return try await templateRows(
             """
             SELECT name, version, content::text, defined_at FROM push.templates
@@ -41,7 +41,7 @@ extension CatalogAdmin {
         for (field, text) in [("title", content.title), ("subtitle", content.subtitle), ("body", content.body)] {
             if let text, text.utf8.count > 4096 { throw RegistrationError.badRequest("content.\(field) is longer than 4096 bytes") }
         }
-        let serviceId = try await requireService(serviceName)
+        let serviceId = try await serviceId(named: serviceName)
         let next = (try await template(serviceName: serviceName, name: name, version: nil)?.version ?? 0) + 1
         try await publish(key: "template:\(serviceId):\(name)", TemplateDefined(serviceId: serviceId, name: name, version: next, content: content))
         try await awaitProjection(
@@ -52,7 +52,8 @@ extension CatalogAdmin {
         return defined
     }
 
-    private func requireService(_ name: String) async throws -> UUID {
+    /// The id of the service with this internal name, or a 404 naming it.
+    func serviceId(named name: String) async throws -> UUID {
         guard let service = try await service(named: name) else { throw RegistrationError(status: 404, reason: "no service named \(name)") }
         return service.serviceId
     }

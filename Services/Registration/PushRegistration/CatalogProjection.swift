@@ -27,6 +27,7 @@ package struct CatalogProjection: EnvelopeProjection {
         case appDeleted(AppDeleted, Date)
         case credentialsSet(AppCredentialsSet, Date)
         case templateDefined(TemplateDefined, Date)
+        case segmentDefined(SegmentDefined, Date)
     }
 
     package let name: String
@@ -43,6 +44,7 @@ package struct CatalogProjection: EnvelopeProjection {
         decoder.register(AppDeleted.self) { event, metadata in .appDeleted(event, metadata.occurredAt) }
         decoder.register(AppCredentialsSet.self) { event, metadata in .credentialsSet(event, metadata.occurredAt) }
         decoder.register(TemplateDefined.self) { event, metadata in .templateDefined(event, metadata.occurredAt) }
+        decoder.register(SegmentDefined.self) { event, metadata in .segmentDefined(event, metadata.occurredAt) }
         self.decoder = decoder
     }
 
@@ -66,6 +68,7 @@ package struct CatalogProjection: EnvelopeProjection {
             case .serviceDeleted(let deleted):
                 try await connection.query("DELETE FROM push.services WHERE service_id = \(deleted.serviceId)", logger: logger)
                 try await connection.query("DELETE FROM push.templates WHERE service_id = \(deleted.serviceId)", logger: logger)
+                try await connection.query("DELETE FROM push.segments WHERE service_id = \(deleted.serviceId)", logger: logger)
             case .templateDefined(let template, let at):
                 // A version is written once: two admin instances racing on the next version, the
                 // first wins (the admin API reads back which one holds it).
@@ -77,6 +80,20 @@ package struct CatalogProjection: EnvelopeProjection {
                     INSERT INTO push.templates (service_id, name, version, content, defined_at)
                     SELECT \(template.serviceId), \(template.name), \(template.version), \(content)::jsonb, \(at)
                     WHERE EXISTS (SELECT 1 FROM push.services WHERE service_id = \(template.serviceId))
+                    ON CONFLICT DO NOTHING
+                    """,
+                    logger: logger
+                )
+            case .segmentDefined(let segment, let at):
+                // Written once per version, as templates are.
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = .sortedKeys
+                let filter = String(decoding: try encoder.encode(segment.filter), as: UTF8.self)
+                try await connection.query(
+                    """
+                    INSERT INTO push.segments (service_id, name, version, filter, description, defined_at)
+                    SELECT \(segment.serviceId), \(segment.name), \(segment.version), \(filter)::jsonb, \(segment.description), \(at)
+                    WHERE EXISTS (SELECT 1 FROM push.services WHERE service_id = \(segment.serviceId))
                     ON CONFLICT DO NOTHING
                     """,
                     logger: logger

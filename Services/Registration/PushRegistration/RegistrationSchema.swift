@@ -195,5 +195,24 @@ package enum RegistrationSchema {
                 ON CONFLICT DO NOTHING
                 """,
             ]),
+        Migration(
+            version: 34, name: "audience segments",
+            statements: [
+                """
+                CREATE TABLE push.segments (
+                    service_id  uuid        NOT NULL,
+                    name        text        NOT NULL,
+                    version     integer     NOT NULL CHECK (version >= 1),
+                    filter      jsonb       NOT NULL,
+                    description text,
+                    defined_at  timestamptz NOT NULL,
+                    PRIMARY KEY (service_id, name, version)
+                )
+                """,
+                """
+                COMMENT ON TABLE push.segments IS
+                    'Versions of the services'' named audiences (an audience.filter condition tree), from push.catalog (SegmentDefined, the catalog projection); a delivery request names one'
+                """,
+            ]),
     ]
 }

@@ -188,6 +188,13 @@ def run(args, token, problems, result, expect, shot):
         except Exception:
             pass
         result["filterProblem"] = page.locator("#preview-problem").inner_text() if page.locator("#preview-problem").count() else None
+        # A stored segment by name (the test defined "silver": tier = silver).
+        page.get_by_label("Devices in the segment").check()
+        page.get_by_label("Segment name").fill("silver")
+        deadline = time.time() + 15
+        while time.time() < deadline and not (targeted.count() and targeted.inner_text() == "5"):
+            page.wait_for_timeout(200)
+        result["segmentTargeted"] = targeted.inner_text() if targeted.count() else None
         page.get_by_label("Every subscribed device of the service").check()
         page.get_by_label("Proof recipients: user keys (one per line, for \"Send a proof\")").fill("user2")
         with page.expect_navigation():

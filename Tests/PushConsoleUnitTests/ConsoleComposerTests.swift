@@ -79,3 +79,17 @@ struct ConsoleConditionBuilderTests {
         #expect((filter["all"] as? [Any])?.isEmpty == true)
     }
 }
+
+@Suite("The console's segment audience")
+struct ConsoleSegmentAudienceTests {
+    @Test("a segment by name becomes audience.segment (the latest version), whatever the condition rows hold")
+    func segment() throws {
+        let form = ConsoleComposer(fields: [
+            "service": "s", "body": "b", "audience": "segment", "segment": " premium-fr ", "cond0Op": "exists", "cond0Param": "tier",
+        ])
+        let request = try #require(try JSONSerialization.jsonObject(with: try form.document(requestId: "r", proof: false)) as? [String: Any])
+        let audience = try #require(request["audience"] as? [String: Any])
+        #expect(audience.keys.sorted() == ["segment"])
+        #expect((audience["segment"] as? [String: Any])?["name"] as? String == "premium-fr")
+    }
+}

@@ -75,6 +75,13 @@ struct ConsoleBrowserTests {
             try await h.postgres.query(
                 "UPDATE push.subscriptions SET disabled = true, disabled_reason = 'Unregistered', disabled_at = now() WHERE app_id = \(ios.appId) AND user_key = 'user1'",
                 logger: h.logger)
+            // A segment the compose page names: tier silver (users 1, 3, 5 of each app).
+            try await h.postgres.query(
+                """
+                INSERT INTO push.segments (service_id, name, version, filter, defined_at)
+                SELECT service_id, 'silver', 1, '{"param": "tier", "op": "=", "value": "silver"}'::jsonb, now() FROM push.services WHERE name = \(service)
+                """,
+                logger: h.logger)
             let requestId = "console-\(h.suffix)"
             try await h.publishRequest(requestJSON(requestId: requestId, service: service), key: requestId)
             let deliveryId = try await h.waitPlanned(requestId)
@@ -222,6 +229,7 @@ struct ConsoleBrowserTests {
             #expect(samples.allSatisfy { ($0[1] as? Int ?? 0) > 20 }, "each sample with its size: \(samples)")
             #expect(result["previewKeepsForm"] as? String == "Hello {{userKey}}", "the form keeps what was typed")
             #expect(result["filterTargeted"] as? String == "3", "tier gold (users 2, 4, 6) on the iOS app, counted live")
+            #expect(result["segmentTargeted"] as? String == "5", "segment silver: users 1, 3, 5 of both apps, iOS user1 quarantined")
             #expect(
                 (result["filterProblem"] as? String)?.contains("audience.filter.all[1].op 'between' does not apply to device field platform") == true,
                 "\(result["filterProblem"] ?? "no problem shown")")

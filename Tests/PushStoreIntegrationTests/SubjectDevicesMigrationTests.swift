@@ -39,7 +39,7 @@ struct SubjectDevicesMigrationTests {
                        (\(anonymous), \(service), \(SubjectKeys.subject(userKey: "", appId: app, tokenDigest: TokenDigest.of("t-anon"))), \(ByteBuffer(bytes: key)))
                 """, logger: logger)
 
-            #expect(try await Migrator(client: client, logger: logger).migrate(SchemaMigrations.all) == [33])
+            #expect(try await Migrator(client: client, logger: logger).migrate(SchemaMigrations.all).first == 33, "33 and the versions after it")
 
             var recorded: [String] = []
             for try await (subject, digest) in try await client.query(

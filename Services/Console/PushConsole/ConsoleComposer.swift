@@ -7,9 +7,11 @@ package struct ConsoleComposer: Sendable, Equatable {
     package var service = ""
     package var title = ""
     package var body = ""
-    /// `all`, `userKeys` or `filter`.
+    /// `all`, `userKeys`, `filter` or `segment`.
     package var audience = "all"
     package var userKeys = ""
+    /// With `segment`: the service's segment by name (its latest version).
+    package var segment = ""
     /// With `filter`: whether every condition must hold (`all`) or one is enough (`any`).
     package var match = "all"
     /// With `filter`: the condition rows; a row without an operator is left out.
@@ -60,8 +62,9 @@ package struct ConsoleComposer: Sendable, Equatable {
         service = fields["service"] ?? ""
         title = fields["title"] ?? ""
         body = fields["body"] ?? ""
-        audience = ["userKeys", "filter"].contains(fields["audience"] ?? "") ? fields["audience"]! : "all"
+        audience = ["userKeys", "filter", "segment"].contains(fields["audience"] ?? "") ? fields["audience"]! : "all"
         userKeys = fields["userKeys"] ?? ""
+        segment = (fields["segment"] ?? "").trimmingCharacters(in: .whitespaces)
         match = fields["match"] == "any" ? "any" : "all"
         conditions = (0..<Self.conditionRows).map { row in
             Condition(
@@ -90,6 +93,7 @@ package struct ConsoleComposer: Sendable, Equatable {
         switch audience {
         case "userKeys": ["userKeys": Self.lines(userKeys)]
         case "filter": ["filter": [match: conditions.compactMap(\.object)]]
+        case "segment": ["segment": ["name": segment]]
         default: ["all": true]
         }
     }

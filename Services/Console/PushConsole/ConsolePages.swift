@@ -261,6 +261,8 @@ package enum ConsolePages {
                 <input type="radio" id="audience-filter" name="audience" value="filter"\(form.audience == "filter" ? " checked" : "")> <label for="audience-filter">Devices matching</label>
                 <select id="match" name="match" aria-label="Which conditions must hold">\(selectOptions(["all", "any"], selected: form.match, labels: ["all": "all of these conditions", "any": "any of these conditions"]))</select>
                 \(conditionRows(form))
+                <input type="radio" id="audience-segment" name="audience" value="segment"\(form.audience == "segment" ? " checked" : "")> <label for="audience-segment">Devices in the segment</label>
+                <input id="segment" name="segment" type="text" size="24" maxlength="64" aria-label="Segment name" value="\(H.escape(form.segment))"> (its latest version; <code>pushctl segments list</code>)
                 </fieldset>
                 <p><label for="sendAt">Send at (UTC; empty: now)</label> <input id="sendAt" name="sendAt" type="datetime-local" value="\(H.escape(form.sendAt))"></p>
                 <p><label for="proofUserKeys">Proof recipients: user keys (one per line, for "Send a proof")</label><br>

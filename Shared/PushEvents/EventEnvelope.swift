@@ -197,7 +197,7 @@ package enum EventJSON {
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(date.formatted(Self.withFraction))
+            try container.encode(EventJSONWriter.dateText(date))
         }
         return encoder
     }()

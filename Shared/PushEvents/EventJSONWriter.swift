@@ -16,7 +16,7 @@ package protocol EventJSONWritable {
 /// Appends compact JSON to a byte buffer: the project's one hand-written JSON writer. It writes
 /// the events the way `EventJSON.encoder` formats them: no spaces, `/` not escaped, control
 /// characters as `\b \t \n \f \r` or `\u00xx`, UUIDs upper case, dates as ISO 8601 UTC with
-/// milliseconds (truncated, as `Date.ISO8601FormatStyle` does). The planner also writes the
+/// milliseconds (truncated, after rounding to the microsecond: `appendDate`). The planner also writes the
 /// provider payloads with it (`MessageFactory`), with `controlCharacters: .unicode` and keys
 /// known only at run time (`string(key:_:)`).
 ///
@@ -213,11 +213,28 @@ package struct EventJSONWriter {
         }
     }
 
-    /// `yyyy-MM-ddTHH:mm:ss.SSSZ`, milliseconds truncated.
+    /// The text `date(_:_:)` writes, without the quotes: what `EventJSON.encoder` writes too.
+    package static func dateText(_ date: Date) -> String {
+        var writer = EventJSONWriter(capacity: 32)
+        writer.appendDate(date)
+        return String(decoding: writer.bytes.dropFirst().dropLast(), as: UTF8.self)
+    }
+
+    /// `yyyy-MM-ddTHH:mm:ss.SSSZ`, milliseconds truncated after rounding to the microsecond: a
+    /// `Date` is a `Double`, so a whole millisecond such as `.144` is often held as
+    /// `.14399999...`; truncated as it is, it would be written `.143`, one millisecond early,
+    /// and one more on each rewrite. (Foundation's `ISO8601FormatStyle` truncates as it is.)
     private mutating func appendDate(_ date: Date) {
         let interval = date.timeIntervalSinceReferenceDate
-        let whole = interval.rounded(.down)
-        let milliseconds = Int((interval - whole) * 1000)
+        // Within about ±12,000 years of 2001 (Int64 microseconds hold far more); beyond, and for
+        // NaN, the formatter's own output below.
+        guard interval.magnitude < 400_000_000_000 else {
+            bytes.append(contentsOf: "\"\(date.formatted(EventJSON.withFraction))\"".utf8)
+            return
+        }
+        let microseconds = Int64((interval * 1_000_000).rounded())
+        let whole = microseconds >= 0 ? microseconds / 1_000_000 : (microseconds - 999_999) / 1_000_000
+        let milliseconds = Int((microseconds - whole * 1_000_000) / 1000)
         let seconds = Int(whole) + EventJSONDate.referenceDateSince1970
         let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
         let ofDay = seconds - days * 86_400

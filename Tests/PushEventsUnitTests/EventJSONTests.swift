@@ -32,7 +32,7 @@ struct EventJSONTests {
         }
 
         mutating func date() -> Date {
-            // Any instant, not only whole milliseconds: the writer truncates as the formatter does.
+            // Any instant, not only whole milliseconds: the writer truncates to the millisecond.
             Date(timeIntervalSince1970: Double.random(in: 0...4_000_000_000, using: &self))
         }
 
@@ -498,5 +498,35 @@ struct RandomUUIDTests {
         #expect(counts.allSatisfy { $0 > 0 })
         // A long run is not a repeated pool: two 8 KiB draws differ.
         #expect(RandomBytes.make(count: 8_192) != RandomBytes.make(count: 8_192))
+    }
+
+    @Test("whole milliseconds are written as they are, read back equal and rewritten unchanged, for 100,000 consecutive ones")
+    func wholeMilliseconds() throws {
+        // A `Date` of a whole millisecond is a `Double` that is often a hair below it (the
+        // admin API's own event times are such); written truncated as it was, half of them came
+        // out one millisecond early, and a projection's `updated_at` never reached the time the
+        // admin API waited for.
+        let seconds = Date.ISO8601FormatStyle()
+        let start: Int64 = 1_796_042_447_000
+        var early = 0
+        for milliseconds in start..<(start + 100_000) {
+            let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+            let text = EventJSONWriter.dateText(date)
+            let whole = seconds.format(Date(timeIntervalSince1970: Double(milliseconds / 1000)))
+            let expected = whole.dropLast() + "." + String(String(milliseconds % 1000 + 1000).dropFirst()) + "Z"
+            if text != expected { early += 1 }
+            var reader = EventJSONReader(Array("\"\(text)\"".utf8))
+            let read = try reader.date()
+            #expect(EventJSONWriter.dateText(read) == text)
+            #expect(abs(read.timeIntervalSince1970 * 1000 - Double(milliseconds)) < 0.001)
+        }
+        #expect(early == 0, "\(early) of 100,000 written other than their millisecond")
+        // Below a millisecond, truncated: .1449 is .144, and a microsecond short of .145 too.
+        #expect(EventJSONWriter.dateText(Date(timeIntervalSince1970: 1_796_042_447.1449)) == "2026-11-30T12:40:47.144Z")
+        #expect(EventJSONWriter.dateText(Date(timeIntervalSince1970: 1_796_042_447.144_999)) == "2026-11-30T12:40:47.144Z")
+        #expect(EventJSONWriter.dateText(Date(timeIntervalSince1970: -0.001)) == "1969-12-31T23:59:59.999Z")
+        // What the Codable path writes is the same text.
+        let encoded = try EventJSON.encoder.encode([Date(timeIntervalSince1970: 1_796_042_447.144)])
+        #expect(String(decoding: encoded, as: UTF8.self) == "[\"2026-11-30T12:40:47.144Z\"]")
     }
 }

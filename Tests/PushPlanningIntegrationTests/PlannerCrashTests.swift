@@ -8,26 +8,31 @@ import Testing
 /// The real `delivery-planning` executable killed with SIGKILL in the middle of a large fan-out.
 @Suite("Planner survives SIGKILL mid fan-out", .serialized)
 struct PlannerCrashTests {
+    /// 40,000 devices in chunks of 2,000: twenty chunks, as many as a kill needs to land inside one
+    /// several times, at a size the debug build plans in seconds.
+    static let devices = 40_000
+    static let chunkSize = 2_000
+
     static func startPlanner(suffix: String, opsPort: Int) throws -> BuiltExecutable {
         var environment = try PlanningHarness.environment(suffix: suffix)
         environment["PUSH_OPS_PORT"] = String(opsPort)
         environment["LOG_LEVEL"] = "error"
-        environment["PLANNER_CHUNK_SIZE"] = "5000"
+        environment["PLANNER_CHUNK_SIZE"] = String(chunkSize)
         environment["PLANNER_POLL_INTERVAL_MS"] = "100"
         return try BuiltExecutable("delivery-planning", environment: environment)
     }
 
-    @Test("kill -9 while chunks are being published, restart: 100,000 devices get exactly one message each")
+    @Test("kill -9 while chunks are being published, restart: 40,000 devices get exactly one message each")
     func killMidFanOut() async throws {
         let suffix = PlanningHarness.makeSuffix()
         let requestId = "crash-\(suffix)"
         try await PlanningHarness.run(suffix: suffix, planner: false) { h in
             let (service, apps) = try await h.defineService()
-            try await h.addSubscriptions(apps[0], count: 50_000)
-            try await h.addSubscriptions(apps[1], count: 50_000)
-            // Throttled so that each 5,000-message chunk takes about half a second to publish:
+            try await h.addSubscriptions(apps[0], count: Self.devices / 2)
+            try await h.addSubscriptions(apps[1], count: Self.devices / 2)
+            // Throttled so that each chunk takes about half a second to publish:
             // a kill then lands inside a chunk, not between two.
-            try await h.publishRequest(requestJSON(requestId: requestId, service: service, throttle: 10_000))
+            try await h.publishRequest(requestJSON(requestId: requestId, service: service, throttle: Self.chunkSize * 2))
 
             // A kill only tests something when part of a chunk reached the broker and the
             // checkpoint did not: then a planner that re-sent the chunk would duplicate. Kill
@@ -43,7 +48,7 @@ struct PlannerCrashTests {
                 try await eventually(within: .seconds(90), "the planner publishes a chunk") {
                     try await h.int(
                         """
-                        SELECT count(*)::int FROM push.delivery_plans p WHERE request_id = \(requestId) AND targeted > \(before + 5_000)
+                        SELECT count(*)::int FROM push.delivery_plans p WHERE request_id = \(requestId) AND targeted > \(before + Self.chunkSize)
                           AND EXISTS (SELECT 1 FROM push.delivery_shards s WHERE s.delivery_id = p.delivery_id AND s.pending_chunk IS NOT NULL)
                         """
                     ) == 1
@@ -58,7 +63,7 @@ struct PlannerCrashTests {
                 if onTopics > committed { partialKills += 1 }
             }
             #expect(partialKills == 2, "two kills left a chunk partly published: \(kills)")
-            #expect(kills.allSatisfy { $0.committed < 100_000 })
+            #expect(kills.allSatisfy { $0.committed < Self.devices })
             let killedAtTargeted = kills.map(\.committed)
             let deliveryId = try await h.deliveryId(of: requestId)
 
@@ -73,9 +78,9 @@ struct PlannerCrashTests {
 
             let records = try await h.messageRecords().filter { $0.headers.string("push-delivery-id") == deliveryId }
             let ids = Set(records.compactMap { $0.headers.string("push-message-id") })
-            #expect(records.count == 100_000, "no message lost and none published twice (killed at \(killedAtTargeted))")
-            #expect(ids.count == 100_000)
-            #expect(try await h.int("SELECT targeted::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == 100_000)
+            #expect(records.count == Self.devices, "no message lost and none published twice (killed at \(killedAtTargeted))")
+            #expect(ids.count == Self.devices)
+            #expect(try await h.int("SELECT targeted::int FROM push.deliveries WHERE delivery_id = \(deliveryId)") == Self.devices)
 
             // The broadLog ids (`_mId`): one per message, the same in the header as in the
             // record, and each chunk's ids one block, consecutive in audience order (app, token,
@@ -93,13 +98,12 @@ struct PlannerCrashTests {
                 broadLogIds.append(Int32(id))
             }
             #expect(mismatched == 0, "the header's _mId is the record's")
-            #expect(Set(broadLogIds).count == 100_000, "100,000 distinct _mId")
+            #expect(Set(broadLogIds).count == Self.devices, "one distinct _mId per device")
             var inOrder: [Int32] = []
             let rows = try await h.postgres.query(
                 "SELECT id FROM unnest(\(appIds)::uuid[], \(tokens)::text[], \(broadLogIds)::int[]) AS x(app, token, id) ORDER BY app, token", logger: h.logger)
             for try await id in rows.decode(Int32.self) { inOrder.append(id) }
-            let chunkSize = 5_000
-            let breaks = inOrder.indices.dropFirst().filter { inOrder[$0] != inOrder[$0 - 1] + 1 && $0 % chunkSize != 0 }
+            let breaks = inOrder.indices.dropFirst().filter { inOrder[$0] != inOrder[$0 - 1] + 1 && $0 % Self.chunkSize != 0 }
             #expect(breaks.isEmpty, "ids are consecutive within each chunk; breaks at \(breaks.prefix(10))")
         }
     }

@@ -137,9 +137,16 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
         package var variables: [String: String]?
         package var ios: IOS?
         package var android: Android?
+        /// The texts per language, by BCP 47 tag (`fr`, `pt-BR`): each device gets the texts of
+        /// the tag its `osLanguage` matches (its own tag, then its language alone, then another
+        /// region of its language), and `title`, `subtitle`, `body` above when none does
+        /// (`ContentLanguages` in the planner; docs/delivery-requests.md, "Content per
+        /// language").
+        package var languages: [String: Texts]?
 
         package init(
-            title: String? = nil, subtitle: String? = nil, body: String? = nil, variables: [String: String]? = nil, ios: IOS? = nil, android: Android? = nil
+            title: String? = nil, subtitle: String? = nil, body: String? = nil, variables: [String: String]? = nil, ios: IOS? = nil, android: Android? = nil,
+            languages: [String: Texts]? = nil
         ) {
             self.title = title
             self.subtitle = subtitle
@@ -147,6 +154,21 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
             self.variables = variables
             self.ios = ios
             self.android = android
+            self.languages = languages
+        }
+    }
+
+    /// One language's texts: they replace the default `title`, `subtitle` and `body` together
+    /// (a text the language leaves out is not shown, never taken from another language).
+    package struct Texts: Codable, Sendable, Hashable {
+        package var title: String?
+        package var subtitle: String?
+        package var body: String?
+
+        package init(title: String? = nil, subtitle: String? = nil, body: String? = nil) {
+            self.title = title
+            self.subtitle = subtitle
+            self.body = body
         }
     }
 

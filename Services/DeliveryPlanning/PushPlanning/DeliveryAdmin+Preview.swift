@@ -23,6 +23,15 @@ extension DeliveryAdmin {
         package var unmatchedUserKeys: Int?
         /// The first devices of each app (by token) with the message built for them.
         package var samples: [Sample]
+        /// With `content.languages`: the targeted devices per language texts they would get,
+        /// the default texts as `language` null; absent otherwise.
+        package var languages: [LanguageCount]?
+    }
+
+    package struct LanguageCount: Codable, Sendable, Equatable {
+        /// The tag of `content.languages` as the request wrote it; null for the default texts.
+        package var language: String?
+        package var devices: Int
     }
 
     package struct AppAudience: Codable, Sendable, Equatable {
@@ -54,6 +63,8 @@ extension DeliveryAdmin {
         /// payload; FCM's `data`, `notification` and `android.notification` objects (0 for a
         /// message refused for a reserved key).
         package var bytes: Int
+        /// The tag of `content.languages` whose texts the device gets (null: the default texts).
+        package var language: String?
     }
 
     /// Most samples per app a preview may ask for.
@@ -86,7 +97,9 @@ extension DeliveryAdmin {
                     if let built = factory.built(
                         for: subscription, messageId: factory.messageId(for: subscription), broadLogId: 0, plannedAt: delivery.acceptedAt)
                     {
-                        samples.append(Self.sample(built.message, bytes: built.contentBytes, subscription: subscription, platform: app.platform))
+                        var sample = Self.sample(built.message, bytes: built.contentBytes, subscription: subscription, platform: app.platform)
+                        sample.language = factory.language(for: subscription)
+                        samples.append(sample)
                     }
                 }
             }
@@ -98,7 +111,8 @@ extension DeliveryAdmin {
                 apps: audiences,
                 exclusions: exclusions.map { ExclusionCount(reason: $0.key, devices: $0.value) }.sorted { ($1.devices, $0.reason) < ($0.devices, $1.reason) },
                 unmatchedUserKeys: try await unmatchedUserKeys(delivery, on: connection),
-                samples: samples
+                samples: samples,
+                languages: factory.needsLanguage ? Self.languageCounts(counts.filter { !$0.disabled }, factory.languages) : nil
             )
         }
     }
@@ -121,7 +135,18 @@ extension DeliveryAdmin {
         var appId: UUID
         var disabled: Bool
         var reason: String?
+        /// The device's `osLanguage` as `ContentLanguages` compares it ("" when not read).
+        var language: String
         var devices: Int
+    }
+
+    /// Devices per language texts, the most first (then by tag, the default last among equals).
+    private static func languageCounts(_ rows: [CountRow], _ languages: ContentLanguages) -> [LanguageCount] {
+        var devices: [String?: Int] = [:]
+        for row in rows { devices[languages.tag(forDevice: row.language), default: 0] += row.devices }
+        return devices.map { LanguageCount(language: $0.key, devices: $0.value) }.sorted {
+            ($1.devices, $0.language ?? "\u{10FFFF}") < ($0.devices, $1.language ?? "\u{10FFFF}")
+        }
     }
 
     /// The audience's subscriptions per app, enabled or not (and why not).
@@ -132,18 +157,19 @@ extension DeliveryAdmin {
             SELECT app_id, disabled OR unsubscribed_at IS NOT NULL,
                    CASE WHEN unsubscribed_at IS NOT NULL THEN 'unsubscribed'
                         WHEN disabled THEN 'quarantined: ' || coalesce(disabled_reason, 'disabled') END,
+                   CASE WHEN \(delivery.content.languages != nil) THEN lower(replace(coalesce(os_language, ''), '_', '-')) ELSE '' END,
                    count(*)
             FROM push.subscriptions s CROSS JOIN (SELECT \(filter.filter.values)::text[] AS v) f
             WHERE app_id = ANY(\(filter.apps))
               AND CASE WHEN \(filter.isProof) THEN user_key = ANY(\(filter.proofUserKeys)) OR registration_token = ANY(\(filter.proofTokens))
                   ELSE (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys))) AND params @> \(filter.conditions)::jsonb
                        AND \(unescaped: filter.filter.condition) END
-            GROUP BY 1, 2, 3
+            GROUP BY 1, 2, 3, 4
             """,
             logger: logger)
         var result: [CountRow] = []
-        for try await (appId, disabled, reason, devices) in rows.decode((UUID, Bool, String?, Int64).self) {
-            result.append(CountRow(appId: appId, disabled: disabled, reason: reason, devices: Int(devices)))
+        for try await (appId, disabled, reason, language, devices) in rows.decode((UUID, Bool, String?, String, Int64).self) {
+            result.append(CountRow(appId: appId, disabled: disabled, reason: reason, language: language, devices: Int(devices)))
         }
         return result
     }
@@ -155,7 +181,7 @@ extension DeliveryAdmin {
         let filter = try AudienceQuery(delivery)
         let rows = try await connection.query(
             """
-            SELECT registration_token, user_key, params::text
+            SELECT registration_token, user_key, params::text, coalesce(os_language, '')
             FROM push.subscriptions s CROSS JOIN (SELECT \(filter.filter.values)::text[] AS v) f
             WHERE app_id = \(app) AND NOT disabled AND unsubscribed_at IS NULL
               AND CASE WHEN \(filter.isProof) THEN user_key = ANY(\(filter.proofUserKeys)) OR registration_token = ANY(\(filter.proofTokens))
@@ -166,9 +192,9 @@ extension DeliveryAdmin {
             """,
             logger: logger)
         var result: [TargetedSubscription] = []
-        for try await (token, userKey, params) in rows.decode((String, String, String).self) {
+        for try await (token, userKey, params, language) in rows.decode((String, String, String, String).self) {
             let values = (try? JSONDecoder().decode([String: String].self, from: Data(params.utf8))) ?? [:]
-            result.append(TargetedSubscription(appId: app, registrationToken: token, userKey: userKey, params: values))
+            result.append(TargetedSubscription(appId: app, registrationToken: token, userKey: userKey, params: values, osLanguage: language))
         }
         return result
     }

@@ -96,6 +96,34 @@ extension DeliveryRequestValidator {
                 throw rejection(request, "content.body is required for an Android notification message (android.mode notification)")
             }
         }
+        try checkLanguages(of: request)
+    }
+
+    /// `content.languages`: 1 to 50 well-formed tags, none twice (compared without case), each
+    /// with a body and texts within the limit.
+    static func checkLanguages(of request: DeliveryRequest) throws(DeliveryRejection) {
+        guard let languages = request.content.languages else { return }
+        guard Limits.languages.contains(languages.count) else {
+            throw rejection(request, "content.languages must have 1 to \(Limits.languages.upperBound) languages (has \(languages.count))")
+        }
+        var seen: [String: String] = [:]
+        for (tag, texts) in languages.sorted(by: { $0.key < $1.key }) {
+            guard ContentLanguages.isWellFormed(tag) else {
+                throw rejection(
+                    request,
+                    "content.languages: '\(tag.prefix(64))' is not a language tag of the form language[-Script][-REGION] (fr, pt-BR, zh-Hant-TW, es-419)")
+            }
+            if let other = seen[ContentLanguages.compared(tag)] {
+                throw rejection(request, "content.languages: '\(other)' and '\(tag)' are the same language")
+            }
+            seen[ContentLanguages.compared(tag)] = tag
+            for (field, text) in [("title", texts.title), ("subtitle", texts.subtitle), ("body", texts.body)] {
+                if let text, text.utf8.count > Limits.textBytes { throw rejection(request, "content.languages.\(tag).\(field) is longer than 4096 bytes") }
+            }
+            guard let body = texts.body, !body.isEmpty else {
+                throw rejection(request, "content.languages.\(tag).body is required (a language's texts replace the default title, subtitle and body together)")
+            }
+        }
     }
 
     /// The templates: every variable declared by at least one targeted app, and every text
@@ -111,6 +139,11 @@ extension DeliveryRequestValidator {
                     request, "variable '\(name.prefix(64))' is not declared by any targeted app (declared: \(declared.sorted().joined(separator: ", ")))")
             }
             templates.append(("variables.\(name)", value))
+        }
+        for (tag, texts) in (content.languages ?? [:]).sorted(by: { $0.key < $1.key }) {
+            templates += [
+                ("languages.\(tag).title", texts.title ?? ""), ("languages.\(tag).subtitle", texts.subtitle ?? ""), ("languages.\(tag).body", texts.body ?? ""),
+            ]
         }
         for (field, text) in templates {
             do {

@@ -21,6 +21,8 @@ package enum DeliveryRequestValidator {
         package static let throttle = 1...1_000_000
         package static let collapseIdBytes = 64
         package static let proofRecipients = 1...100
+        /// Tags in `content.languages`.
+        package static let languages = 1...50
     }
 
     static let interruptionLevels: Set<String> = ["passive", "active", "time-sensitive", "critical"]

@@ -5,7 +5,8 @@ import PushEvents
 
 /// A request naming a template (`"template": {"name", "version"?}`) gets the template's content
 /// with its own `content` laid over it, field by field: `title`, `subtitle`, `body`, `ios`,
-/// `android` when the request sets them, `variables` merged name by name (the request's win).
+/// `android` when the request sets them, `variables` and `languages` merged name by name and tag
+/// by tag (the request's win).
 /// Resolved once, when the request is checked: the accepted delivery carries the merged content
 /// and the version used, so a template changed afterwards does not change it.
 enum DeliveryTemplates {
@@ -41,6 +42,7 @@ enum DeliveryTemplates {
         if let variables = request.variables { content.variables = (template.variables ?? [:]).merging(variables) { _, mine in mine } }
         if let ios = request.ios { content.ios = ios }
         if let android = request.android { content.android = android }
+        if let languages = request.languages { content.languages = (template.languages ?? [:]).merging(languages) { _, mine in mine } }
         return content
     }
 }

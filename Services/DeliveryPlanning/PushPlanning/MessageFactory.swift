@@ -14,6 +14,9 @@ package struct TargetedSubscription: Sendable, Hashable {
     /// The data key its message is sealed under (`push.subject_keys`: its person's, or its
     /// own without a user key); nil until the targeting read or created it.
     package var subjectKey: SubjectKey?
+    /// The device's `osLanguage` as registered ("" when none, or when the delivery has no
+    /// `content.languages` and the targeting did not read it).
+    package var osLanguage: String
 
     /// A subject's id and data key (32 bytes).
     package struct SubjectKey: Sendable, Hashable {
@@ -28,7 +31,7 @@ package struct TargetedSubscription: Sendable, Hashable {
 
     package init(
         appId: UUID, registrationToken: String, userKey: String, params: [String: String], disabled: Bool = false, exclusionReason: String? = nil,
-        subjectKey: SubjectKey? = nil
+        subjectKey: SubjectKey? = nil, osLanguage: String = ""
     ) {
         self.appId = appId
         self.registrationToken = registrationToken
@@ -37,6 +40,7 @@ package struct TargetedSubscription: Sendable, Hashable {
         self.disabled = disabled
         self.exclusionReason = exclusionReason
         self.subjectKey = subjectKey
+        self.osLanguage = osLanguage
     }
 }
 
@@ -73,9 +77,19 @@ package struct MessageFactory: Sendable {
 
     let delivery: DeliveryAccepted
     let apps: [UUID: PlanningApp]
-    let title: MessageTemplate?
-    let subtitle: MessageTemplate?
-    let body: MessageTemplate?
+    /// The parsed texts of one language, or the default ones.
+    struct Texts: Sendable {
+        var title: MessageTemplate?
+        var subtitle: MessageTemplate?
+        var body: MessageTemplate?
+
+        var all: [MessageTemplate] { [title, subtitle, body].compactMap { $0 } }
+    }
+
+    /// The default texts, and each language's by its tag as the request wrote it.
+    let texts: Texts
+    let languageTexts: [String: Texts]
+    package let languages: ContentLanguages
     /// Variables in name order with their templates.
     let variables: [(name: String, template: MessageTemplate)]
 
@@ -89,11 +103,23 @@ package struct MessageFactory: Sendable {
             guard let text, !text.isEmpty else { return nil }
             return try MessageTemplate(parsing: text)
         }
-        title = try template(delivery.content.title)
-        subtitle = try template(delivery.content.subtitle)
-        body = try template(delivery.content.body)
-        variables = try (delivery.content.variables ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, try MessageTemplate(parsing: $0.value)) }
-        needsParams = ([title, subtitle, body].compactMap { $0 } + variables.map(\.template)).contains { !$0.parameterNames.isEmpty }
+        let content = delivery.content
+        texts = Texts(title: try template(content.title), subtitle: try template(content.subtitle), body: try template(content.body))
+        languageTexts = try (content.languages ?? [:]).mapValues { texts in
+            Texts(title: try template(texts.title), subtitle: try template(texts.subtitle), body: try template(texts.body))
+        }
+        languages = ContentLanguages(content.languages)
+        variables = try (content.variables ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, try MessageTemplate(parsing: $0.value)) }
+        let templates = texts.all + languageTexts.values.flatMap(\.all) + variables.map(\.template)
+        needsParams = templates.contains { !$0.parameterNames.isEmpty }
+    }
+
+    /// True when the texts depend on the device's `osLanguage`.
+    package var needsLanguage: Bool { !languages.isEmpty }
+
+    /// The tag of `content.languages` whose texts the device gets; nil for the default texts.
+    package func language(for subscription: TargetedSubscription) -> String? {
+        languages.tag(forDevice: subscription.osLanguage)
     }
 
     /// The device's message id: the same for every planning of this delivery.
@@ -112,6 +138,7 @@ package struct MessageFactory: Sendable {
     /// made the message fail.
     func built(for subscription: TargetedSubscription, messageId: UUID, broadLogId: Int32, plannedAt: Date) -> (message: PlannedMessage, contentBytes: Int)? {
         guard let app = apps[subscription.appId] else { return nil }
+        let texts = language(for: subscription).flatMap { languageTexts[$0] } ?? self.texts
         let render = { (template: MessageTemplate?) -> String? in
             template.map { $0.render(userKey: subscription.userKey, params: subscription.params) }
         }
@@ -128,7 +155,8 @@ package struct MessageFactory: Sendable {
                 ))
         }
         if app.platform == .ios {
-            let built = apnsPayload(broadLogId: broadLogId, title: render(title), subtitle: render(subtitle), body: render(body), variables: variables)
+            let built = apnsPayload(
+                broadLogId: broadLogId, title: render(texts.title), subtitle: render(texts.subtitle), body: render(texts.body), variables: variables)
             let bytes = built.payload.utf8.count
             guard bytes <= Self.maximumPayloadBytes else { return (failed("payload-too-large"), bytes) }
             let message: PlannedMessage = .apns(
@@ -146,7 +174,8 @@ package struct MessageFactory: Sendable {
                 return (failed("reserved-key"), 0)
             }
             let built = fcmMessage(
-                broadLogId: broadLogId, token: subscription.registrationToken, title: render(title), subtitle: render(subtitle), body: render(body),
+                broadLogId: broadLogId, token: subscription.registrationToken, title: render(texts.title), subtitle: render(texts.subtitle),
+                body: render(texts.body),
                 variables: variables,
                 plannedAt: plannedAt)
             guard built.contentBytes <= Self.maximumPayloadBytes else { return (failed("payload-too-large"), built.contentBytes) }

@@ -14,7 +14,7 @@ import PushWire
 enum TargetingQuery {
     static func next(
         delivery: DeliveryAccepted, after cursor: DeliveryFanOut.Cursor, through end: DeliveryFanOut.Cursor?,
-        limit: Int, withParams: Bool, on connection: PostgresConnection, logger: Logger
+        limit: Int, withParams: Bool, withLanguage: Bool = false, on connection: PostgresConnection, logger: Logger
     ) async throws -> [TargetedSubscription] {
         let filter = try AudienceQuery(delivery)
         // Bounds: strictly after the cursor, and up to `end` (the recorded end of an interrupted
@@ -35,7 +35,8 @@ enum TargetingQuery {
             guard remaining > 0 else { break }
             result += try await page(
                 of: app, after: app == cursor.appId ? cursor.token : "", through: app == end?.appId ? end?.token : nil,
-                limit: remaining, filter: filter, withParams: withParams, serviceId: delivery.serviceId, on: connection, logger: logger)
+                limit: remaining, filter: filter, withParams: withParams, withLanguage: withLanguage, serviceId: delivery.serviceId, on: connection,
+                logger: logger)
         }
         return try await withKeys(result, serviceId: delivery.serviceId, on: connection, logger: logger)
     }
@@ -67,7 +68,7 @@ enum TargetingQuery {
     /// Up to `limit` subscriptions of one app with a token after `after` and (when given) up to
     /// `through`, in token order. Every token is non-empty, so `after: ""` is the app's start.
     private static func page(
-        of app: UUID, after: String, through: String?, limit: Int, filter: AudienceQuery, withParams: Bool, serviceId: UUID,
+        of app: UUID, after: String, through: String?, limit: Int, filter: AudienceQuery, withParams: Bool, withLanguage: Bool, serviceId: UUID,
         on connection: PostgresConnection, logger: Logger
     ) async throws -> [TargetedSubscription] {
         let rows = try await connection.query(
@@ -78,7 +79,8 @@ enum TargetingQuery {
                    -- The data key of an enabled device's subject: its id and key as one text.
                    CASE WHEN NOT (disabled OR unsubscribed_at IS NOT NULL) THEN (
                        SELECT k.subject_id::text || encode(k.data_key, 'hex') FROM push.subject_keys k
-                       WHERE k.service_id = \(serviceId) AND k.subject = \(unescaped: SubjectKeys.subjectOfSubscription)) END
+                       WHERE k.service_id = \(serviceId) AND k.subject = \(unescaped: SubjectKeys.subjectOfSubscription)) END,
+                   CASE WHEN \(withLanguage) THEN coalesce(os_language, '') ELSE '' END
             FROM push.subscriptions s CROSS JOIN (SELECT \(filter.filter.values)::text[] AS v) f
             WHERE app_id = \(app)
               AND registration_token > \(after)
@@ -94,14 +96,16 @@ enum TargetingQuery {
         var result: [TargetedSubscription] = []
         result.reserveCapacity(min(limit, 10_000))
         let decoder = JSONDecoder()
-        for try await (appId, token, userKey, params, disabled, reason, key) in rows.decode((UUID, String, String, String, Bool, String?, String?).self) {
+        for try await (appId, token, userKey, params, disabled, reason, key, language) in rows.decode(
+            (UUID, String, String, String, Bool, String?, String?, String).self)
+        {
             // The events' own reader; JSONDecoder only for what it leaves (an escaped key).
             let values =
                 withParams ? (EventJSONReader.stringMembers(of: params) ?? (try? decoder.decode([String: String].self, from: Data(params.utf8))) ?? [:]) : [:]
             result.append(
                 TargetedSubscription(
                     appId: appId, registrationToken: token, userKey: userKey, params: values, disabled: disabled, exclusionReason: disabled ? reason : nil,
-                    subjectKey: key.flatMap(subjectKey)))
+                    subjectKey: key.flatMap(subjectKey), osLanguage: language))
         }
         return result
     }

@@ -15,6 +15,8 @@ package protocol OutgoingMessage: SingleEventDecodable, SealableMessage {
     var notBefore: Date? { get set }
     /// The delivery's `throttle.perSecond`; nil: unthrottled.
     var throttlePerSecond: Int? { get }
+    /// The language texts it carries (`MessageReference.language`).
+    var language: String? { get }
     /// As in `MessageReference.platform` and `push.broad_log`.
     static var platform: Platform { get }
 }
@@ -25,7 +27,7 @@ extension OutgoingMessage {
     package var reference: MessageReference {
         MessageReference(
             messageId: messageId, broadLogId: broadLogId, deliveryId: deliveryId, appId: appId, tokenDigest: tokenDigest,
-            platform: Self.platform, plannedAt: plannedAt)
+            platform: Self.platform, plannedAt: plannedAt, language: language)
     }
 
     /// The key of the message's records: `<appId>:<tokenDigest>` (`<appId>:<token>` for an

@@ -6,7 +6,7 @@ import Foundation
 
 private enum PlannedMessageKeys: String, CodingKey {
     case messageId, broadLogId, deliveryId, appId, registrationToken, environment, credential, topic, pushType, priority, collapseId
-    case payload, projectId, message, validUntil, attempt, plannedAt, notBefore, throttlePerSecond, subjectId, tokenDigest, sealed
+    case payload, projectId, message, validUntil, attempt, plannedAt, notBefore, throttlePerSecond, subjectId, tokenDigest, sealed, language
 }
 
 extension KeyedDecodingContainer<PlannedMessageKeys> {
@@ -46,6 +46,7 @@ private protocol SharedPlannedMembers: SealableMessage {
     var plannedAt: Date { get }
     var notBefore: Date? { get }
     var throttlePerSecond: Int? { get }
+    var language: String? { get }
 }
 
 extension SharedPlannedMembers {
@@ -60,6 +61,7 @@ extension SharedPlannedMembers {
         try c.encode(plannedAt, forKey: .plannedAt)
         try c.encodeIfPresent(notBefore, forKey: .notBefore)
         try c.encodeIfPresent(throttlePerSecond, forKey: .throttlePerSecond)
+        try c.encodeIfPresent(language, forKey: .language)
         try c.encode(token: registrationToken, content: content, as: contentKey, sealing: sealing)
     }
 }
@@ -80,7 +82,8 @@ extension APNSMessagePlanned {
             collapseId: try c.decodeIfPresent(String.self, forKey: .collapseId), payload: try c.clear(.payload, sealed: sealing != nil),
             validUntil: try c.decode(Date.self, forKey: .validUntil), attempt: try c.decode(Int.self, forKey: .attempt),
             plannedAt: try c.decode(Date.self, forKey: .plannedAt), notBefore: try c.decodeIfPresent(Date.self, forKey: .notBefore),
-            throttlePerSecond: try c.decodeIfPresent(Int.self, forKey: .throttlePerSecond), sealing: sealing)
+            throttlePerSecond: try c.decodeIfPresent(Int.self, forKey: .throttlePerSecond), sealing: sealing,
+            language: try c.decodeIfPresent(String.self, forKey: .language))
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -105,7 +108,8 @@ extension FCMMessagePlanned {
             credential: try c.decodeIfPresent(CredentialReference.self, forKey: .credential), message: try c.clear(.message, sealed: sealing != nil),
             validUntil: try c.decode(Date.self, forKey: .validUntil), attempt: try c.decode(Int.self, forKey: .attempt),
             plannedAt: try c.decode(Date.self, forKey: .plannedAt), notBefore: try c.decodeIfPresent(Date.self, forKey: .notBefore),
-            throttlePerSecond: try c.decodeIfPresent(Int.self, forKey: .throttlePerSecond), sealing: sealing)
+            throttlePerSecond: try c.decodeIfPresent(Int.self, forKey: .throttlePerSecond), sealing: sealing,
+            language: try c.decodeIfPresent(String.self, forKey: .language))
     }
 
     package func encode(to encoder: any Encoder) throws {

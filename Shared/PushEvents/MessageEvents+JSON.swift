@@ -46,6 +46,7 @@ extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
         if let credential { writer.object("credential", credential.writeMembers) }
         writer.string("deliveryId", deliveryId)
         writer.string("environment", environment)
+        writer.string("language", language)
         writer.uuid("messageId", messageId)
         writer.date("notBefore", notBefore)
         if sealing == nil { writer.string("payload", payload) }
@@ -90,7 +91,7 @@ extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
             pushType: try EventJSONReader.required(pushType), priority: try EventJSONReader.required(priority),
             collapseId: collapseId ?? nil, payload: try PlannedMessageMembers.clear(payload, sealed: sealing != nil), validUntil: try common.validUntil(),
             attempt: try common.attempt(), plannedAt: try common.plannedAt(), notBefore: common.notBefore ?? nil,
-            throttlePerSecond: common.throttlePerSecond(), sealing: sealing
+            throttlePerSecond: common.throttlePerSecond(), sealing: sealing, language: common.language ?? nil
         )
     }
 }
@@ -102,6 +103,7 @@ extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
         writer.int("broadLogId", broadLogId)
         if let credential { writer.object("credential", credential.writeMembers) }
         writer.string("deliveryId", deliveryId)
+        writer.string("language", language)
         if sealing == nil { writer.string("message", message) }
         writer.uuid("messageId", messageId)
         writer.date("notBefore", notBefore)
@@ -134,7 +136,7 @@ extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
             registrationToken: try common.registrationToken(sealed: sealing != nil), projectId: try EventJSONReader.required(projectId),
             credential: common.credential ?? nil, message: try PlannedMessageMembers.clear(message, sealed: sealing != nil),
             validUntil: try common.validUntil(), attempt: try common.attempt(), plannedAt: try common.plannedAt(),
-            notBefore: common.notBefore ?? nil, throttlePerSecond: common.throttlePerSecond(), sealing: sealing
+            notBefore: common.notBefore ?? nil, throttlePerSecond: common.throttlePerSecond(), sealing: sealing, language: common.language ?? nil
         )
     }
 }
@@ -146,7 +148,7 @@ struct PlannedMessageMembers {
     private var messageIdValue: UUID?, deliveryIdValue: String?, appIdValue: UUID?, registrationTokenValue: String?
     private var validUntilValue: Date?, attemptValue: Int?, plannedAtValue: Date?
     /// Absent (nil), null or a value.
-    private(set) var credential: CredentialReference??, notBefore: Date??, broadLogId: Int32??
+    private(set) var credential: CredentialReference??, notBefore: Date??, broadLogId: Int32??, language: String??
     private var throttlePerSecondValue: Int32??
     private var subjectIdValue: UUID?, tokenDigestValue: String?, sealedValue: String?
 
@@ -166,6 +168,7 @@ struct PlannedMessageMembers {
         case "subjectId": try EventJSONReader.once(&subjectIdValue, try reader.uuid())
         case "tokenDigest": try EventJSONReader.once(&tokenDigestValue, try reader.string())
         case "sealed": try EventJSONReader.once(&sealedValue, try reader.string())
+        case "language": try EventJSONReader.once(&language, try reader.optionalString())
         default: try reader.skipValue()
         }
     }
@@ -198,6 +201,7 @@ extension MessageReference: EventJSONWritable {
         writer.uuid("appId", appId)
         writer.int("broadLogId", broadLogId)
         writer.string("deliveryId", deliveryId)
+        writer.string("language", language)
         writer.uuid("messageId", messageId)
         writer.date("plannedAt", plannedAt)
         writer.string("platform", platform.rawValue)
@@ -274,9 +278,11 @@ extension MessageReference: EventJSONReadable {
         var registrationToken: String?
         var platform: String?
         var plannedAt: Date?
+        var language: String??
         try reader.members { reader, key throws(EventJSONReader.Unsupported) in
             switch key {
             case "messageId": try EventJSONReader.once(&messageId, try reader.uuid())
+            case "language": try EventJSONReader.once(&language, try reader.optionalString())
             case "plannedAt": try EventJSONReader.once(&plannedAt, try reader.date())
             case "broadLogId": try EventJSONReader.once(&broadLogId, try reader.optionalInt32())
             case "deliveryId": try EventJSONReader.once(&deliveryId, try reader.string())
@@ -294,7 +300,7 @@ extension MessageReference: EventJSONReadable {
         guard let platform = Platform(rawValue: try EventJSONReader.required(platform)) else { throw EventJSONReader.Unsupported() }
         self.init(
             messageId: try EventJSONReader.required(messageId), broadLogId: broadLogId ?? nil, deliveryId: try EventJSONReader.required(deliveryId),
-            appId: try EventJSONReader.required(appId), tokenDigest: digest, platform: platform, plannedAt: plannedAt)
+            appId: try EventJSONReader.required(appId), tokenDigest: digest, platform: platform, plannedAt: plannedAt, language: language ?? nil)
     }
 }
 

@@ -66,12 +66,16 @@ package struct APNSMessagePlanned: PushEvent, Hashable {
     /// Version 2: the subject, the token's digest and the sealed token and payload. nil: token
     /// and payload in clear (a record planned before version 2, or a retry of one).
     package var sealing: MessageSealing?
+    /// The tag of the delivery's `content.languages` whose texts the message carries; absent
+    /// for the default texts (and on records planned before it existed). Carried into the
+    /// results (`MessageReference.language`) and `push.broad_log.language`.
+    package var language: String?
 
     package init(
         messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, registrationToken: String, environment: String,
         credential: CredentialReference?, topic: String, pushType: String, priority: Int, collapseId: String?,
         payload: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil, throttlePerSecond: Int? = nil,
-        sealing: MessageSealing? = nil
+        sealing: MessageSealing? = nil, language: String? = nil
     ) {
         self.messageId = messageId
         self.broadLogId = broadLogId
@@ -91,6 +95,7 @@ package struct APNSMessagePlanned: PushEvent, Hashable {
         self.notBefore = notBefore
         self.throttlePerSecond = throttlePerSecond
         self.sealing = sealing
+        self.language = language
     }
 }
 
@@ -124,11 +129,13 @@ package struct FCMMessagePlanned: PushEvent, Hashable {
     package var throttlePerSecond: Int?
     /// Version 2: as `APNSMessagePlanned.sealing` (the box holds the token and `message`).
     package var sealing: MessageSealing?
+    /// As `APNSMessagePlanned.language`.
+    package var language: String?
 
     package init(
         messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, registrationToken: String, projectId: String,
         credential: CredentialReference?, message: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil,
-        throttlePerSecond: Int? = nil, sealing: MessageSealing? = nil
+        throttlePerSecond: Int? = nil, sealing: MessageSealing? = nil, language: String? = nil
     ) {
         self.messageId = messageId
         self.broadLogId = broadLogId
@@ -144,6 +151,7 @@ package struct FCMMessagePlanned: PushEvent, Hashable {
         self.notBefore = notBefore
         self.throttlePerSecond = throttlePerSecond
         self.sealing = sealing
+        self.language = language
     }
 }
 
@@ -164,9 +172,13 @@ package struct MessageReference: Sendable, Hashable {
     /// `created_at`, since the result writes the row. Absent from results written before it
     /// existed (the row then takes the result's time).
     package var plannedAt: Date?
+    /// The tag of `content.languages` whose texts the message carried (`push.broad_log.language`);
+    /// absent for the default texts.
+    package var language: String?
 
     package init(
-        messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, tokenDigest: String, platform: Platform, plannedAt: Date? = nil
+        messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, tokenDigest: String, platform: Platform, plannedAt: Date? = nil,
+        language: String? = nil
     ) {
         self.messageId = messageId
         self.broadLogId = broadLogId
@@ -175,12 +187,13 @@ package struct MessageReference: Sendable, Hashable {
         self.tokenDigest = tokenDigest
         self.platform = platform
         self.plannedAt = plannedAt
+        self.language = language
     }
 }
 
 extension MessageReference: Codable {
     private enum CodingKeys: String, CodingKey {
-        case messageId, broadLogId, deliveryId, appId, tokenDigest, registrationToken, platform, plannedAt
+        case messageId, broadLogId, deliveryId, appId, tokenDigest, registrationToken, platform, plannedAt, language
     }
 
     package init(from decoder: any Decoder) throws {
@@ -192,7 +205,7 @@ extension MessageReference: Codable {
             messageId: try container.decode(UUID.self, forKey: .messageId), broadLogId: try container.decodeIfPresent(Int32.self, forKey: .broadLogId),
             deliveryId: try container.decode(String.self, forKey: .deliveryId), appId: try container.decode(UUID.self, forKey: .appId),
             tokenDigest: digest, platform: try container.decode(Platform.self, forKey: .platform),
-            plannedAt: try container.decodeIfPresent(Date.self, forKey: .plannedAt))
+            plannedAt: try container.decodeIfPresent(Date.self, forKey: .plannedAt), language: try container.decodeIfPresent(String.self, forKey: .language))
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -204,6 +217,7 @@ extension MessageReference: Codable {
         try container.encode(tokenDigest, forKey: .tokenDigest)
         try container.encode(platform, forKey: .platform)
         try container.encodeIfPresent(plannedAt, forKey: .plannedAt)
+        try container.encodeIfPresent(language, forKey: .language)
     }
 }
 

@@ -66,7 +66,14 @@ struct EventJSONTests {
             var side = Values(state: state ^ 0x91A7_7ED0)
             return MessageReference(
                 messageId: uuid(), broadLogId: broadLogId(), deliveryId: text(), appId: uuid(), tokenDigest: text(),
-                platform: Platform.allCases.randomElement(using: &self)!, plannedAt: side.maybe(side.date()))
+                platform: Platform.allCases.randomElement(using: &self)!, plannedAt: side.maybe(side.date()), language: language())
+        }
+
+        /// A `content.languages` tag or none, from a generator of its own (added later, as
+        /// `throttle`).
+        func language() -> String? {
+            var side = Values(state: state ^ 0x1A76_0A6E)
+            return side.maybe(side.text())
         }
 
         /// From a generator of its own, so the other values are those of the sequence before the
@@ -81,7 +88,7 @@ struct EventJSONTests {
                 messageId: uuid(), broadLogId: broadLogId(), deliveryId: text(), appId: uuid(), registrationToken: text(), environment: text(),
                 credential: maybe(credential()), topic: text(), pushType: text(), priority: int(), collapseId: maybe(text()),
                 payload: text(), validUntil: date(), attempt: int(), plannedAt: date(), notBefore: maybe(date()),
-                throttlePerSecond: throttle()
+                throttlePerSecond: throttle(), language: language()
             )
         }
 
@@ -89,7 +96,7 @@ struct EventJSONTests {
             FCMMessagePlanned(
                 messageId: uuid(), broadLogId: broadLogId(), deliveryId: text(), appId: uuid(), registrationToken: text(), projectId: text(),
                 credential: maybe(credential()), message: text(), validUntil: date(), attempt: int(), plannedAt: date(), notBefore: maybe(date()),
-                throttlePerSecond: throttle()
+                throttlePerSecond: throttle(), language: language()
             )
         }
 

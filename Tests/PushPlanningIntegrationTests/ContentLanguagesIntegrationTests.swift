@@ -7,7 +7,8 @@ import Testing
 /// carries its language's texts, and the preview counts the devices per language.
 @Suite("Content per language, planned and previewed", .serialized)
 struct ContentLanguagesIntegrationTests {
-    @Test("French, Austrian-German and other devices of both platforms get their texts; the preview counts them per language")
+    @Test(
+        "French, Austrian-German and other devices of both platforms get their texts; the preview counts them, the broad log and the report split by language")
     func plannedPerLanguage() async throws {
         let port = try EphemeralPort.next()
         try await PlanningHarness.run(settings: DeliveryAdminTests.settings(port: port)) { h in
@@ -67,6 +68,33 @@ struct ContentLanguagesIntegrationTests {
                 expected["\(platform) user5"] = "Your flight / Hello user5"
             }
             #expect(texts == expected)
+
+            // Each message names its language (the senders copy it into the results), and the
+            // broad log and the delivery's report split by it. The results are published as the
+            // senders publish them; one French message fails.
+            let messages = try await h.plannedMessages(deliveryId)
+            #expect(Dictionary(grouping: messages) { $0.language ?? "default" }.mapValues(\.count) == ["fr": 4, "de": 2, "default": 4])
+            let failing = try #require(messages.first { $0.language == "fr" })
+            let results = try messages.map { message in
+                message == failing
+                    ? try DeliveryIndicatorTests.result(
+                        h, MessageFailed(message: message, failureType: "hard", reason: "Unregistered", attempts: 1, failedAt: Date()), key: message.messageId)
+                    : try DeliveryIndicatorTests.result(
+                        h, MessageSent(message: message, providerMessageId: "p", attempts: 1, sentAt: Date()), key: message.messageId)
+            }
+            try await DeliveryIndicatorTests.publish(h, results)
+            try await eventually("the broad log has the results") {
+                try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId)") == messages.count
+            }
+            #expect(
+                try await h.int("SELECT count(*)::int FROM push.broad_log WHERE delivery_id = \(deliveryId) AND language IS NOT DISTINCT FROM NULL") == 4)
+            let detail = try await DeliveryAdminTests.call(port: port, "GET", "/deliveries/\(deliveryId)")
+            let figures = try #require(detail.json["languages"] as? [[String: Any]], "\(String(decoding: detail.body, as: UTF8.self))")
+            #expect(
+                figures.map {
+                    "\($0["language"] as? String ?? "default") \($0["messages"] as? Int ?? -1) \($0["sent"] as? Int ?? -1) \($0["failed"] as? Int ?? -1)"
+                }
+                    == ["fr 4 3 1", "default 4 4 0", "de 2 2 0"])
         }
     }
 }

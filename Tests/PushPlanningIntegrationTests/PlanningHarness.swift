@@ -318,11 +318,13 @@ struct PlanningHarness: Sendable {
                         if case .known(let m, _) = try APNSMessagePlanned.decodeRecord(record.value) {
                             message = MessageReference(
                                 messageId: m.messageId, broadLogId: m.broadLogId, deliveryId: m.deliveryId, appId: m.appId,
-                                tokenDigest: m.sealing?.tokenDigest ?? TokenDigest.of(m.registrationToken), platform: .ios, plannedAt: m.plannedAt)
+                                tokenDigest: m.sealing?.tokenDigest ?? TokenDigest.of(m.registrationToken), platform: .ios, plannedAt: m.plannedAt,
+                                language: m.language)
                         } else if case .known(let m, _) = try FCMMessagePlanned.decodeRecord(record.value) {
                             message = MessageReference(
                                 messageId: m.messageId, broadLogId: m.broadLogId, deliveryId: m.deliveryId, appId: m.appId,
-                                tokenDigest: m.sealing?.tokenDigest ?? TokenDigest.of(m.registrationToken), platform: .android, plannedAt: m.plannedAt)
+                                tokenDigest: m.sealing?.tokenDigest ?? TokenDigest.of(m.registrationToken), platform: .android, plannedAt: m.plannedAt,
+                                language: m.language)
                         } else {
                             continue
                         }

@@ -130,17 +130,19 @@ package struct BroadLogProjection: EnvelopeProjection {
             rows.text(outcome.providerMessageId)
             rows.int(outcome.attempts)
             rows.timestamp(outcome.at)
+            rows.text(message.language)
             rows.endRow()
         }
         try await connection.stage(
             rows, into: "broad_log_stage",
             definition: """
                 message_id uuid, broad_log_id integer, delivery_id text, app_id uuid, token_digest text, platform text, planned_at timestamptz,
-                status text, failure_type text, failure_reason text, provider_message_id text, attempts integer, result_at timestamptz
+                status text, failure_type text, failure_reason text, provider_message_id text, attempts integer, result_at timestamptz,
+                language text
                 """,
             columns: [
                 "message_id", "broad_log_id", "delivery_id", "app_id", "token_digest", "platform", "planned_at", "status", "failure_type",
-                "failure_reason", "provider_message_id", "attempts", "result_at",
+                "failure_reason", "provider_message_id", "attempts", "result_at", "language",
             ], logger: logger)
 
         // A result writes its message's row unless the device was erased and the delivery not
@@ -157,11 +159,12 @@ package struct BroadLogProjection: EnvelopeProjection {
                 FROM broad_log_stage s JOIN push.broad_log_deliveries k ON k.delivery_id = s.delivery_id
             ), changed AS (
                 INSERT INTO push.broad_log AS b (message_id, broad_log_id, delivery_id, app_id, registration_token, token_digest, platform, status,
-                                                 failure_type, failure_reason, provider_message_id, attempts, created_at, updated_at, sent_at, log_month)
+                                                 failure_type, failure_reason, provider_message_id, attempts, created_at, updated_at, sent_at, log_month,
+                                                 language)
                 SELECT message_id, broad_log_id, delivery_id, app_id,
                        (SELECT d.registration_token FROM push.subscriptions d WHERE d.app_id = staged.app_id AND d.token_digest = staged.token_digest),
                        token_digest, platform, status, failure_type, failure_reason, provider_message_id, attempts,
-                       least(planned_at, result_at), result_at, CASE WHEN status = 'sent' THEN result_at END, log_month
+                       least(planned_at, result_at), result_at, CASE WHEN status = 'sent' THEN result_at END, log_month, language
                 FROM staged
                 WHERE NOT EXISTS (
                           SELECT 1 FROM push.erased_devices e

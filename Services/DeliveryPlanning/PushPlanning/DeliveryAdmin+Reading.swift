@@ -57,6 +57,19 @@ extension DeliveryAdmin {
         /// The template the content came from and the version used, if any.
         package var template: DeliveryRequest.TemplateReference?
         package var failures: [FailureCount]
+        /// With `content.languages`: the messages with a final status per language texts
+        /// (`broad_log.language`; null for the default texts), the most first; absent otherwise.
+        package var languages: [LanguageFigures]?
+    }
+
+    package struct LanguageFigures: Codable, Sendable, Equatable {
+        package var language: String?
+        /// Messages with a final status (`broad_log` rows).
+        package var messages: Int64
+        package var sent: Int64
+        package var failed: Int64
+        package var expired: Int64
+        package var cancelled: Int64
     }
 
     package struct FailureCount: Codable, Sendable, Equatable {
@@ -139,6 +152,24 @@ extension DeliveryAdmin {
         for try await (platform, type, reason, count) in failures.decode((String, String?, String?, Int64).self) {
             detail.failures.append(
                 FailureCount(platform: Platform(rawValue: platform) ?? .android, failureType: type ?? "", reason: reason ?? "", messages: count))
+        }
+        if detail.content.languages != nil {
+            let figures = try await postgres.query(
+                """
+                SELECT language, count(*), count(*) FILTER (WHERE status = 'sent'), count(*) FILTER (WHERE status = 'failed'),
+                       count(*) FILTER (WHERE status = 'expired'), count(*) FILTER (WHERE status = 'cancelled')
+                FROM push.broad_log
+                WHERE delivery_id = \(deliveryId)
+                GROUP BY language
+                ORDER BY count(*) DESC, language NULLS LAST
+                """,
+                logger: logger)
+            var languages: [LanguageFigures] = []
+            for try await (language, messages, sent, failed, expired, cancelled) in figures.decode((String?, Int64, Int64, Int64, Int64, Int64).self) {
+                languages.append(
+                    LanguageFigures(language: language, messages: messages, sent: sent, failed: failed, expired: expired, cancelled: cancelled))
+            }
+            detail.languages = languages
         }
         return detail
     }

@@ -138,7 +138,8 @@ package struct MessageFactory: Sendable {
     /// made the message fail.
     func built(for subscription: TargetedSubscription, messageId: UUID, broadLogId: Int32, plannedAt: Date) -> (message: PlannedMessage, contentBytes: Int)? {
         guard let app = apps[subscription.appId] else { return nil }
-        let texts = language(for: subscription).flatMap { languageTexts[$0] } ?? self.texts
+        let language = self.language(for: subscription)
+        let texts = language.flatMap { languageTexts[$0] } ?? self.texts
         let render = { (template: MessageTemplate?) -> String? in
             template.map { $0.render(userKey: subscription.userKey, params: subscription.params) }
         }
@@ -150,7 +151,8 @@ package struct MessageFactory: Sendable {
                 MessageFailed(
                     message: MessageReference(
                         messageId: messageId, broadLogId: broadLogId, deliveryId: delivery.deliveryId, appId: app.appId,
-                        tokenDigest: TokenDigest.of(subscription.registrationToken), platform: app.platform, plannedAt: plannedAt),
+                        tokenDigest: TokenDigest.of(subscription.registrationToken), platform: app.platform, plannedAt: plannedAt,
+                        language: language),
                     failureType: "soft", reason: reason, attempts: 0, failedAt: plannedAt
                 ))
         }
@@ -166,7 +168,7 @@ package struct MessageFactory: Sendable {
                     credential: app.credential, topic: app.bundleId ?? "", pushType: built.silent ? "background" : "alert",
                     priority: built.silent ? 5 : 10, collapseId: delivery.content.ios?.collapseId,
                     payload: built.payload, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt,
-                    throttlePerSecond: delivery.throttlePerSecond
+                    throttlePerSecond: delivery.throttlePerSecond, language: language
                 ))
             return (message, bytes)
         } else {
@@ -184,7 +186,7 @@ package struct MessageFactory: Sendable {
                     messageId: messageId, broadLogId: broadLogId, deliveryId: delivery.deliveryId, appId: app.appId,
                     registrationToken: subscription.registrationToken, projectId: app.fcmProjectId ?? "",
                     credential: app.credential, message: built.message, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt,
-                    throttlePerSecond: delivery.throttlePerSecond
+                    throttlePerSecond: delivery.throttlePerSecond, language: language
                 ))
             return (message, built.contentBytes)
         }

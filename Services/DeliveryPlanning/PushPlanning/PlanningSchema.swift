@@ -530,6 +530,17 @@ package enum PlanningSchema {
                     'The planner''s working state per shard of a delivery (not an analyst table): a key range of push.subscriptions ((start, end], in (app_id, registration_token) order; null start = from the first, null end = to the last), its fan-out cursor and the chunk in flight. Any planner instance plans a shard it holds the session advisory lock of. A planned shard keeps no token (start_token, end_token, cursor_token null)'
                 """,
             ]),
+        Migration(
+            version: 35, name: "the language texts each broad_log message carried",
+            statements: [
+                // Nullable, no default: on the partitioned table a catalog change only, whatever
+                // the number of rows.
+                "ALTER TABLE push.broad_log ADD COLUMN language text",
+                """
+                COMMENT ON COLUMN push.broad_log.language IS
+                    'The tag of the delivery''s content.languages whose texts the message carried (fr, pt-BR); null for the default texts, and for messages planned before migration 35'
+                """,
+            ]),
     ]
 
     /// Per cent of each page migration 29 filled with new rows: the other half took the final

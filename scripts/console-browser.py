@@ -196,6 +196,17 @@ def run(args, token, problems, result, expect, shot):
             page.wait_for_timeout(200)
         result["segmentTargeted"] = targeted.inner_text() if targeted.count() else None
         page.get_by_label("Every subscribed device of the service").check()
+        # A language row: the live preview counts the devices per language texts.
+        page.get_by_label("Language 1: tag").fill("fr")
+        page.get_by_label("Language 1: message").fill("Bonjour {{userKey}}")
+        french = page.locator("#preview-languages td[data-language=fr]")
+        deadline = time.time() + 15
+        while time.time() < deadline and not (french.count() and french.inner_text() == "4"):
+            page.wait_for_timeout(200)
+        result["languageDevices"] = {
+            cell.get_attribute("data-language"): cell.inner_text() for cell in page.locator("#preview-languages td[data-language]").all()}
+        shot(page, "08c-compose-languages")
+        page.get_by_label("Language 1: tag").fill("")
         page.get_by_label("Proof recipients: user keys (one per line, for \"Send a proof\")").fill("user2")
         with page.expect_navigation():
             page.get_by_role("button", name="Send a proof").click()

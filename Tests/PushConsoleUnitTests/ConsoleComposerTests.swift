@@ -38,6 +38,38 @@ struct ConsoleComposerTests {
         #expect(try object(try form.document(requestId: "r", proof: false))["sendAt"] == nil)
     }
 
+    @Test("languages, template, lane, rate, validity and the platforms' options become the request's fields; empty ones are left out")
+    func options() throws {
+        let form = ConsoleComposer(fields: [
+            "service": "s", "title": "", "body": "Hello", "lang0Tag": " fr ", "lang0Title": "Salut", "lang0Body": "Bonjour", "lang1Tag": "",
+            "lang1Body": "ignored", "lang2Tag": "pt-BR", "lang2Body": "Olá", "template": " welcome ", "priority": "transactional", "throttle": "50",
+            "validHours": "2", "sendAt": "2026-12-01T08:00", "iosBadge": "3", "iosSound": "chime.caf", "iosCategory": "", "androidMode": "notification",
+            "androidChannel": "trips", "androidImage": "https://example.com/a.png", "androidSound": "",
+        ])
+        let request = try object(try form.document(requestId: "r", proof: false))
+        let content = try #require(request["content"] as? [String: Any])
+        #expect(content["title"] == nil, "an empty title is left to the template")
+        #expect(content["body"] as? String == "Hello")
+        #expect(content["languages"] as? [String: [String: String]] == ["fr": ["title": "Salut", "body": "Bonjour"], "pt-BR": ["body": "Olá"]])
+        let ios = try #require(content["ios"] as? [String: Any])
+        #expect(ios.keys.sorted() == ["badge", "sound"])
+        #expect(ios["badge"] as? Int == 3)
+        #expect(ios["sound"] as? String == "chime.caf")
+        #expect(content["android"] as? [String: String] == ["mode": "notification", "channelId": "trips", "image": "https://example.com/a.png"])
+        #expect(request["template"] as? [String: String] == ["name": "welcome"])
+        #expect(request["priority"] as? String == "transactional")
+        #expect((request["throttle"] as? [String: Any])?["perSecond"] as? Int == 50)
+        #expect(request["validUntil"] as? String == "2026-12-01T10:00:00Z", "two hours after the send time")
+
+        let plain = try object(try ConsoleComposer(fields: ["service": "s", "body": "b", "throttle": "fast"]).document(requestId: "r", proof: false))
+        #expect(plain["priority"] == nil && plain["template"] == nil && plain["validUntil"] == nil)
+        #expect((plain["content"] as? [String: Any])?.keys.sorted() == ["body"])
+        #expect((plain["throttle"] as? [String: Any])?["perSecond"] as? String == "fast", "sent as typed, for the planner to refuse by name")
+        #expect(throws: ConsoleComposer.ComposerProblem.self) {
+            try ConsoleComposer(fields: ["service": "s", "body": "b", "validHours": "two"]).document(requestId: "r", proof: false)
+        }
+    }
+
     @Test("an unknown audience is every device, never an injected field")
     func audience() throws {
         let form = ConsoleComposer(fields: ["service": "s", "body": "b", "audience": "where\"}"])

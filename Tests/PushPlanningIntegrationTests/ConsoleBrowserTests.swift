@@ -75,6 +75,10 @@ struct ConsoleBrowserTests {
             try await h.postgres.query(
                 "UPDATE push.subscriptions SET disabled = true, disabled_reason = 'Unregistered', disabled_at = now() WHERE app_id = \(ios.appId) AND user_key = 'user1'",
                 logger: h.logger)
+            // French devices for the compose page's language rows: users 2 and 4 of each app.
+            try await h.postgres.query(
+                "UPDATE push.subscriptions SET os_language = 'fr-FR' WHERE app_id IN (\(ios.appId), \(android.appId)) AND user_key IN ('user2', 'user4')",
+                logger: h.logger)
             // A segment the compose page names: tier silver (users 1, 3, 5 of each app).
             try await h.postgres.query(
                 """
@@ -230,6 +234,9 @@ struct ConsoleBrowserTests {
             #expect(result["previewKeepsForm"] as? String == "Hello {{userKey}}", "the form keeps what was typed")
             #expect(result["filterTargeted"] as? String == "3", "tier gold (users 2, 4, 6) on the iOS app, counted live")
             #expect(result["segmentTargeted"] as? String == "5", "segment silver: users 1, 3, 5 of both apps, iOS user1 quarantined")
+            #expect(
+                result["languageDevices"] as? [String: String] == ["fr": "4", "": "7"],
+                "a French row: users 2 and 4 of both apps get it, the other 7 the default texts; \(result["languageDevices"] ?? "none")")
             #expect(
                 (result["filterProblem"] as? String)?.contains("audience.filter.all[1].op 'between' does not apply to device field platform") == true,
                 "\(result["filterProblem"] ?? "no problem shown")")

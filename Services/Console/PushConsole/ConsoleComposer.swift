@@ -19,9 +19,43 @@ package struct ConsoleComposer: Sendable, Equatable {
     package var proofUserKeys = ""
     /// When to send, UTC, as a `datetime-local` input gives it (`2026-11-27T09:30`); empty sends now.
     package var sendAt = ""
+    /// Texts per language: rows with a tag become `content.languages` (docs/delivery-requests.md).
+    package var languages: [Language] = Array(repeating: Language(), count: Self.languageRows)
+    /// A stored template of the service by name (its latest version); the texts above override it.
+    package var template = ""
+    /// `bulk` or `transactional`.
+    package var priority = "bulk"
+    /// The options below are sent as typed (numbers as numbers when they are): the planner
+    /// checks them and its refusal names the field.
+    package var throttle = ""
+    /// Hours from the send time to `validUntil`; empty: the contract's default (24 hours).
+    package var validHours = ""
+    package var iosBadge = ""
+    package var iosSound = ""
+    package var iosCategory = ""
+    /// `data` or `notification`.
+    package var androidMode = "data"
+    package var androidChannel = ""
+    package var androidImage = ""
+    package var androidSound = ""
 
     /// How many condition rows the form offers.
     package static let conditionRows = 4
+    /// How many language rows the form offers.
+    package static let languageRows = 3
+
+    /// One language's texts: a BCP 47 tag, a title and a message.
+    package struct Language: Sendable, Equatable {
+        package var tag = ""
+        package var title = ""
+        package var body = ""
+
+        package init(tag: String = "", title: String = "", body: String = "") {
+            self.tag = tag
+            self.title = title
+            self.body = body
+        }
+    }
     /// What a row's field may be: a subscription parameter (named in the row), or a device field.
     package static let fields = ["param", "app", "platform", "osName", "osVersion", "osLanguage", "userKey", "registeredAt", "updatedAt"]
     package static let operators = ["=", "!=", "in", "not in", "<", "<=", ">", ">=", "between", "starts with", "exists", "not exists", "in the last"]
@@ -73,7 +107,26 @@ package struct ConsoleComposer: Sendable, Equatable {
         }
         proofUserKeys = fields["proofUserKeys"] ?? ""
         sendAt = (fields["sendAt"] ?? "").trimmingCharacters(in: .whitespaces)
+        languages = (0..<Self.languageRows).map { row in
+            Language(tag: Self.trimmed(fields["lang\(row)Tag"]), title: fields["lang\(row)Title"] ?? "", body: fields["lang\(row)Body"] ?? "")
+        }
+        template = Self.trimmed(fields["template"])
+        priority = fields["priority"] == "transactional" ? "transactional" : "bulk"
+        throttle = Self.trimmed(fields["throttle"])
+        validHours = Self.trimmed(fields["validHours"])
+        iosBadge = Self.trimmed(fields["iosBadge"])
+        iosSound = Self.trimmed(fields["iosSound"])
+        iosCategory = Self.trimmed(fields["iosCategory"])
+        androidMode = fields["androidMode"] == "notification" ? "notification" : "data"
+        androidChannel = Self.trimmed(fields["androidChannel"])
+        androidImage = Self.trimmed(fields["androidImage"])
+        androidSound = Self.trimmed(fields["androidSound"])
     }
+
+    static func trimmed(_ value: String?) -> String { (value ?? "").trimmingCharacters(in: .whitespaces) }
+
+    /// A whole number as a number, anything else as typed (for the planner to refuse by name).
+    static func number(_ text: String) -> Any { Int(text).map { $0 as Any } ?? text }
 
     /// `sendAt` as the contract's ISO 8601 UTC time (`2026-11-27T09:30:00Z`); the planner's
     /// intake checks it (a past time sends now). Seconds are added when the input has none.
@@ -98,15 +151,60 @@ package struct ConsoleComposer: Sendable, Equatable {
         }
     }
 
-    /// The request document; `proof` sends it to `proofUserKeys` only.
-    package func document(requestId: String, proof: Bool) throws -> Data {
+    /// The request's content: the texts typed (an empty one left to the template, or to the
+    /// planner's refusal), the language rows with a tag, and the platforms' options set.
+    var contentObject: [String: Any] {
+        var content: [String: Any] = [:]
+        if !title.isEmpty { content["title"] = title }
+        if !body.isEmpty { content["body"] = body }
+        var languages: [String: Any] = [:]
+        for row in self.languages where !row.tag.isEmpty {
+            var texts: [String: String] = ["body": row.body]
+            if !row.title.isEmpty { texts["title"] = row.title }
+            languages[row.tag] = texts
+        }
+        if !languages.isEmpty { content["languages"] = languages }
+        var ios: [String: Any] = [:]
+        if !iosBadge.isEmpty { ios["badge"] = Self.number(iosBadge) }
+        if !iosSound.isEmpty { ios["sound"] = iosSound }
+        if !iosCategory.isEmpty { ios["category"] = iosCategory }
+        if !ios.isEmpty { content["ios"] = ios }
+        var android: [String: Any] = [:]
+        if androidMode == "notification" { android["mode"] = "notification" }
+        if !androidChannel.isEmpty { android["channelId"] = androidChannel }
+        if !androidImage.isEmpty { android["image"] = androidImage }
+        if !androidSound.isEmpty { android["sound"] = androidSound }
+        if !android.isEmpty { content["android"] = android }
+        return content
+    }
+
+    /// The request document; `proof` sends it to `proofUserKeys` only. `now` is the send time
+    /// `validHours` counts from when `sendAt` is empty.
+    package func document(requestId: String, proof: Bool, now: Date = Date()) throws -> Data {
         var request: [String: Any] = [
             "type": "DeliveryRequested", "version": 1, "requestId": requestId, "service": service,
             "audience": audienceObject,
-            "content": ["title": title, "body": body],
+            "content": contentObject,
         ]
         if let sendAtISO { request["sendAt"] = sendAtISO }
         if proof { request["proof"] = ["userKeys": Self.lines(proofUserKeys)] }
+        if !template.isEmpty { request["template"] = ["name": template] }
+        if priority == "transactional" { request["priority"] = priority }
+        if !throttle.isEmpty { request["throttle"] = ["perSecond": Self.number(throttle)] }
+        if !validHours.isEmpty {
+            let start = sendAtISO.flatMap { try? Date($0, strategy: .iso8601) } ?? now
+            if let hours = Int(validHours), hours > 0, hours <= 24 * 28 {
+                let until = start.addingTimeInterval(Double(hours) * 3600)
+                request["validUntil"] = until.formatted(Date.ISO8601FormatStyle())
+            } else {
+                throw ComposerProblem(description: "Valid for must be a whole number of hours from 1 to 672 (28 days), not '\(validHours.prefix(32))'")
+            }
+        }
         return try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
+    }
+
+    /// A field the console itself cannot turn into the request (shown as the form's problem).
+    package struct ComposerProblem: Error, CustomStringConvertible {
+        package var description: String
     }
 }

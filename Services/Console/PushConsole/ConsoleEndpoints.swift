@@ -85,7 +85,15 @@ package struct ConsoleEndpoints: Sendable {
                 let form = ConsoleComposer(fields: fields)
                 let step = fields["step"] ?? "preview"
                 let requestId = "console-\(UUID().uuidString.lowercased())"
-                let (answer, json) = await admin.submit(try form.document(requestId: requestId, proof: step == "proof"), previewOnly: step == "preview")
+                let document: Data
+                do {
+                    document = try form.document(requestId: requestId, proof: step == "proof")
+                } catch let problem as ConsoleComposer.ComposerProblem {
+                    return ConsoleHTML.html(
+                        .unprocessableContent,
+                        ConsolePages.compose(form, services: try await serviceNames(), preview: nil, problem: problem.description, csrf: session.csrfToken))
+                }
+                let (answer, json) = await admin.submit(document, previewOnly: step == "preview")
                 if answer.accepted, step != "preview", let deliveryId = json["deliveryId"] as? String {
                     logger.info("Console: delivery submitted", metadata: ["delivery": "\(deliveryId)", "proof": "\(step == "proof")"])
                     // The report needs the deliveries projection's row: wait for it a little.
@@ -106,8 +114,13 @@ package struct ConsoleEndpoints: Sendable {
         router.post("/deliveries/preview") { request, _ in
             try await withForm(request) { _, fields in
                 let form = ConsoleComposer(fields: fields)
-                let (answer, json) = await admin.submit(
-                    try form.document(requestId: "console-preview-\(UUID().uuidString.lowercased())", proof: false), previewOnly: true)
+                let document: Data
+                do {
+                    document = try form.document(requestId: "console-preview-\(UUID().uuidString.lowercased())", proof: false)
+                } catch let problem as ConsoleComposer.ComposerProblem {
+                    return ConsoleHTML.html(.ok, ConsolePages.previewContent(nil, problem: problem.description))
+                }
+                let (answer, json) = await admin.submit(document, previewOnly: true)
                 let problem = answer.accepted ? nil : "\(answer.error ?? "refused") (\(answer.status))"
                 return ConsoleHTML.html(.ok, ConsolePages.previewContent(answer.accepted ? json : nil, problem: problem))
             }

@@ -253,7 +253,8 @@ package enum ConsolePages {
                 <input type="hidden" name="csrf" value="\(H.escape(csrf))">
                 <p><label for="service">Service</label> <select id="service" name="service" required>\(options)</select></p>
                 <p><label for="title">Title</label><br><input id="title" name="title" type="text" value="\(H.escape(form.title))" maxlength="1000"></p>
-                <p><label for="body">Message</label><br><textarea id="body" name="body" rows="3" cols="60" required maxlength="4000">\(H.escape(form.body))</textarea></p>
+                <p><label for="body">Message</label><br><textarea id="body" name="body" rows="3" cols="60" maxlength="4000">\(H.escape(form.body))</textarea></p>
+                \(languageRows(form))
                 <fieldset><legend>Audience</legend>
                 <input type="radio" id="audience-all" name="audience" value="all"\(form.audience == "all" ? " checked" : "")> <label for="audience-all">Every subscribed device of the service</label><br>
                 <input type="radio" id="audience-keys" name="audience" value="userKeys"\(form.audience == "userKeys" ? " checked" : "")> <label for="audience-keys">These user keys</label><br>
@@ -265,6 +266,7 @@ package enum ConsolePages {
                 <input id="segment" name="segment" type="text" size="24" maxlength="64" aria-label="Segment name" value="\(H.escape(form.segment))"> (its latest version; <code>pushctl segments list</code>)
                 </fieldset>
                 <p><label for="sendAt">Send at (UTC; empty: now)</label> <input id="sendAt" name="sendAt" type="datetime-local" value="\(H.escape(form.sendAt))"></p>
+                \(composeOptions(form))
                 <p><label for="proofUserKeys">Proof recipients: user keys (one per line, for "Send a proof")</label><br>
                 <textarea id="proofUserKeys" name="proofUserKeys" rows="2" cols="40">\(H.escape(form.proofUserKeys))</textarea></p>
                 <p><button type="submit" name="step" value="preview">Preview</button>
@@ -273,6 +275,42 @@ package enum ConsolePages {
                 </form>
                 <div id="live-preview" aria-live="polite">\(previewHTML)</div>
                 """)
+    }
+
+    /// The language rows (docs/console.md): a tag, a title and a message each; a row without a
+    /// tag is left out.
+    static func languageRows(_ form: ConsoleComposer) -> String {
+        let rows = form.languages.enumerated().map { row, language in
+            """
+            <tr><td><input id="lang\(row)Tag" name="lang\(row)Tag" type="text" size="8" maxlength="16" aria-label="Language \(row + 1): tag" value="\(H.escape(language.tag))"></td>\
+            <td><input id="lang\(row)Title" name="lang\(row)Title" type="text" size="24" maxlength="1000" aria-label="Language \(row + 1): title" value="\(H.escape(language.title))"></td>\
+            <td><input id="lang\(row)Body" name="lang\(row)Body" type="text" size="40" maxlength="4000" aria-label="Language \(row + 1): message" value="\(H.escape(language.body))"></td></tr>
+            """
+        }.joined()
+        return """
+            <fieldset><legend>Languages</legend><p>Texts per language (fr, pt-BR): a device gets the row of its language, the title and message above when none matches.</p>\
+            <table class="languages"><thead><tr><th>Language</th><th>Title</th><th>Message</th></tr></thead><tbody>\(rows)</tbody></table></fieldset>
+            """
+    }
+
+    /// Template, lane, rate, validity and the platforms' options (docs/console.md).
+    static func composeOptions(_ form: ConsoleComposer) -> String {
+        func input(_ id: String, _ label: String, _ value: String, type: String = "text", size: Int = 12, extra: String = "") -> String {
+            "<label for=\"\(id)\">\(label)</label> <input id=\"\(id)\" name=\"\(id)\" type=\"\(type)\" size=\"\(size)\" value=\"\(H.escape(value))\"\(extra)>"
+        }
+        let priority = selectOptions(["bulk", "transactional"], selected: form.priority)
+        let mode = selectOptions(["data", "notification"], selected: form.androidMode, labels: ["data": "data message", "notification": "notification"])
+        return """
+            <fieldset><legend>Options</legend>
+            <p>\(input("template", "Template", form.template, size: 20, extra: " maxlength=\"64\"")) (its latest version; the texts above override it)</p>
+            <p><label for="priority">Priority</label> <select id="priority" name="priority">\(priority)</select>
+            \(input("throttle", "At most per second", form.throttle, type: "text", size: 8, extra: " inputmode=\"numeric\""))
+            \(input("validHours", "Valid for (hours)", form.validHours, type: "text", size: 5, extra: " inputmode=\"numeric\""))</p>
+            <p>iOS: \(input("iosBadge", "badge", form.iosBadge, size: 4, extra: " inputmode=\"numeric\"")) \(input("iosSound", "sound", form.iosSound)) \(input("iosCategory", "category", form.iosCategory))</p>
+            <p>Android: <label for="androidMode">message</label> <select id="androidMode" name="androidMode">\(mode)</select>
+            \(input("androidChannel", "channel", form.androidChannel)) \(input("androidImage", "image URL", form.androidImage, size: 30)) \(input("androidSound", "sound", form.androidSound))</p>
+            </fieldset>
+            """
     }
 
     /// `<option>`s of a select, the selected one marked.
@@ -327,17 +365,29 @@ package enum ConsolePages {
             } else {
                 payload = ""
             }
+            let language = (sample["language"] as? String).map { ", language <code>\(H.escape($0))</code>" } ?? ""
             return """
-                <div class="sample" data-platform="\(H.escape(sample["platform"] as? String ?? ""))"><h3>\(H.escape(sample["platform"] as? String ?? "")) payload, <span data-figure="bytes">\(sample["bytes"] as? Int ?? 0)</span> bytes of 4096 (as the provider counts them)\(failure)</h3>
+                <div class="sample" data-platform="\(H.escape(sample["platform"] as? String ?? ""))"><h3>\(H.escape(sample["platform"] as? String ?? "")) payload\(language), <span data-figure="bytes">\(sample["bytes"] as? Int ?? 0)</span> bytes of 4096 (as the provider counts them)\(failure)</h3>
                 <pre>\(H.escape(payload))</pre></div>
                 """
         }.joined(separator: "\n")
+        let languageCounts =
+            (preview["languages"] as? [[String: Any]]).map { counts in
+                let rows = counts.map { count in
+                    let name = (count["language"] as? String).map { "<code>\(H.escape($0))</code>" } ?? "default texts"
+                    return
+                        "<tr><td>\(name)</td><td class=\"n\" data-language=\"\(H.escape(count["language"] as? String ?? ""))\">\(count["devices"] as? Int ?? 0)</td></tr>"
+                }.joined()
+                return
+                    "<table id=\"preview-languages\"><caption>Devices per language</caption><thead><tr><th scope=\"col\">Texts</th><th scope=\"col\">Devices</th></tr></thead><tbody>\(rows)</tbody></table>"
+            } ?? ""
         return """
             <section id="preview" data-valid="true" aria-labelledby="preview-heading">
             <h2 id="preview-heading">Preview (nothing sent)</h2>
             <p>Would target <strong data-figure="preview-targeted">\(targeted)</strong> devices and exclude <strong data-figure="preview-excluded">\(excluded)</strong> (quarantined or unsubscribed).</p>
             <table><caption>Audience per app</caption><thead><tr><th scope="col">Platform</th><th scope="col">Integration key</th><th scope="col">Targeted</th><th scope="col">Excluded</th></tr></thead>
             <tbody>\(apps)</tbody></table>
+            \(languageCounts)
             \(samples)
             </section>
             """

@@ -27,6 +27,40 @@ package struct ServiceDeleted: PushEvent, Hashable {
     package init(serviceId: UUID) { self.serviceId = serviceId }
 }
 
+/// A service's frequency cap was set or lifted (`PUT`/`DELETE
+/// /admin/v1/services/{name}/frequency-cap`): `push.catalog`, key `service:<serviceId>`. The
+/// planner leaves out of a bulk delivery every person who already got `messages` bulk
+/// deliveries of the service in the last `periodHours` (docs/delivery-requests.md, "Frequency
+/// cap").
+package struct ServiceFrequencyCapSet: PushEvent, Hashable {
+    package static let eventType = "ServiceFrequencyCapSet"
+    package static let eventVersion = 1
+
+    package var serviceId: UUID
+    /// nil: the cap is lifted.
+    package var cap: FrequencyCap?
+
+    package init(serviceId: UUID, cap: FrequencyCap?) {
+        self.serviceId = serviceId
+        self.cap = cap
+    }
+}
+
+/// At most `messages` bulk deliveries per person in any `periodHours` (rolling).
+package struct FrequencyCap: Codable, Sendable, Hashable {
+    package var messages: Int
+    package var periodHours: Int
+
+    package init(messages: Int, periodHours: Int) {
+        self.messages = messages
+        self.periodHours = periodHours
+    }
+
+    package static let messagesRange = 1...1_000
+    /// Up to 30 days: the planner keeps 31 days of `push.frequency_log`.
+    package static let periodHoursRange = 1...720
+}
+
 /// An app was created or changed: `push.catalog`, key `app:<appId>`. Carries the whole app, so
 /// the latest event is its state.
 package struct AppDefined: PushEvent, Hashable {

@@ -321,4 +321,39 @@ struct PushCtlAdminTests {
             #expect(missing.status != 0 && missing.output.contains("admin API answered 404"), "\(missing.output)")
         }
     }
+
+    @Test("a service's frequency cap set, shown and lifted from the command line, projected into push.services; out-of-range values refused naming them")
+    func frequencyCap() async throws {
+        try await RegistrationHarness.run { h in
+            let app = try await h.defineApp(platform: .ios)
+            let service = try await h.serviceName(of: app.appId)
+            func columns() async throws -> Int {
+                try await h.count(
+                    """
+                    SELECT coalesce(frequency_cap_messages * 1000 + frequency_cap_period_hours, 0)::int FROM push.services s
+                    WHERE s.service_id = (SELECT service_id FROM push.apps WHERE app_id = \(app.appId))
+                    """)
+            }
+            let none = try await Self.pushctl(["services", "frequency-cap", "--name", service], harness: h)
+            #expect(none.status == 0 && (Self.json(none.output) as? [String: Any])?.values.allSatisfy { $0 is NSNull } == true, "\(none.output)")
+            let set = try await Self.pushctl(["services", "frequency-cap", "--name", service, "--messages", "3", "--period-hours", "24"], harness: h)
+            #expect(set.status == 0, "\(set.output)")
+            #expect((Self.json(set.output) as? [String: Int]) == ["messages": 3, "periodHours": 24])
+            #expect(try await columns() == 3_024, "projected at once: the admin API answers once the projection shows it")
+            let shown = try await Self.pushctl(["services", "frequency-cap", "--name", service], harness: h)
+            #expect((Self.json(shown.output) as? [String: Int]) == ["messages": 3, "periodHours": 24])
+
+            let tooLong = try await Self.pushctl(["services", "frequency-cap", "--name", service, "--messages", "3", "--period-hours", "721"], harness: h)
+            #expect(tooLong.status != 0 && tooLong.output.contains("periodHours must be between 1 and 720"), "\(tooLong.output)")
+            let zero = try await Self.pushctl(["services", "frequency-cap", "--name", service, "--messages", "0", "--period-hours", "1"], harness: h)
+            #expect(zero.status != 0 && zero.output.contains("messages must be between 1 and 1000"), "\(zero.output)")
+            #expect(try await columns() == 3_024, "a refused change changes nothing")
+
+            let lifted = try await Self.pushctl(["services", "frequency-cap", "--name", service, "--lift"], harness: h)
+            #expect(lifted.status == 0, "\(lifted.output)")
+            #expect(try await columns() == 0)
+            let unknown = try await Self.pushctl(["services", "frequency-cap", "--name", "no-such-service"], harness: h)
+            #expect(unknown.status != 0 && unknown.output.contains("admin API answered 404"), "\(unknown.output)")
+        }
+    }
 }

@@ -77,6 +77,8 @@ struct OpenAPIDocumentTests {
             .init(method: "PUT", path: "/admin/v1/services/{name}/templates/{template}"),
             .init(method: "GET", path: "/admin/v1/services/{name}/segments"), .init(method: "GET", path: "/admin/v1/services/{name}/segments/{segment}"),
             .init(method: "PUT", path: "/admin/v1/services/{name}/segments/{segment}"),
+            .init(method: "GET", path: "/admin/v1/services/{name}/frequency-cap"), .init(method: "PUT", path: "/admin/v1/services/{name}/frequency-cap"),
+            .init(method: "DELETE", path: "/admin/v1/services/{name}/frequency-cap"),
         ]
         #expect(Set(operations.keys) == served, "the document lists exactly the routes the service serves")
 
@@ -92,6 +94,8 @@ struct OpenAPIDocumentTests {
                 "PUT /admin/v1/services/{name}/templates/{template}", "GET /admin/v1/services/{name}/templates",
                 "GET /admin/v1/services/{name}/templates/{template}", "PUT /admin/v1/services/{name}/segments/{segment}",
                 "GET /admin/v1/services/{name}/segments", "GET /admin/v1/services/{name}/segments/{segment}",
+                "PUT /admin/v1/services/{name}/frequency-cap", "GET /admin/v1/services/{name}/frequency-cap",
+                "DELETE /admin/v1/services/{name}/frequency-cap",
                 "GET /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}/credentials",
                 "GET /admin/v1/apps/{id}/credentials", "POST /nms/mobile/1/registerIOS.jssp",
                 "POST /nms/mobile/1/registerAndroid.jssp", "GET /admin/v1/services/{name}/devices", "POST /admin/v1/apps/{id}/quarantine/lift",

@@ -96,7 +96,7 @@ struct AdminCallError: Error, CustomStringConvertible {
 struct Services: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage services (groups of mobile apps) through the admin API.",
-        subcommands: [List.self, Create.self, Update.self, Delete.self]
+        subcommands: [List.self, Create.self, Update.self, Delete.self, FrequencyCap.self]
     )
 
     struct List: AsyncParsableCommand {
@@ -132,6 +132,37 @@ struct Services: AsyncParsableCommand {
         func run() async throws {
             _ = try await connection.call("DELETE", "/services/\(name)")
             print("deleted service \(name)")
+        }
+    }
+
+    struct FrequencyCap: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "frequency-cap",
+            abstract: "Show, set (--messages N --period-hours H) or lift (--lift) a service's frequency cap.",
+            discussion:
+                "At most N bulk deliveries of the service per person (user key, or device without one) in any H hours; transactional deliveries and proofs are never capped (docs/delivery-requests.md, \"Frequency cap\")."
+        )
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "Internal name.") var name: String
+        @Option(help: "Bulk deliveries per person in the period (1-1000).") var messages: Int?
+        @Option(help: "The rolling period in hours (1-720).") var periodHours: Int?
+        @Flag(help: "Lift the cap.") var lift = false
+
+        func validate() throws {
+            if lift, messages != nil || periodHours != nil { throw ValidationError("--lift takes neither --messages nor --period-hours") }
+            if (messages == nil) != (periodHours == nil) { throw ValidationError("--messages and --period-hours go together") }
+        }
+
+        func run() async throws {
+            let path = "/services/\(Deliveries.Request.escaped(name))/frequency-cap"
+            if lift {
+                _ = try await connection.call("DELETE", path)
+                print("lifted the frequency cap of service \(name)")
+            } else if let messages, let periodHours {
+                try AdminConnection.printJSON(try await connection.call("PUT", path, body: ["messages": messages, "periodHours": periodHours]))
+            } else {
+                try AdminConnection.printJSON(try await connection.call("GET", path))
+            }
         }
     }
 }

@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import PushEvents
 import PushRuntime
+import PushStore
 
 extension DeliveryAdmin {
     /// A dry run of a request (`POST /admin/v1/deliveries/preview`): what the delivery would
@@ -149,17 +150,31 @@ extension DeliveryAdmin {
         }
     }
 
-    /// The audience's subscriptions per app, enabled or not (and why not).
+    /// The audience's subscriptions per app, enabled or not (and why not). With the service's
+    /// frequency cap (a bulk delivery to its audience), an enabled device whose person already
+    /// got the cap's number of bulk deliveries in the period counts as excluded, reason
+    /// `frequency-cap`, as the fan-out would leave it out now.
     private func audienceCounts(_ delivery: DeliveryAccepted, on connection: PostgresConnection) async throws -> [CountRow] {
         let filter = try AudienceQuery(delivery)
+        let cap =
+            delivery.lane == .bulk && delivery.proof == nil
+            ? try await ServiceCatalog.frequencyCap(serviceId: delivery.serviceId, on: connection, logger: logger) : nil
         let rows = try await connection.query(
             """
-            SELECT app_id, disabled OR unsubscribed_at IS NOT NULL,
+            SELECT app_id, disabled OR unsubscribed_at IS NOT NULL OR capped,
                    CASE WHEN unsubscribed_at IS NOT NULL THEN 'unsubscribed'
-                        WHEN disabled THEN 'quarantined: ' || coalesce(disabled_reason, 'disabled') END,
+                        WHEN disabled THEN 'quarantined: ' || coalesce(disabled_reason, 'disabled')
+                        WHEN capped THEN 'frequency-cap' END,
                    CASE WHEN \(delivery.content.languages != nil) THEN lower(replace(coalesce(os_language, ''), '_', '-')) ELSE '' END,
                    count(*)
             FROM push.subscriptions s CROSS JOIN (SELECT \(filter.filter.values)::text[] AS v) f
+            CROSS JOIN LATERAL (
+                SELECT \(cap != nil) AND (
+                    SELECT count(*) FROM push.subject_keys k JOIN push.frequency_log fl ON fl.service_id = k.service_id AND fl.subject_id = k.subject_id
+                    WHERE k.service_id = \(delivery.serviceId) AND k.subject = \(unescaped: SubjectKeys.subjectOfSubscription)
+                      AND fl.planned_at > now() - \(cap?.periodHours ?? 0)::int * interval '1 hour'
+                ) >= \(cap?.messages ?? 0) AS capped
+            ) c
             WHERE app_id = ANY(\(filter.apps))
               AND CASE WHEN \(filter.isProof) THEN user_key = ANY(\(filter.proofUserKeys)) OR registration_token = ANY(\(filter.proofTokens))
                   ELSE (NOT \(filter.byUserKey) OR user_key = ANY(\(filter.userKeys))) AND params @> \(filter.conditions)::jsonb

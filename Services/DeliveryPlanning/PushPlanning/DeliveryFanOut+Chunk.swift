@@ -19,6 +19,9 @@ extension DeliveryFanOut {
         let topics: [String]
         /// The service's logger with `delivery.id`.
         let logger: Logger
+        /// The service's frequency cap, for a bulk delivery to its audience (nil for a
+        /// transactional one, a proof, or a service without a cap).
+        let cap: FrequencyCap?
     }
 
     /// One page of the audience made into what is published and what is recorded.
@@ -44,12 +47,14 @@ extension DeliveryFanOut {
         var logger = self.logger
         logger[metadataKey: "delivery.id"] = .string(delivery.deliveryId)
         let apps = try await ServiceCatalog.apps(ids: delivery.apps.map(\.appId), on: connection, logger: logger)
+        let capped = delivery.lane == .bulk && delivery.proof == nil
         return FanOutContext(
             delivery: delivery,
             factory: try MessageFactory(delivery: delivery, apps: apps),
             platforms: Dictionary(apps.map { ($0.appId, $0.platform) }, uniquingKeysWith: { first, _ in first }),
             topics: Set(apps.map { catalog.messages($0.platform, lane: delivery.lane).name }).sorted(),
-            logger: logger
+            logger: logger,
+            cap: capped ? try await ServiceCatalog.frequencyCap(serviceId: delivery.serviceId, on: connection, logger: logger) : nil
         )
     }
 
@@ -70,6 +75,42 @@ extension DeliveryFanOut {
             withParams: fanOut.factory.needsParams, withLanguage: fanOut.factory.needsLanguage, on: connection, logger: fanOut.logger
         )
     }
+
+    /// The frequency cap: each enabled row whose person (its data-key subject: the user key, or
+    /// the device without one) already got `cap.messages` other bulk deliveries of the service
+    /// in the last `cap.periodHours` becomes an exclusion, reason `frequency-cap`; except a row
+    /// whose message the broker already stored (a resumed chunk: it was sent, it stays a
+    /// message). One statement per chunk.
+    func applyFrequencyCap(to rows: [TargetedSubscription], of fanOut: FanOutContext, stored: StoredMessages, on connection: PostgresConnection)
+        async throws -> [TargetedSubscription]
+    {
+        guard let cap = fanOut.cap else { return rows }
+        let subjects = Array(Set(rows.compactMap { $0.disabled ? nil : $0.subjectKey?.id }))
+        guard !subjects.isEmpty else { return rows }
+        let capped = try await connection.query(
+            """
+            SELECT subject_id FROM push.frequency_log
+            WHERE service_id = \(fanOut.delivery.serviceId) AND subject_id = ANY(\(subjects))
+              AND planned_at > now() - \(cap.periodHours)::int * interval '1 hour' AND delivery_id <> \(fanOut.deliveryId)
+            GROUP BY subject_id HAVING count(*) >= \(cap.messages)
+            """,
+            logger: fanOut.logger)
+        var over: Set<UUID> = []
+        for try await subject in capped.decode(UUID.self) { over.insert(subject) }
+        guard !over.isEmpty else { return rows }
+        return rows.map { row in
+            guard !row.disabled, let subject = row.subjectKey?.id, over.contains(subject),
+                !stored.messageIds.contains(fanOut.factory.messageId(for: row))
+            else { return row }
+            var excluded = row
+            excluded.disabled = true
+            excluded.exclusionReason = Self.frequencyCapReason
+            return excluded
+        }
+    }
+
+    /// `exclusion_log.reason` of a device left out by its service's frequency cap.
+    static let frequencyCapReason = "frequency-cap"
 
     /// The broadLog ids for the page's messages: a new block for a new chunk (no round trip per
     /// message); for a resumed chunk the blocks its mark recorded, without the ids of messages
@@ -230,6 +271,19 @@ extension DeliveryFanOut {
                 logger: logger
             )
             try await PlannerOutbox.insert(outbox, on: connection, logger: logger)
+            if fanOut.cap != nil {
+                // The people this chunk sent to count against the cap from now on (once per
+                // delivery: a person's second device, or a resumed chunk, adds nothing).
+                let subjects = Array(Set(chunk.messages.compactMap(\.subjectId)))
+                try await connection.query(
+                    """
+                    INSERT INTO push.frequency_log (service_id, subject_id, delivery_id, planned_at)
+                    SELECT \(fanOut.delivery.serviceId), s, \(deliveryId), \(chunk.plannedAt) FROM unnest(\(subjects)::uuid[]) AS s
+                    ORDER BY s
+                    ON CONFLICT DO NOTHING
+                    """,
+                    logger: logger)
+            }
         }
         if !outbox.isEmpty { outboxWritten.signal() }
         return counts

@@ -294,7 +294,7 @@ package final class DeliveryFanOut: Service {
                 default: break
                 }
             }
-            let rows = try await readAudiencePage(of: fanOut, after: state, on: connection)
+            var rows = try await readAudiencePage(of: fanOut, after: state, on: connection)
             if rows.isEmpty && state.pending == nil {
                 try await finish(state, on: connection, logger: fanOut.logger)
                 return .done
@@ -303,6 +303,7 @@ package final class DeliveryFanOut: Service {
             // keeps its ids and is not published again.
             var stored = StoredMessages()
             if let pending = state.pending { stored = try await readBack(of: fanOut, since: pending) }
+            rows = try await applyFrequencyCap(to: rows, of: fanOut, stored: stored, on: connection)
             var ids = try await broadLogIds(for: rows, of: fanOut, stored: stored, state: &state, on: connection)
             let chunk = try buildChunk(of: fanOut, from: rows, pending: state.pending, stored: stored, ids: &ids)
             // Records are built before the chunk is marked, so that the mark is held only

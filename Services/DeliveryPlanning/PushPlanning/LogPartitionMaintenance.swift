@@ -14,7 +14,8 @@ import ServiceLifecycle
 ///
 /// Each run also deletes the throttled deliveries' timelines that are past
 /// (`ThrottleTimelines.deletePast`: `push.delivery_throttle` rows whose `next_slot` is more than a
-/// minute ago, the same as no row), so that the table holds only the deliveries sending lately.
+/// minute ago, the same as no row), so that the table holds only the deliveries sending lately,
+/// and the `push.frequency_log` rows older than 31 days (no frequency cap looks further back).
 package struct LogPartitionMaintenance: Service {
     let postgres: PostgresClient
     let retentionDays: Int
@@ -66,6 +67,19 @@ package struct LogPartitionMaintenance: Service {
         } catch is CancellationError {
         } catch {
             logger.warning("Deleting past throttle timelines failed; trying again at the next run", metadata: ["error": "\(error)"])
+        }
+        do {
+            // The frequency caps look back at most 30 days (`FrequencyCap.periodHoursRange`).
+            let deleted = try await postgres.withConnection { connection in
+                try await connection.query(
+                    "WITH gone AS (DELETE FROM push.frequency_log WHERE planned_at < now() - interval '31 days' RETURNING 1) SELECT count(*)::int FROM gone",
+                    logger: logger
+                ).decode(Int.self).reduce(0, +)
+            }
+            if deleted > 0 { logger.info("Deleted frequency-cap rows older than 31 days", metadata: ["rows": "\(deleted)"]) }
+        } catch is CancellationError {
+        } catch {
+            logger.warning("Deleting old frequency-cap rows failed; trying again at the next run", metadata: ["error": "\(error)"])
         }
     }
 }

@@ -66,6 +66,15 @@ package enum PlannedMessage: Sendable {
         case .failed(let failure): failure.message.broadLogId
         }
     }
+
+    /// The data-key subject a sealed message is sealed for (its person); nil for a failure.
+    package var subjectId: UUID? {
+        switch self {
+        case .apns(let message): message.sealing?.subjectId
+        case .fcm(let message): message.sealing?.subjectId
+        case .failed: nil
+        }
+    }
 }
 
 /// Builds each device's message for one delivery: personalization, the platform payload, the

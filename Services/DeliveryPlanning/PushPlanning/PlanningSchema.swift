@@ -541,6 +541,24 @@ package enum PlanningSchema {
                     'The tag of the delivery''s content.languages whose texts the message carried (fr, pt-BR); null for the default texts, and for messages planned before migration 35'
                 """,
             ]),
+        Migration(
+            version: 37, name: "the bulk deliveries each person got, for the services' frequency caps",
+            statements: [
+                """
+                CREATE TABLE push.frequency_log (
+                    service_id uuid        NOT NULL,
+                    subject_id uuid        NOT NULL,
+                    delivery_id text       NOT NULL,
+                    planned_at timestamptz NOT NULL,
+                    PRIMARY KEY (service_id, subject_id, delivery_id)
+                )
+                """,
+                "CREATE INDEX frequency_log_planned_at ON push.frequency_log (planned_at)",
+                """
+                COMMENT ON TABLE push.frequency_log IS
+                    'The planner''s own state (not an analyst table): one row per person and bulk delivery of a service with a frequency cap, written with the chunk that planned the person''s first message; the person is its data-key subject (push.subject_keys.subject_id: the user key, or the device without one), so an erasure, which deletes the key, leaves no link to anyone. Rows older than 31 days are deleted'
+                """,
+            ]),
     ]
 
     /// Per cent of each page migration 29 filled with new rows: the other half took the final

@@ -46,6 +46,20 @@ package struct PlanningService: Sendable, Hashable {
     package var apps: [PlanningApp]
 }
 
+extension ServiceCatalog {
+    /// The service's frequency cap (`push.services.frequency_cap_*`, `ServiceFrequencyCapSet`);
+    /// nil when it has none.
+    package static func frequencyCap(serviceId: UUID, on connection: PostgresConnection, logger: Logger) async throws -> FrequencyCap? {
+        let rows = try await connection.query(
+            "SELECT frequency_cap_messages, frequency_cap_period_hours FROM push.services WHERE service_id = \(serviceId)", logger: logger)
+        for try await (messages, hours) in rows.decode((Int?, Int?).self) {
+            guard let messages, let hours else { return nil }
+            return FrequencyCap(messages: messages, periodHours: hours)
+        }
+        return nil
+    }
+}
+
 /// Reads services and apps from PostgreSQL (the registration service's catalog projection).
 package enum ServiceCatalog {
     /// The service with this internal name and all its apps, or nil.

@@ -111,6 +111,21 @@ package struct AdminEndpoints: Sendable {
                         serviceName: try context.parameters.require("name"), name: try context.parameters.require("template"), content: content))
             }
         }
+        group.get("/services/:name/frequency-cap") { request, context in
+            try await guarded(request) { try Self.json(.ok, try await admin.frequencyCap(serviceName: try context.parameters.require("name"))) }
+        }
+        group.put("/services/:name/frequency-cap") { request, context in
+            try await guarded(request) {
+                let cap = try await Self.decode(FrequencyCap.self, request, context)
+                return try Self.json(.ok, try await admin.setFrequencyCap(serviceName: try context.parameters.require("name"), cap))
+            }
+        }
+        group.delete("/services/:name/frequency-cap") { request, context in
+            try await guarded(request) {
+                _ = try await admin.setFrequencyCap(serviceName: try context.parameters.require("name"), nil)
+                return Response(status: .noContent)
+            }
+        }
         group.get("/services/:name/segments") { request, context in
             try await guarded(request) { try Self.json(.ok, try await admin.segments(serviceName: try context.parameters.require("name"))) }
         }

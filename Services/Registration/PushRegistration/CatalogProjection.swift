@@ -28,6 +28,7 @@ package struct CatalogProjection: EnvelopeProjection {
         case credentialsSet(AppCredentialsSet, Date)
         case templateDefined(TemplateDefined, Date)
         case segmentDefined(SegmentDefined, Date)
+        case frequencyCapSet(ServiceFrequencyCapSet, Date)
     }
 
     package let name: String
@@ -45,6 +46,7 @@ package struct CatalogProjection: EnvelopeProjection {
         decoder.register(AppCredentialsSet.self) { event, metadata in .credentialsSet(event, metadata.occurredAt) }
         decoder.register(TemplateDefined.self) { event, metadata in .templateDefined(event, metadata.occurredAt) }
         decoder.register(SegmentDefined.self) { event, metadata in .segmentDefined(event, metadata.occurredAt) }
+        decoder.register(ServiceFrequencyCapSet.self) { event, metadata in .frequencyCapSet(event, metadata.occurredAt) }
         self.decoder = decoder
     }
 
@@ -62,6 +64,15 @@ package struct CatalogProjection: EnvelopeProjection {
                     SELECT \(service.serviceId), \(service.name), \(service.label), \(at), \(at)
                     WHERE NOT EXISTS (SELECT 1 FROM push.services WHERE name = \(service.name) AND service_id <> \(service.serviceId))
                     ON CONFLICT (service_id) DO UPDATE SET name = excluded.name, label = excluded.label, updated_at = excluded.updated_at
+                    """,
+                    logger: logger
+                )
+            case .frequencyCapSet(let set, let at):
+                try await connection.query(
+                    """
+                    UPDATE push.services SET frequency_cap_messages = \(set.cap?.messages), frequency_cap_period_hours = \(set.cap?.periodHours),
+                                             updated_at = greatest(updated_at, \(at))
+                    WHERE service_id = \(set.serviceId)
                     """,
                     logger: logger
                 )

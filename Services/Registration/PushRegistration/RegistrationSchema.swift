@@ -214,5 +214,22 @@ package enum RegistrationSchema {
                     'Versions of the services'' named audiences (an audience.filter condition tree), from push.catalog (SegmentDefined, the catalog projection); a delivery request names one'
                 """,
             ]),
+        Migration(
+            version: 36, name: "a service's frequency cap",
+            statements: [
+                """
+                ALTER TABLE push.services
+                    ADD COLUMN frequency_cap_messages integer,
+                    ADD COLUMN frequency_cap_period_hours integer,
+                    ADD CONSTRAINT services_frequency_cap CHECK (
+                        (frequency_cap_messages IS NULL) = (frequency_cap_period_hours IS NULL)
+                        AND (frequency_cap_messages IS NULL OR frequency_cap_messages BETWEEN 1 AND 1000)
+                        AND (frequency_cap_period_hours IS NULL OR frequency_cap_period_hours BETWEEN 1 AND 720))
+                """,
+                """
+                COMMENT ON COLUMN push.services.frequency_cap_messages IS
+                    'At most this many bulk deliveries of the service per person (user key, or device without one) in any frequency_cap_period_hours; null: no cap (ServiceFrequencyCapSet)'
+                """,
+            ]),
     ]
 }

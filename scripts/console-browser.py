@@ -176,10 +176,13 @@ def run(args, token, problems, result, expect, shot):
         page.get_by_label("Condition 2: operator").select_option("=")
         page.get_by_label("Condition 2: value").fill("ios")
         # Polled from here: the page's CSP forbids the evaluated strings wait_for_function uses.
+        def wait_for_text(locator, text, seconds=15):
+            deadline = time.time() + seconds
+            while time.time() < deadline and not (locator.count() and locator.inner_text() == text):
+                page.wait_for_timeout(200)
+
         targeted = page.locator("[data-figure=preview-targeted]")
-        deadline = time.time() + 15
-        while time.time() < deadline and not (targeted.count() and targeted.inner_text() == "3"):
-            page.wait_for_timeout(200)
+        wait_for_text(targeted, "3")
         result["filterTargeted"] = targeted.inner_text() if targeted.count() else None
         shot(page, "08b-compose-conditions")
         page.get_by_label("Condition 2: operator").select_option("between")
@@ -191,18 +194,13 @@ def run(args, token, problems, result, expect, shot):
         # A stored segment by name (the test defined "silver": tier = silver).
         page.get_by_label("Devices in the segment").check()
         page.get_by_label("Segment name").fill("silver")
-        deadline = time.time() + 15
-        while time.time() < deadline and not (targeted.count() and targeted.inner_text() == "5"):
-            page.wait_for_timeout(200)
+        wait_for_text(targeted, "5")
         result["segmentTargeted"] = targeted.inner_text() if targeted.count() else None
         page.get_by_label("Every subscribed device of the service").check()
         # A language row: the live preview counts the devices per language texts.
         page.get_by_label("Language 1: tag").fill("fr")
         page.get_by_label("Language 1: message").fill("Bonjour {{userKey}}")
-        french = page.locator("#preview-languages td[data-language=fr]")
-        deadline = time.time() + 15
-        while time.time() < deadline and not (french.count() and french.inner_text() == "4"):
-            page.wait_for_timeout(200)
+        wait_for_text(page.locator("#preview-languages td[data-language=fr]"), "4")
         result["languageDevices"] = {
             cell.get_attribute("data-language"): cell.inner_text() for cell in page.locator("#preview-languages td[data-language]").all()}
         shot(page, "08c-compose-languages")

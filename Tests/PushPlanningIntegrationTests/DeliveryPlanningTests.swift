@@ -392,14 +392,17 @@ struct DeliveryPlanningTests {
     func scheduled() async throws {
         let suffix = PlanningHarness.makeSuffix()
         let requestId = "later-\(suffix)"
-        // Whole seconds: the request carries sendAt without fractions.
-        let sendAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 12).rounded(.up))
-        try await PlanningHarness.run(suffix: suffix) { h in
+        // Set as the request is published, 20 s ahead: time for this planner to stop and the next
+        // to start before it is due, on a loaded machine too. Whole seconds: the request carries
+        // sendAt without fractions.
+        let sendAt = try await PlanningHarness.run(suffix: suffix) { h in
             let (service, apps) = try await h.defineService(platforms: ["android"])
             try await h.addSubscriptions(apps[0], count: 10)
+            let sendAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 20).rounded(.up))
             try await h.publishRequest(requestJSON(requestId: requestId, service: service, sendAt: sendAt.iso))
             try await eventually("accepted") { try await h.deliveryStatus(requestId: requestId) == "accepted" }
             #expect(try await h.messageRecords().isEmpty)
+            return sendAt
         }
         // The planner was stopped; a new one picks the held delivery up when it is due.
         try await PlanningHarness.run(suffix: suffix) { h in
@@ -420,7 +423,7 @@ struct DeliveryPlanningTests {
             let requestId = "slow-\(h.suffix)"
             try await h.publishRequest(requestJSON(requestId: requestId, service: service, throttle: 80))
             try await h.waitPlanned(requestId)
-            let times = try await h.messageRecords().compactMap(\.timestampMilliseconds).sorted()
+            let times = try await h.messageRecords(openSealed: false).compactMap(\.timestampMilliseconds).sorted()
             #expect(times.count == 250)
             for (index, time) in times.enumerated() {
                 let inWindow = times[index...].prefix { $0 < time + 1000 }.count

@@ -35,12 +35,12 @@ struct PlanningLaneTests {
             let transactionalDelivery = try await h.deliveryId(of: transactionalId)
             let bulkDelivery = try await h.deliveryId(of: bulkId)
 
-            let laneRecords = try await h.records(h.topics.fcmTransactionalMessages.name)
+            let laneRecords = try await h.records(h.topics.fcmTransactionalMessages.name, openSealed: false)
             #expect(laneRecords.count == 1)
             #expect(laneRecords.first?.headers.string("push-delivery-id") == transactionalDelivery)
             try await h.waitPlanned(transactionalId)
             try await h.waitPlanned(bulkId)
-            let bulkRecords = try await h.records(h.topics.fcmMessages.name)
+            let bulkRecords = try await h.records(h.topics.fcmMessages.name, openSealed: false)
             #expect(bulkRecords.count == 20_000)
             #expect(bulkRecords.allSatisfy { $0.headers.string("push-delivery-id") == bulkDelivery }, "only the bulk delivery on the bulk topic")
             // The analysts see the priority; the message topics of both lanes count as planned.
@@ -73,7 +73,7 @@ struct PlanningLaneTests {
             let secondId = try await h.waitPlanned(second)
             // The records in the order the planner published them (their timestamps): the
             // deliveries alternate chunk by chunk (500 each in the tests' settings).
-            let records = try await h.records(h.topics.fcmMessages.name).filter {
+            let records = try await h.records(h.topics.fcmMessages.name, openSealed: false).filter {
                 [firstId, secondId].contains($0.headers.string("push-delivery-id") ?? "")
             }
             #expect(records.count == 10_000)

@@ -203,7 +203,7 @@ struct ShardedPlannerTests {
             #expect(planners.last?.process.terminationStatus == 0, "SIGTERM ends the planner cleanly\n\(planners.last?.process.logTail() ?? "")")
 
             // Every device exactly one message on the topics, none lost, none twice.
-            let records = try await h.messageRecords().filter { $0.headers.string("push-delivery-id") == deliveryId }
+            let records = try await h.messageRecords(openSealed: false).filter { $0.headers.string("push-delivery-id") == deliveryId }
             let ids = Set(records.compactMap { $0.headers.string("push-message-id") })
             let broadLogIds = Set(records.compactMap { $0.headers.string("push-broad-log-id") })
             #expect(records.count == Self.messages, "killed at \(kills)")

@@ -277,9 +277,14 @@ struct RegistrationEndpointTests {
         }
     }
 
+    /// One request per 10 s refills a rate-limit bucket: the tests' requests that must find it
+    /// spent come well within that on a loaded machine (at 1 a second, three registrations that
+    /// each wait for the broker could take long enough to refill it).
+    static let slowRate = 0.1
+
     @Test("over the per-address rate limit: 429 with Retry-After")
     func rateLimit() async throws {
-        try await RegistrationHarness.run(settings: RegistrationSettings(ratePerAddress: 1, burstPerAddress: 3)) { harness in
+        try await RegistrationHarness.run(settings: RegistrationSettings(ratePerAddress: Self.slowRate, burstPerAddress: 3)) { harness in
             let app = try await harness.defineApp(platform: .ios)
             var statuses: [Int] = []
             var retryAfter: String?
@@ -299,7 +304,7 @@ struct RegistrationEndpointTests {
     )
     func rateLimitBehindProxy() async throws {
         let path = "/nms/mobile/1/registerIOS.jssp"
-        var trusting = RegistrationSettings(ratePerAddress: 1, burstPerAddress: 1)
+        var trusting = RegistrationSettings(ratePerAddress: Self.slowRate, burstPerAddress: 1)
         trusting.trustedProxies = ["127.0.0.1"]
         try await RegistrationHarness.run(settings: trusting) { harness in
             let app = try await harness.defineApp(platform: .ios)
@@ -313,7 +318,7 @@ struct RegistrationEndpointTests {
             // The client cannot choose its address: what it wrote left of the proxy's entry is ignored.
             #expect(try await post(from: "198.51.100.1, 203.0.113.7") == 429)
         }
-        try await RegistrationHarness.run(settings: RegistrationSettings(ratePerAddress: 1, burstPerAddress: 1)) { harness in
+        try await RegistrationHarness.run(settings: RegistrationSettings(ratePerAddress: Self.slowRate, burstPerAddress: 1)) { harness in
             let app = try await harness.defineApp(platform: .ios)
             let first = try await harness.post(
                 path, body: Self.iosBody(key: app.integrationKey, token: Self.hexToken()), headers: ["X-Forwarded-For": "203.0.113.7"])
@@ -326,7 +331,7 @@ struct RegistrationEndpointTests {
 
     @Test("the per-app rate limit counts only registrations whose key the catalog knows: made-up keys get 404, never 429, and spend no app's budget")
     func appRateLimitAfterKeyCheck() async throws {
-        try await RegistrationHarness.run(settings: RegistrationSettings(ratePerKey: 1, burstPerKey: 2)) { harness in
+        try await RegistrationHarness.run(settings: RegistrationSettings(ratePerKey: Self.slowRate, burstPerKey: 2)) { harness in
             let app = try await harness.defineApp(platform: .ios)
             // One made-up key, again and again (a probe): always "unknown", no bucket kept for it.
             let key = UUID().uuidString.lowercased()

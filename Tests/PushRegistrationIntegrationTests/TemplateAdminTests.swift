@@ -1,5 +1,6 @@
 import Foundation
 import PushRegistration
+import PushTestSupport
 import Testing
 
 /// Message templates through the admin API of the real registration service: each PUT is a new
@@ -15,6 +16,9 @@ struct TemplateAdminTests {
         try await RegistrationHarness.run { h in
             let service = "tpl-\(UUID().uuidString.prefix(8).lowercased())"
             #expect(try await h.admin("POST", "/services", json: #"{"name": "\#(service)", "label": "Templates"}"#).status == 201)
+            // The 201 waits at most 5 s for the catalog projection, whose consumer joins its new
+            // group as the test starts: on a loaded machine the service shows a little later.
+            try await eventually("the service shown") { try await h.admin("GET", "/services/\(service)").status == 200 }
             let first = try await h.admin("PUT", "/services/\(service)/templates/welcome", json: #"{"title": "Welcome", "body": "Hello {{userKey}}"}"#)
             #expect(first.status == 200, "\(first.body)")
             #expect(Self.object(first)["version"] as? Int == 1)

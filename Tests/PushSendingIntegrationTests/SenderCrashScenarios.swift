@@ -62,8 +62,14 @@ extension SenderHarness {
             sender = try startExecutable(opsPort: port, settings: settings)
             let before = delivered
             try await eventually("sending resumes (round \(round))") { delivered >= before + 1_000 }
+            // The provider holds its answers from here until the kill, so the sender sends at most
+            // its in-flight limit after the window is read, however long the read takes on a
+            // loaded machine (answered at full speed, it kept sending and committing in between).
+            _ = simulator.state.updateFaults { $0.latencyMs = 10_000 }
+            try await Task.sleep(for: .milliseconds(300))
             windows.append(try await resendWindow(opsPort: port))
             await sender.kill()
+            _ = simulator.state.updateFaults { $0.latencyMs = 0 }
         }
 
         // 3. A last instance finishes the stream.

@@ -170,6 +170,10 @@ struct ThrottleTests {
                 try await h.metric("push_sender_throttle_waits_total", labels: [#"lane="bulk""#, #"wait="deferred""#], opsPort: opsPort) ?? 0 >= 1_200
             }
             try await Task.sleep(for: .seconds(1))
+            // Behind the backlog, the unthrottled messages would wait for what is left of it at
+            // 60 a second (about 20 s): the bound is three quarters of that, whatever the
+            // machine's load (on two busy cores the 300 take up to 10 s to send).
+            let backlogLeft = Double(throttled.count - h.arrivals(throttled).reduce(0, +)) / Double(rate)
             let published = Int64(Date().timeIntervalSince1970 * 1000)
             try await h.publish(free)
             try await eventually(within: .seconds(100), "the unthrottled delivery reaches FCM") { h.arrivals(free).allSatisfy { $0 >= 1 } }
@@ -179,7 +183,10 @@ struct ThrottleTests {
             print(
                 "throttled backlog: \(freeTimes.count) of 300 unthrottled messages sent, the last \(freeDone) s after their publication; \(throttledBefore) throttled sent by then"
             )
-            #expect(freeDone <= 5, "the unthrottled delivery waited behind the throttled backlog: its last message arrived \(freeDone) s after its publication")
+            #expect(
+                freeDone <= backlogLeft * 0.75,
+                "the unthrottled delivery waited behind the throttled backlog: its last message arrived \(freeDone) s after its publication, the backlog needed \(backlogLeft) s more"
+            )
 
             _ = try await h.waitForResults(throttled.count + free.count, within: .seconds(180))
             sampling.cancel()

@@ -54,9 +54,11 @@ struct SimulatorFixture {
     var state: SimulatorState { self.server.state }
 
     /// Starts a simulator knowing both projects' accounts, runs `body`, shuts everything down.
+    /// `maxConcurrentStreams` is 100 by default: swift-nio-http2 finds a stream by a linear
+    /// scan of the open ones, costly in the suite's debug build at 1,000.
     static func run<T>(
         tokenLifetime: Int = 3600,
-        maxConcurrentStreams: Int = 1000,
+        maxConcurrentStreams: Int = 100,
         _ body: (SimulatorFixture) async throws -> T
     ) async throws -> T {
         let server = try await FCMSimulatorServer.start(

@@ -123,14 +123,14 @@ package final class SimulatorState: Sendable {
         self.storage.withLock { $0.counters }
     }
 
-    /// Logged notifications, oldest first, that match every given filter; at most `limit`
-    /// (the newest ones when more match).
     /// How many accepted notifications the log holds (at most `logCapacity`): what
     /// `notifications(limit:).count` would say, without copying the log.
     package var loggedCount: Int {
         self.storage.withLock { $0.log.count }
     }
 
+    /// Logged notifications, oldest first, that match every given filter; at most `limit`
+    /// (the newest ones when more match).
     package func notifications(token: String? = nil, mId: String? = nil, id: String? = nil, limit: Int = 1000) -> [LoggedNotification] {
         let ordered: [LoggedNotification] = self.storage.withLock {
             Array($0.log[$0.logStart...] + $0.log[..<$0.logStart])

@@ -392,7 +392,8 @@ let package = Package(
         .testTarget(
             name: "PushPlanningIntegrationTests",
             dependencies: [
-                "PushPlanning", "PushRegistration", "PushTracking", "PushRuntime", "PushSchema", "PushStore", "PushEvents", "Kafka", "PushTestSupport",
+                "PushPlanning", "PushRegistration", "PushTracking", "PushConsole", "PushRuntime", "PushSchema", "PushStore", "PushEvents", "Kafka",
+                "PushTestSupport",
                 serviceLifecycle,
                 logging, postgresNIO,
             ],

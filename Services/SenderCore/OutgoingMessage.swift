@@ -17,6 +17,8 @@ package protocol OutgoingMessage: SingleEventDecodable, SealableMessage {
     var throttlePerSecond: Int? { get }
     /// The language texts it carries (`MessageReference.language`).
     var language: String? { get }
+    /// The A/B variant it carries (`MessageReference.variant`).
+    var variant: String? { get }
     /// As in `MessageReference.platform` and `push.broad_log`.
     static var platform: Platform { get }
 }
@@ -27,7 +29,7 @@ extension OutgoingMessage {
     package var reference: MessageReference {
         MessageReference(
             messageId: messageId, broadLogId: broadLogId, deliveryId: deliveryId, appId: appId, tokenDigest: tokenDigest,
-            platform: Self.platform, plannedAt: plannedAt, language: language)
+            platform: Self.platform, plannedAt: plannedAt, language: language, variant: variant)
     }
 
     /// The key of the message's records: `<appId>:<tokenDigest>` (`<appId>:<token>` for an

@@ -143,10 +143,15 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
         /// (`ContentLanguages` in the planner; docs/delivery-requests.md, "Content per
         /// language").
         package var languages: [String: Texts]?
+        /// A/B variants: 2 to 5 sets of texts with the share of devices each gets, in place of
+        /// `title`, `subtitle`, `body` and `languages` (a variant carries its own). Which variant
+        /// a device gets is a function of its message id, so a replay gives it the same one
+        /// (`ContentVariants` in the planner; docs/delivery-requests.md, "A/B variants").
+        package var variants: [Variant]?
 
         package init(
             title: String? = nil, subtitle: String? = nil, body: String? = nil, variables: [String: String]? = nil, ios: IOS? = nil, android: Android? = nil,
-            languages: [String: Texts]? = nil
+            languages: [String: Texts]? = nil, variants: [Variant]? = nil
         ) {
             self.title = title
             self.subtitle = subtitle
@@ -154,6 +159,30 @@ package struct DeliveryRequest: Codable, Sendable, Hashable {
             self.variables = variables
             self.ios = ios
             self.android = android
+            self.languages = languages
+            self.variants = variants
+        }
+    }
+
+    /// One A/B variant: its name (recorded on each message, in `push.broad_log.variant` and the
+    /// report), the per cent of the audience that gets it, and its texts (as the content's own:
+    /// `title`, `subtitle`, `body`, and texts per language).
+    package struct Variant: Codable, Sendable, Hashable {
+        package var name: String
+        package var share: Int
+        package var title: String?
+        package var subtitle: String?
+        package var body: String?
+        package var languages: [String: Texts]?
+
+        package init(
+            name: String, share: Int, title: String? = nil, subtitle: String? = nil, body: String? = nil, languages: [String: Texts]? = nil
+        ) {
+            self.name = name
+            self.share = share
+            self.title = title
+            self.subtitle = subtitle
+            self.body = body
             self.languages = languages
         }
     }

@@ -6,7 +6,7 @@ import Foundation
 
 private enum PlannedMessageKeys: String, CodingKey {
     case messageId, broadLogId, deliveryId, appId, registrationToken, environment, credential, topic, pushType, priority, collapseId
-    case payload, projectId, message, validUntil, attempt, plannedAt, notBefore, throttlePerSecond, subjectId, tokenDigest, sealed, language
+    case payload, projectId, message, validUntil, attempt, plannedAt, notBefore, throttlePerSecond, subjectId, tokenDigest, sealed, language, variant
 }
 
 extension KeyedDecodingContainer<PlannedMessageKeys> {
@@ -47,6 +47,7 @@ private protocol SharedPlannedMembers: SealableMessage {
     var notBefore: Date? { get }
     var throttlePerSecond: Int? { get }
     var language: String? { get }
+    var variant: String? { get }
 }
 
 extension SharedPlannedMembers {
@@ -62,6 +63,7 @@ extension SharedPlannedMembers {
         try c.encodeIfPresent(notBefore, forKey: .notBefore)
         try c.encodeIfPresent(throttlePerSecond, forKey: .throttlePerSecond)
         try c.encodeIfPresent(language, forKey: .language)
+        try c.encodeIfPresent(variant, forKey: .variant)
         try c.encode(token: registrationToken, content: content, as: contentKey, sealing: sealing)
     }
 }
@@ -83,7 +85,8 @@ extension APNSMessagePlanned {
             validUntil: try c.decode(Date.self, forKey: .validUntil), attempt: try c.decode(Int.self, forKey: .attempt),
             plannedAt: try c.decode(Date.self, forKey: .plannedAt), notBefore: try c.decodeIfPresent(Date.self, forKey: .notBefore),
             throttlePerSecond: try c.decodeIfPresent(Int.self, forKey: .throttlePerSecond), sealing: sealing,
-            language: try c.decodeIfPresent(String.self, forKey: .language))
+            language: try c.decodeIfPresent(String.self, forKey: .language),
+            variant: try c.decodeIfPresent(String.self, forKey: .variant))
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -109,7 +112,8 @@ extension FCMMessagePlanned {
             validUntil: try c.decode(Date.self, forKey: .validUntil), attempt: try c.decode(Int.self, forKey: .attempt),
             plannedAt: try c.decode(Date.self, forKey: .plannedAt), notBefore: try c.decodeIfPresent(Date.self, forKey: .notBefore),
             throttlePerSecond: try c.decodeIfPresent(Int.self, forKey: .throttlePerSecond), sealing: sealing,
-            language: try c.decodeIfPresent(String.self, forKey: .language))
+            language: try c.decodeIfPresent(String.self, forKey: .language),
+            variant: try c.decodeIfPresent(String.self, forKey: .variant))
     }
 
     package func encode(to encoder: any Encoder) throws {

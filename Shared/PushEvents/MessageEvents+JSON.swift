@@ -62,6 +62,7 @@ extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
         if let sealing { writer.string("tokenDigest", sealing.tokenDigest) }
         writer.string("topic", topic)
         writer.date("validUntil", validUntil)
+        writer.string("variant", variant)
     }
 
     package init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
@@ -91,7 +92,8 @@ extension APNSMessagePlanned: EventJSONWritable, EventJSONReadable {
             pushType: try EventJSONReader.required(pushType), priority: try EventJSONReader.required(priority),
             collapseId: collapseId ?? nil, payload: try PlannedMessageMembers.clear(payload, sealed: sealing != nil), validUntil: try common.validUntil(),
             attempt: try common.attempt(), plannedAt: try common.plannedAt(), notBefore: common.notBefore ?? nil,
-            throttlePerSecond: common.throttlePerSecond(), sealing: sealing, language: common.language ?? nil
+            throttlePerSecond: common.throttlePerSecond(), sealing: sealing, language: common.language ?? nil,
+            variant: common.variant ?? nil
         )
     }
 }
@@ -117,6 +119,7 @@ extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
         writer.int("throttlePerSecond", throttlePerSecond)
         if let sealing { writer.string("tokenDigest", sealing.tokenDigest) }
         writer.date("validUntil", validUntil)
+        writer.string("variant", variant)
     }
 
     package init(reading reader: inout EventJSONReader) throws(EventJSONReader.Unsupported) {
@@ -136,7 +139,8 @@ extension FCMMessagePlanned: EventJSONWritable, EventJSONReadable {
             registrationToken: try common.registrationToken(sealed: sealing != nil), projectId: try EventJSONReader.required(projectId),
             credential: common.credential ?? nil, message: try PlannedMessageMembers.clear(message, sealed: sealing != nil),
             validUntil: try common.validUntil(), attempt: try common.attempt(), plannedAt: try common.plannedAt(),
-            notBefore: common.notBefore ?? nil, throttlePerSecond: common.throttlePerSecond(), sealing: sealing, language: common.language ?? nil
+            notBefore: common.notBefore ?? nil, throttlePerSecond: common.throttlePerSecond(), sealing: sealing, language: common.language ?? nil,
+            variant: common.variant ?? nil
         )
     }
 }
@@ -148,7 +152,7 @@ struct PlannedMessageMembers {
     private var messageIdValue: UUID?, deliveryIdValue: String?, appIdValue: UUID?, registrationTokenValue: String?
     private var validUntilValue: Date?, attemptValue: Int?, plannedAtValue: Date?
     /// Absent (nil), null or a value.
-    private(set) var credential: CredentialReference??, notBefore: Date??, broadLogId: Int32??, language: String??
+    private(set) var credential: CredentialReference??, notBefore: Date??, broadLogId: Int32??, language: String??, variant: String??
     private var throttlePerSecondValue: Int32??
     private var subjectIdValue: UUID?, tokenDigestValue: String?, sealedValue: String?
 
@@ -169,6 +173,7 @@ struct PlannedMessageMembers {
         case "tokenDigest": try EventJSONReader.once(&tokenDigestValue, try reader.string())
         case "sealed": try EventJSONReader.once(&sealedValue, try reader.string())
         case "language": try EventJSONReader.once(&language, try reader.optionalString())
+        case "variant": try EventJSONReader.once(&variant, try reader.optionalString())
         default: try reader.skipValue()
         }
     }
@@ -206,6 +211,7 @@ extension MessageReference: EventJSONWritable {
         writer.date("plannedAt", plannedAt)
         writer.string("platform", platform.rawValue)
         writer.string("tokenDigest", tokenDigest)
+        writer.string("variant", variant)
     }
 }
 
@@ -279,10 +285,12 @@ extension MessageReference: EventJSONReadable {
         var platform: String?
         var plannedAt: Date?
         var language: String??
+        var variant: String??
         try reader.members { reader, key throws(EventJSONReader.Unsupported) in
             switch key {
             case "messageId": try EventJSONReader.once(&messageId, try reader.uuid())
             case "language": try EventJSONReader.once(&language, try reader.optionalString())
+            case "variant": try EventJSONReader.once(&variant, try reader.optionalString())
             case "plannedAt": try EventJSONReader.once(&plannedAt, try reader.date())
             case "broadLogId": try EventJSONReader.once(&broadLogId, try reader.optionalInt32())
             case "deliveryId": try EventJSONReader.once(&deliveryId, try reader.string())
@@ -300,7 +308,8 @@ extension MessageReference: EventJSONReadable {
         guard let platform = Platform(rawValue: try EventJSONReader.required(platform)) else { throw EventJSONReader.Unsupported() }
         self.init(
             messageId: try EventJSONReader.required(messageId), broadLogId: broadLogId ?? nil, deliveryId: try EventJSONReader.required(deliveryId),
-            appId: try EventJSONReader.required(appId), tokenDigest: digest, platform: platform, plannedAt: plannedAt, language: language ?? nil)
+            appId: try EventJSONReader.required(appId), tokenDigest: digest, platform: platform, plannedAt: plannedAt, language: language ?? nil,
+            variant: variant ?? nil)
     }
 }
 

@@ -70,12 +70,16 @@ package struct APNSMessagePlanned: PushEvent, Hashable {
     /// for the default texts (and on records planned before it existed). Carried into the
     /// results (`MessageReference.language`) and `push.broad_log.language`.
     package var language: String?
+    /// The name of the delivery's A/B variant (`content.variants`) whose texts the message
+    /// carries; absent without variants. Carried into the results (`MessageReference.variant`)
+    /// and `push.broad_log.variant`.
+    package var variant: String?
 
     package init(
         messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, registrationToken: String, environment: String,
         credential: CredentialReference?, topic: String, pushType: String, priority: Int, collapseId: String?,
         payload: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil, throttlePerSecond: Int? = nil,
-        sealing: MessageSealing? = nil, language: String? = nil
+        sealing: MessageSealing? = nil, language: String? = nil, variant: String? = nil
     ) {
         self.messageId = messageId
         self.broadLogId = broadLogId
@@ -96,6 +100,7 @@ package struct APNSMessagePlanned: PushEvent, Hashable {
         self.throttlePerSecond = throttlePerSecond
         self.sealing = sealing
         self.language = language
+        self.variant = variant
     }
 }
 
@@ -131,11 +136,13 @@ package struct FCMMessagePlanned: PushEvent, Hashable {
     package var sealing: MessageSealing?
     /// As `APNSMessagePlanned.language`.
     package var language: String?
+    /// As `APNSMessagePlanned.variant`.
+    package var variant: String?
 
     package init(
         messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, registrationToken: String, projectId: String,
         credential: CredentialReference?, message: String, validUntil: Date, attempt: Int, plannedAt: Date, notBefore: Date? = nil,
-        throttlePerSecond: Int? = nil, sealing: MessageSealing? = nil, language: String? = nil
+        throttlePerSecond: Int? = nil, sealing: MessageSealing? = nil, language: String? = nil, variant: String? = nil
     ) {
         self.messageId = messageId
         self.broadLogId = broadLogId
@@ -152,6 +159,7 @@ package struct FCMMessagePlanned: PushEvent, Hashable {
         self.throttlePerSecond = throttlePerSecond
         self.sealing = sealing
         self.language = language
+        self.variant = variant
     }
 }
 
@@ -175,10 +183,13 @@ package struct MessageReference: Sendable, Hashable {
     /// The tag of `content.languages` whose texts the message carried (`push.broad_log.language`);
     /// absent for the default texts.
     package var language: String?
+    /// The name of the A/B variant the message carried (`push.broad_log.variant`); absent
+    /// without variants.
+    package var variant: String?
 
     package init(
         messageId: UUID, broadLogId: Int32?, deliveryId: String, appId: UUID, tokenDigest: String, platform: Platform, plannedAt: Date? = nil,
-        language: String? = nil
+        language: String? = nil, variant: String? = nil
     ) {
         self.messageId = messageId
         self.broadLogId = broadLogId
@@ -188,12 +199,13 @@ package struct MessageReference: Sendable, Hashable {
         self.platform = platform
         self.plannedAt = plannedAt
         self.language = language
+        self.variant = variant
     }
 }
 
 extension MessageReference: Codable {
     private enum CodingKeys: String, CodingKey {
-        case messageId, broadLogId, deliveryId, appId, tokenDigest, registrationToken, platform, plannedAt, language
+        case messageId, broadLogId, deliveryId, appId, tokenDigest, registrationToken, platform, plannedAt, language, variant
     }
 
     package init(from decoder: any Decoder) throws {
@@ -205,7 +217,8 @@ extension MessageReference: Codable {
             messageId: try container.decode(UUID.self, forKey: .messageId), broadLogId: try container.decodeIfPresent(Int32.self, forKey: .broadLogId),
             deliveryId: try container.decode(String.self, forKey: .deliveryId), appId: try container.decode(UUID.self, forKey: .appId),
             tokenDigest: digest, platform: try container.decode(Platform.self, forKey: .platform),
-            plannedAt: try container.decodeIfPresent(Date.self, forKey: .plannedAt), language: try container.decodeIfPresent(String.self, forKey: .language))
+            plannedAt: try container.decodeIfPresent(Date.self, forKey: .plannedAt), language: try container.decodeIfPresent(String.self, forKey: .language),
+            variant: try container.decodeIfPresent(String.self, forKey: .variant))
     }
 
     package func encode(to encoder: any Encoder) throws {
@@ -218,6 +231,7 @@ extension MessageReference: Codable {
         try container.encode(platform, forKey: .platform)
         try container.encodeIfPresent(plannedAt, forKey: .plannedAt)
         try container.encodeIfPresent(language, forKey: .language)
+        try container.encodeIfPresent(variant, forKey: .variant)
     }
 }
 

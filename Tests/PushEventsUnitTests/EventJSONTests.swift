@@ -66,13 +66,20 @@ struct EventJSONTests {
             var side = Values(state: state ^ 0x91A7_7ED0)
             return MessageReference(
                 messageId: uuid(), broadLogId: broadLogId(), deliveryId: text(), appId: uuid(), tokenDigest: text(),
-                platform: Platform.allCases.randomElement(using: &self)!, plannedAt: side.maybe(side.date()), language: language())
+                platform: Platform.allCases.randomElement(using: &self)!, plannedAt: side.maybe(side.date()), language: language(),
+                variant: variant())
         }
 
         /// A `content.languages` tag or none, from a generator of its own (added later, as
         /// `throttle`).
         func language() -> String? {
             var side = Values(state: state ^ 0x1A76_0A6E)
+            return side.maybe(side.text())
+        }
+
+        /// An A/B variant's name or none, from a generator of its own (added later).
+        func variant() -> String? {
+            var side = Values(state: state ^ 0x0AB0_0AB0)
             return side.maybe(side.text())
         }
 
@@ -88,7 +95,7 @@ struct EventJSONTests {
                 messageId: uuid(), broadLogId: broadLogId(), deliveryId: text(), appId: uuid(), registrationToken: text(), environment: text(),
                 credential: maybe(credential()), topic: text(), pushType: text(), priority: int(), collapseId: maybe(text()),
                 payload: text(), validUntil: date(), attempt: int(), plannedAt: date(), notBefore: maybe(date()),
-                throttlePerSecond: throttle(), language: language()
+                throttlePerSecond: throttle(), language: language(), variant: variant()
             )
         }
 
@@ -96,7 +103,7 @@ struct EventJSONTests {
             FCMMessagePlanned(
                 messageId: uuid(), broadLogId: broadLogId(), deliveryId: text(), appId: uuid(), registrationToken: text(), projectId: text(),
                 credential: maybe(credential()), message: text(), validUntil: date(), attempt: int(), plannedAt: date(), notBefore: maybe(date()),
-                throttlePerSecond: throttle(), language: language()
+                throttlePerSecond: throttle(), language: language(), variant: variant()
             )
         }
 

@@ -283,12 +283,17 @@ struct DeliveryIndicatorTests {
 
     /// Every ```sql block of docs/analysts.md runs against this database (with `:'delivery_id'`
     /// set to `deliveryId`) and returns at least one row.
-    static func checkDocumentedQueries(_ h: PlanningHarness, deliveryId: String) async throws {
+    /// Runs every query of docs/analysts.md for `deliveryId`, and expects rows from each. The
+    /// A/B test's queries (on `push.delivery_variants`) need a delivery with variants: they run
+    /// only when `variants` is true, and then alone.
+    static func checkDocumentedQueries(_ h: PlanningHarness, deliveryId: String, variants: Bool = false) async throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let text = try String(contentsOf: root.appendingPathComponent("docs/analysts.md"), encoding: .utf8)
         let blocks = text.components(separatedBy: "```sql\n").dropFirst().map { $0.components(separatedBy: "```").first ?? "" }
         #expect(blocks.count >= 4, "docs/analysts.md has its example queries")
-        for block in blocks {
+        let chosen = blocks.filter { $0.contains("push.delivery_variants") == variants }
+        #expect(!chosen.isEmpty)
+        for block in chosen {
             let sql = block.replacingOccurrences(of: ":'delivery_id'", with: "'\(deliveryId)'")
                 .trimmingCharacters(in: .whitespacesAndNewlines).trimmingCharacters(in: CharacterSet(charactersIn: ";"))
             let rows = try await h.postgres.query(PostgresQuery(unsafeSQL: sql), logger: h.logger)

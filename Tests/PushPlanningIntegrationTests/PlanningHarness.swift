@@ -319,12 +319,12 @@ struct PlanningHarness: Sendable {
                             message = MessageReference(
                                 messageId: m.messageId, broadLogId: m.broadLogId, deliveryId: m.deliveryId, appId: m.appId,
                                 tokenDigest: m.sealing?.tokenDigest ?? TokenDigest.of(m.registrationToken), platform: .ios, plannedAt: m.plannedAt,
-                                language: m.language)
+                                language: m.language, variant: m.variant)
                         } else if case .known(let m, _) = try FCMMessagePlanned.decodeRecord(record.value) {
                             message = MessageReference(
                                 messageId: m.messageId, broadLogId: m.broadLogId, deliveryId: m.deliveryId, appId: m.appId,
                                 tokenDigest: m.sealing?.tokenDigest ?? TokenDigest.of(m.registrationToken), platform: .android, plannedAt: m.plannedAt,
-                                language: m.language)
+                                language: m.language, variant: m.variant)
                         } else {
                             continue
                         }

@@ -26,22 +26,25 @@ struct MessageSenderTests {
         try await running.value
     }
 
-    @Test("a result names the language texts its message carried, and none for the default texts")
-    func resultsNameTheLanguage() async throws {
+    @Test("a result names the language texts and the A/B variant its message carried, and none for the default texts")
+    func resultsNameTheLanguageAndVariant() async throws {
         let sender = InMemorySender()
         var french = InMemorySender.message()
         french.language = "fr"
+        french.variant = "B"
         let plain = InMemorySender.message()
         try await withSender(sender) { sender in
             try sender.deliver([french, plain], partition: 0)
             try await sender.until("2 results") { sender.results().count == 2 }
         }
-        var languages: [String: String] = [:]
+        var named: [String: String] = [:]
         for event in sender.sink.events(on: InMemorySender.topics.results) {
             let message = (event["data"] as? [String: Any])?["message"] as? [String: Any]
-            if let id = message?["messageId"] as? String { languages[id.lowercased()] = message?["language"] as? String ?? "none" }
+            if let id = message?["messageId"] as? String {
+                named[id.lowercased()] = "\(message?["language"] as? String ?? "none") \(message?["variant"] as? String ?? "none")"
+            }
         }
-        #expect(languages == [french.messageId.uuidString.lowercased(): "fr", plain.messageId.uuidString.lowercased(): "none"])
+        #expect(named == [french.messageId.uuidString.lowercased(): "fr B", plain.messageId.uuidString.lowercased(): "none none"])
     }
 
     @Test("every message of two partitions is sent once, its MessageSent stored, and each partition's offset stored and committed past its last record")

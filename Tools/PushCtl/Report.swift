@@ -9,7 +9,7 @@ struct Report: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a delivery's funnel (targeted, excluded, sent, failed, received, opened) from push.delivery_indicators.",
         discussion:
-            "Targeted is to_deliver (messages created after exclusions); received and opened are distinct messages with such a hit; rates are over sent."
+            "Targeted is to_deliver (messages created after exclusions); received and opened are distinct messages with such a hit; rates are over sent. A delivery with A/B variants adds a line per variant (push.delivery_variants)."
     )
 
     @Argument(help: "The delivery id (push.deliveries.delivery_id).")
@@ -41,6 +41,13 @@ struct DeliveryFunnel: Sendable {
     var toDeliver: Int?
     var excluded: Int?
     var sent, failed, failedHard, failedSoft, failedIgnored, expired, impressions, opens: Int
+    /// Per A/B variant (`push.delivery_variants`), by name; empty without variants.
+    var variants: [Variant] = []
+
+    struct Variant: Sendable {
+        var name: String
+        var sent, received, opened: Int
+    }
 
     static func load(deliveryId: String, client: PostgresClient, logger: Logger) async throws -> DeliveryFunnel? {
         let rows = try await client.query(
@@ -52,13 +59,20 @@ struct DeliveryFunnel: Sendable {
             """,
             logger: logger
         )
+        var funnel: DeliveryFunnel?
         for try await r in rows.decode((String?, String?, Int?, Int?, Int, Int, Int, Int, Int, Int, Int, Int).self) {
-            return DeliveryFunnel(
+            funnel = DeliveryFunnel(
                 deliveryId: deliveryId, serviceName: r.0, requestId: r.1, toDeliver: r.2, excluded: r.3, sent: r.4, failed: r.5,
                 failedHard: r.6, failedSoft: r.7, failedIgnored: r.8, expired: r.9, impressions: r.10, opens: r.11
             )
         }
-        return nil
+        guard var funnel else { return nil }
+        let variants = try await client.query(
+            "SELECT variant, sent, received, opened FROM push.delivery_variants WHERE delivery_id = \(deliveryId) ORDER BY variant", logger: logger)
+        for try await (name, sent, received, opened) in variants.decode((String, Int, Int, Int).self) {
+            funnel.variants.append(Variant(name: name, sent: sent, received: received, opened: opened))
+        }
+        return funnel
     }
 
     /// The funnel's bars, in order: (label, value, note).
@@ -87,6 +101,11 @@ struct DeliveryFunnel: Sendable {
         }
         let pending = (toDeliver ?? 0) - sent - failed - expired
         lines.append("  expired \(expired), still pending \(max(pending, 0))")
+        for variant in variants {
+            lines.append(
+                "  variant \(variant.name): sent \(variant.sent), received \(variant.received), opened \(variant.opened)"
+                    + (variant.sent == 0 ? "" : " (" + Self.percent(variant.opened, of: variant.sent, "sent") + ")"))
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 

@@ -179,7 +179,7 @@ package struct ConsoleEndpoints: Sendable {
         return ConsolePages.Report(
             funnel: funnel, failures: try await reports.failures(deliveryId: id), sendsPerMinute: try await reports.sendsPerMinute(deliveryId: id),
             trackingPerHour: try await reports.trackingPerHour(deliveryId: id), perApp: try await reports.perApp(deliveryId: id),
-            refreshSeconds: settings.refreshSeconds, readAt: Date()
+            perVariant: try await reports.perVariant(deliveryId: id), refreshSeconds: settings.refreshSeconds, readAt: Date()
         )
     }
 

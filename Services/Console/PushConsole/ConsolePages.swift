@@ -72,6 +72,8 @@ package enum ConsolePages {
         package var sendsPerMinute: [ConsoleReports.Bucket]
         package var trackingPerHour: [ConsoleReports.Bucket]
         package var perApp: [ConsoleReports.AppFigures]
+        /// Empty for a delivery without A/B variants (the table is then left out).
+        package var perVariant: [ConsoleReports.VariantFigures] = []
         package var refreshSeconds: Int
         package var readAt: Date
     }
@@ -190,6 +192,23 @@ package enum ConsolePages {
             <td class="n">\($0.pending)</td><td class="n">\($0.received)</td><td class="n">\($0.opened)</td></tr>
             """
         }
+        let variantRows = report.perVariant.map {
+            """
+            <tr><th scope="row">\(H.escape($0.variant))</th><td class="n">\($0.messages)</td><td class="n">\($0.sent)</td><td class="n">\($0.failed)</td>\
+            <td class="n">\($0.received)</td><td class="n">\($0.opened)</td>\
+            <td class="n" data-variant-open-rate="\(H.escape($0.variant))">\($0.openRate.map { String(format: "%.1f %%", $0 * 100) } ?? "—")</td></tr>
+            """
+        }
+        let variants =
+            variantRows.isEmpty
+            ? ""
+            : """
+            <h3>Per A/B variant</h3>
+            <table id="variants"><caption>Messages of this delivery per A/B variant; the open rate is over sent</caption>
+            <thead><tr><th scope="col">Variant</th><th scope="col">Messages</th><th scope="col">Sent</th><th scope="col">Failed</th>\
+            <th scope="col">Received</th><th scope="col">Opened</th><th scope="col">Open rate</th></tr></thead>
+            <tbody>\(variantRows.joined(separator: "\n"))</tbody></table>
+            """
         func body(_ rows: [String], columns: Int, empty: String) -> String {
             rows.isEmpty ? "<tr><td colspan=\"\(columns)\">\(empty)</td></tr>" : rows.joined(separator: "\n")
         }
@@ -229,6 +248,7 @@ package enum ConsolePages {
             <thead><tr><th scope="col">App</th><th scope="col">Platform</th><th scope="col">Environment</th><th scope="col">Messages</th><th scope="col">Sent</th>
             <th scope="col">Failed</th><th scope="col">Expired</th><th scope="col">Cancelled</th><th scope="col">Pending</th><th scope="col">Received</th><th scope="col">Opened</th></tr></thead>
             <tbody>\(body(appRows, columns: 11, empty: "No message planned yet."))</tbody></table>
+            \(variants)
             </section>
             """
     }

@@ -250,6 +250,31 @@ package struct ConsoleReports: Sendable {
         return result
     }
 
+    package struct VariantFigures: Sendable {
+        package var variant: String
+        package var messages, sent, failed, received, opened: Int
+        package var openRate: Double?
+    }
+
+    /// docs/analysts.md, "An A/B test": `push.delivery_variants`, by variant name (empty for a
+    /// delivery without variants).
+    package func perVariant(deliveryId: String) async throws -> [VariantFigures] {
+        let rows = try await postgres.query(
+            """
+            SELECT variant, messages, sent, failed, received, opened, open_rate::float8
+            FROM push.delivery_variants WHERE delivery_id = \(deliveryId)
+            ORDER BY variant
+            """,
+            logger: logger
+        )
+        var result: [VariantFigures] = []
+        for try await (variant, messages, sent, failed, received, opened, openRate) in rows.decode((String, Int, Int, Int, Int, Int, Double?).self) {
+            result.append(
+                VariantFigures(variant: variant, messages: messages, sent: sent, failed: failed, received: received, opened: opened, openRate: openRate))
+        }
+        return result
+    }
+
     // MARK: catalog
 
     package struct CatalogApp: Sendable {

@@ -131,6 +131,7 @@ package struct BroadLogProjection: EnvelopeProjection {
             rows.int(outcome.attempts)
             rows.timestamp(outcome.at)
             rows.text(message.language)
+            rows.text(message.variant)
             rows.endRow()
         }
         try await connection.stage(
@@ -138,11 +139,11 @@ package struct BroadLogProjection: EnvelopeProjection {
             definition: """
                 message_id uuid, broad_log_id integer, delivery_id text, app_id uuid, token_digest text, platform text, planned_at timestamptz,
                 status text, failure_type text, failure_reason text, provider_message_id text, attempts integer, result_at timestamptz,
-                language text
+                language text, variant text
                 """,
             columns: [
                 "message_id", "broad_log_id", "delivery_id", "app_id", "token_digest", "platform", "planned_at", "status", "failure_type",
-                "failure_reason", "provider_message_id", "attempts", "result_at", "language",
+                "failure_reason", "provider_message_id", "attempts", "result_at", "language", "variant",
             ], logger: logger)
 
         // A result writes its message's row unless the device was erased and the delivery not
@@ -160,11 +161,11 @@ package struct BroadLogProjection: EnvelopeProjection {
             ), changed AS (
                 INSERT INTO push.broad_log AS b (message_id, broad_log_id, delivery_id, app_id, registration_token, token_digest, platform, status,
                                                  failure_type, failure_reason, provider_message_id, attempts, created_at, updated_at, sent_at, log_month,
-                                                 language)
+                                                 language, variant)
                 SELECT message_id, broad_log_id, delivery_id, app_id,
                        (SELECT d.registration_token FROM push.subscriptions d WHERE d.app_id = staged.app_id AND d.token_digest = staged.token_digest),
                        token_digest, platform, status, failure_type, failure_reason, provider_message_id, attempts,
-                       least(planned_at, result_at), result_at, CASE WHEN status = 'sent' THEN result_at END, log_month, language
+                       least(planned_at, result_at), result_at, CASE WHEN status = 'sent' THEN result_at END, log_month, language, variant
                 FROM staged
                 WHERE NOT EXISTS (
                           SELECT 1 FROM push.erased_devices e

@@ -27,6 +27,17 @@ extension DeliveryAdmin {
         /// With `content.languages`: the targeted devices per language texts they would get,
         /// the default texts as `language` null; absent otherwise.
         package var languages: [LanguageCount]?
+        /// With `content.variants`: each variant, in the request's order, with its share and
+        /// the devices it would get (the targeted devices times the share, rounded: each device's
+        /// variant follows from its message id, which includes the delivery id given at
+        /// submission, so the delivery's own split differs from this by chance); absent otherwise.
+        package var variants: [VariantCount]?
+    }
+
+    package struct VariantCount: Codable, Sendable, Equatable {
+        package var variant: String
+        package var share: Int
+        package var devices: Int
     }
 
     package struct LanguageCount: Codable, Sendable, Equatable {
@@ -66,6 +77,8 @@ extension DeliveryAdmin {
         package var bytes: Int
         /// The tag of `content.languages` whose texts the device gets (null: the default texts).
         package var language: String?
+        /// The A/B variant whose texts the device gets (null without variants).
+        package var variant: String?
     }
 
     /// Most samples per app a preview may ask for.
@@ -95,11 +108,11 @@ extension DeliveryAdmin {
             var samples: [Sample] = []
             for app in apps where samplesPerApp > 0 {
                 for subscription in try await firstSubscriptions(delivery, app: app.appId, limit: samplesPerApp, on: connection) {
-                    if let built = factory.built(
-                        for: subscription, messageId: factory.messageId(for: subscription), broadLogId: 0, plannedAt: delivery.acceptedAt)
-                    {
+                    let messageId = factory.messageId(for: subscription)
+                    if let built = factory.built(for: subscription, messageId: messageId, broadLogId: 0, plannedAt: delivery.acceptedAt) {
                         var sample = Self.sample(built.message, bytes: built.contentBytes, subscription: subscription, platform: app.platform)
-                        sample.language = factory.language(for: subscription)
+                        sample.language = factory.language(for: subscription, messageId: messageId)
+                        sample.variant = factory.variant(forMessage: messageId)
                         samples.append(sample)
                     }
                 }
@@ -113,7 +126,11 @@ extension DeliveryAdmin {
                 exclusions: exclusions.map { ExclusionCount(reason: $0.key, devices: $0.value) }.sorted { ($1.devices, $0.reason) < ($0.devices, $1.reason) },
                 unmatchedUserKeys: try await unmatchedUserKeys(delivery, on: connection),
                 samples: samples,
-                languages: factory.needsLanguage ? Self.languageCounts(counts.filter { !$0.disabled }, factory.languages) : nil
+                languages: factory.needsLanguage && factory.variants.isEmpty ? Self.languageCounts(counts.filter { !$0.disabled }, factory.languages) : nil,
+                variants: delivery.content.variants.map { variants in
+                    let targeted = audiences.reduce(0) { $0 + $1.targeted }
+                    return variants.map { VariantCount(variant: $0.name, share: $0.share, devices: (targeted * $0.share + 50) / 100) }
+                }
             )
         }
     }
@@ -165,7 +182,7 @@ extension DeliveryAdmin {
                    CASE WHEN unsubscribed_at IS NOT NULL THEN 'unsubscribed'
                         WHEN disabled THEN 'quarantined: ' || coalesce(disabled_reason, 'disabled')
                         WHEN capped THEN 'frequency-cap' END,
-                   CASE WHEN \(delivery.content.languages != nil) THEN lower(replace(coalesce(os_language, ''), '_', '-')) ELSE '' END,
+                   CASE WHEN \(delivery.content.languages != nil && delivery.content.variants == nil) THEN lower(replace(coalesce(os_language, ''), '_', '-')) ELSE '' END,
                    count(*)
             FROM push.subscriptions s CROSS JOIN (SELECT \(filter.filter.values)::text[] AS v) f
             CROSS JOIN LATERAL (

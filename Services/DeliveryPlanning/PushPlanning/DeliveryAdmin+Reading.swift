@@ -60,6 +60,25 @@ extension DeliveryAdmin {
         /// With `content.languages`: the messages with a final status per language texts
         /// (`broad_log.language`; null for the default texts), the most first; absent otherwise.
         package var languages: [LanguageFigures]?
+        /// With `content.variants`: each variant's figures (`push.delivery_variants`), in the
+        /// request's order, a variant without a final status yet with zeros; absent otherwise.
+        package var variants: [VariantFigures]?
+    }
+
+    package struct VariantFigures: Codable, Sendable, Equatable {
+        package var variant: String
+        package var share: Int
+        /// Messages with a final status (`broad_log` rows).
+        package var messages: Int64
+        package var sent: Int64
+        package var failed: Int64
+        package var expired: Int64
+        package var cancelled: Int64
+        /// Distinct messages with a `received` / `opened` hit.
+        package var received: Int64
+        package var opened: Int64
+        /// `opened / sent`, 4 decimals; null while nothing is sent.
+        package var openRate: Double?
     }
 
     package struct LanguageFigures: Codable, Sendable, Equatable {
@@ -170,6 +189,30 @@ extension DeliveryAdmin {
                     LanguageFigures(language: language, messages: messages, sent: sent, failed: failed, expired: expired, cancelled: cancelled))
             }
             detail.languages = languages
+        }
+        if let variants = detail.content.variants {
+            let rows = try await postgres.query(
+                """
+                SELECT variant, messages, sent, failed, expired, cancelled, received, opened, open_rate::float8
+                FROM push.delivery_variants WHERE delivery_id = \(deliveryId)
+                """,
+                logger: logger)
+            var figures: [String: VariantFigures] = [:]
+            for try await (variant, messages, sent, failed, expired, cancelled, received, opened, openRate) in rows.decode(
+                (String, Int64, Int64, Int64, Int64, Int64, Int64, Int64, Double?).self)
+            {
+                figures[variant] = VariantFigures(
+                    variant: variant, share: 0, messages: messages, sent: sent, failed: failed, expired: expired, cancelled: cancelled,
+                    received: received, opened: opened, openRate: openRate)
+            }
+            detail.variants = variants.map { variant in
+                var row =
+                    figures[variant.name]
+                    ?? VariantFigures(
+                        variant: variant.name, share: 0, messages: 0, sent: 0, failed: 0, expired: 0, cancelled: 0, received: 0, opened: 0, openRate: nil)
+                row.share = variant.share
+                return row
+            }
         }
         return detail
     }

@@ -80,6 +80,10 @@ extension DeliveryRequestValidator {
     /// without one).
     static func checkTexts(of request: DeliveryRequest, apps: [PlanningApp]) throws(DeliveryRejection) {
         let content = request.content
+        if let variants = content.variants {
+            try checkVariants(variants, of: request, apps: apps)
+            return
+        }
         for (field, text) in [("title", content.title), ("subtitle", content.subtitle), ("body", content.body)] {
             if let text, text.utf8.count > Limits.textBytes { throw rejection(request, "content.\(field) is longer than 4096 bytes") }
         }
@@ -126,6 +130,50 @@ extension DeliveryRequestValidator {
         }
     }
 
+    /// `content.variants`: 2 to 5 variants in place of the content's own texts, each with a
+    /// well-formed name used once (compared without case), a share from 1 to 99 per cent, the
+    /// shares adding up to 100, and texts that pass the content's own rules (named by the
+    /// variant's path: `content.variants[1].body`).
+    static func checkVariants(_ variants: [DeliveryRequest.Variant], of request: DeliveryRequest, apps: [PlanningApp]) throws(DeliveryRejection) {
+        guard Limits.variants.contains(variants.count) else {
+            throw rejection(
+                request, "content.variants must have \(Limits.variants.lowerBound) to \(Limits.variants.upperBound) variants (has \(variants.count))")
+        }
+        let content = request.content
+        for (field, set) in [
+            ("title", content.title != nil), ("subtitle", content.subtitle != nil), ("body", content.body != nil), ("languages", content.languages != nil),
+        ]
+        where set {
+            throw rejection(request, "content.\(field) must be left out with content.variants: each variant carries its own texts")
+        }
+        var seen: Set<String> = []
+        for (index, variant) in variants.enumerated() {
+            let path = "content.variants[\(index)]"
+            guard ContentVariants.isWellFormedName(variant.name) else {
+                throw rejection(
+                    request, "\(path).name '\(variant.name.prefix(64))' must be 1 to 32 letters, digits, _ or -, starting with a letter or a digit")
+            }
+            guard seen.insert(variant.name.lowercased()).inserted else {
+                throw rejection(request, "\(path).name '\(variant.name)' is used by another variant (names compare without case)")
+            }
+            guard (1...99).contains(variant.share) else { throw rejection(request, "\(path).share must be a whole per cent from 1 to 99") }
+            var alone = request
+            alone.content.variants = nil
+            alone.content.title = variant.title
+            alone.content.subtitle = variant.subtitle
+            alone.content.body = variant.body
+            alone.content.languages = variant.languages
+            do {
+                try checkTexts(of: alone, apps: apps)
+            } catch {
+                throw rejection(
+                    request, error.reason.hasPrefix("content.") ? path + "." + error.reason.dropFirst("content.".count) : "\(path): \(error.reason)")
+            }
+        }
+        let total = variants.reduce(0) { $0 + $1.share }
+        guard total == 100 else { throw rejection(request, "content.variants' shares add up to \(total), not 100") }
+    }
+
     /// The templates: every variable declared by at least one targeted app, and every text
     /// and variable a template that parses (checked here so that a fan-out never meets a bad
     /// one).
@@ -140,10 +188,19 @@ extension DeliveryRequestValidator {
             }
             templates.append(("variables.\(name)", value))
         }
-        for (tag, texts) in (content.languages ?? [:]).sorted(by: { $0.key < $1.key }) {
-            templates += [
-                ("languages.\(tag).title", texts.title ?? ""), ("languages.\(tag).subtitle", texts.subtitle ?? ""), ("languages.\(tag).body", texts.body ?? ""),
-            ]
+        func add(_ prefix: String, _ languages: [String: DeliveryRequest.Texts]?) {
+            for (tag, texts) in (languages ?? [:]).sorted(by: { $0.key < $1.key }) {
+                templates += [
+                    ("\(prefix)languages.\(tag).title", texts.title ?? ""), ("\(prefix)languages.\(tag).subtitle", texts.subtitle ?? ""),
+                    ("\(prefix)languages.\(tag).body", texts.body ?? ""),
+                ]
+            }
+        }
+        add("", content.languages)
+        for (index, variant) in (content.variants ?? []).enumerated() {
+            let prefix = "variants[\(index)]."
+            templates += [("\(prefix)title", variant.title ?? ""), ("\(prefix)subtitle", variant.subtitle ?? ""), ("\(prefix)body", variant.body ?? "")]
+            add(prefix, variant.languages)
         }
         for (field, text) in templates {
             do {

@@ -23,6 +23,8 @@ package enum DeliveryRequestValidator {
         package static let proofRecipients = 1...100
         /// Tags in `content.languages`.
         package static let languages = 1...50
+        /// Variants in `content.variants`.
+        package static let variants = 2...5
     }
 
     static let interruptionLevels: Set<String> = ["passive", "active", "time-sensitive", "critical"]

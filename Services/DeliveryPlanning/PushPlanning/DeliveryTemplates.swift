@@ -6,7 +6,8 @@ import PushEvents
 /// A request naming a template (`"template": {"name", "version"?}`) gets the template's content
 /// with its own `content` laid over it, field by field: `title`, `subtitle`, `body`, `ios`,
 /// `android` when the request sets them, `variables` and `languages` merged name by name and tag
-/// by tag (the request's win).
+/// by tag (the request's win). A request's `variants` replace the template's texts, languages
+/// and variants (each variant carries its own texts).
 /// Resolved once, when the request is checked: the accepted delivery carries the merged content
 /// and the version used, so a template changed afterwards does not change it.
 enum DeliveryTemplates {
@@ -43,6 +44,13 @@ enum DeliveryTemplates {
         if let ios = request.ios { content.ios = ios }
         if let android = request.android { content.android = android }
         if let languages = request.languages { content.languages = (template.languages ?? [:]).merging(languages) { _, mine in mine } }
+        if let variants = request.variants {
+            content.variants = variants
+            content.title = nil
+            content.subtitle = nil
+            content.body = nil
+            content.languages = nil
+        }
         return content
     }
 }

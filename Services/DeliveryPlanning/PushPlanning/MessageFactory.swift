@@ -95,10 +95,31 @@ package struct MessageFactory: Sendable {
         var all: [MessageTemplate] { [title, subtitle, body].compactMap { $0 } }
     }
 
-    /// The default texts, and each language's by its tag as the request wrote it.
-    let texts: Texts
-    let languageTexts: [String: Texts]
-    package let languages: ContentLanguages
+    /// One set of texts: the default ones, and each language's by its tag as the request
+    /// wrote it. A delivery has one, or one per A/B variant.
+    struct TextSet: Sendable {
+        var texts: Texts
+        var languageTexts: [String: Texts]
+        var languages: ContentLanguages
+
+        init(title: String?, subtitle: String?, body: String?, languages: [String: DeliveryRequest.Texts]?) throws {
+            func template(_ text: String?) throws -> MessageTemplate? {
+                guard let text, !text.isEmpty else { return nil }
+                return try MessageTemplate(parsing: text)
+            }
+            texts = Texts(title: try template(title), subtitle: try template(subtitle), body: try template(body))
+            languageTexts = try (languages ?? [:]).mapValues { texts in
+                Texts(title: try template(texts.title), subtitle: try template(texts.subtitle), body: try template(texts.body))
+            }
+            self.languages = ContentLanguages(languages)
+        }
+
+        var all: [MessageTemplate] { texts.all + languageTexts.values.flatMap(\.all) }
+    }
+
+    /// The content's texts, or each variant's in the request's order.
+    let textSets: [TextSet]
+    package let variants: ContentVariants
     /// Variables in name order with their templates.
     let variables: [(name: String, template: MessageTemplate)]
 
@@ -108,27 +129,39 @@ package struct MessageFactory: Sendable {
     package init(delivery: DeliveryAccepted, apps: [PlanningApp]) throws {
         self.delivery = delivery
         self.apps = Dictionary(apps.map { ($0.appId, $0) }, uniquingKeysWith: { first, _ in first })
-        func template(_ text: String?) throws -> MessageTemplate? {
-            guard let text, !text.isEmpty else { return nil }
-            return try MessageTemplate(parsing: text)
-        }
         let content = delivery.content
-        texts = Texts(title: try template(content.title), subtitle: try template(content.subtitle), body: try template(content.body))
-        languageTexts = try (content.languages ?? [:]).mapValues { texts in
-            Texts(title: try template(texts.title), subtitle: try template(texts.subtitle), body: try template(texts.body))
+        if let variants = content.variants, !variants.isEmpty {
+            textSets = try variants.map { try TextSet(title: $0.title, subtitle: $0.subtitle, body: $0.body, languages: $0.languages) }
+        } else {
+            textSets = [try TextSet(title: content.title, subtitle: content.subtitle, body: content.body, languages: content.languages)]
         }
-        languages = ContentLanguages(content.languages)
+        variants = ContentVariants(content.variants)
         variables = try (content.variables ?? [:]).sorted { $0.key < $1.key }.map { ($0.key, try MessageTemplate(parsing: $0.value)) }
-        let templates = texts.all + languageTexts.values.flatMap(\.all) + variables.map(\.template)
+        let templates = textSets.flatMap(\.all) + variables.map(\.template)
         needsParams = templates.contains { !$0.parameterNames.isEmpty }
     }
 
     /// True when the texts depend on the device's `osLanguage`.
-    package var needsLanguage: Bool { !languages.isEmpty }
+    package var needsLanguage: Bool { textSets.contains { !$0.languages.isEmpty } }
 
-    /// The tag of `content.languages` whose texts the device gets; nil for the default texts.
-    package func language(for subscription: TargetedSubscription) -> String? {
-        languages.tag(forDevice: subscription.osLanguage)
+    /// The content's languages (the first variant's with variants: the preview counts
+    /// languages only without variants).
+    package var languages: ContentLanguages { textSets[0].languages }
+
+    /// The index in `content.variants` of the variant a message gets; nil without variants.
+    package func variantIndex(forMessage messageId: UUID) -> Int? {
+        variants.index(forMessage: messageId)
+    }
+
+    /// The name of the variant a message gets; nil without variants.
+    package func variant(forMessage messageId: UUID) -> String? {
+        variantIndex(forMessage: messageId).flatMap { delivery.content.variants?[$0].name }
+    }
+
+    /// The tag of `content.languages` (of the message's variant's `languages`) whose texts the
+    /// device gets; nil for the default texts.
+    package func language(for subscription: TargetedSubscription, messageId: UUID) -> String? {
+        textSets[variantIndex(forMessage: messageId) ?? 0].languages.tag(forDevice: subscription.osLanguage)
     }
 
     /// The device's message id: the same for every planning of this delivery.
@@ -147,8 +180,11 @@ package struct MessageFactory: Sendable {
     /// made the message fail.
     func built(for subscription: TargetedSubscription, messageId: UUID, broadLogId: Int32, plannedAt: Date) -> (message: PlannedMessage, contentBytes: Int)? {
         guard let app = apps[subscription.appId] else { return nil }
-        let language = self.language(for: subscription)
-        let texts = language.flatMap { languageTexts[$0] } ?? self.texts
+        let variantIndex = self.variantIndex(forMessage: messageId)
+        let variant = variantIndex.flatMap { delivery.content.variants?[$0].name }
+        let textSet = textSets[variantIndex ?? 0]
+        let language = textSet.languages.tag(forDevice: subscription.osLanguage)
+        let texts = language.flatMap { textSet.languageTexts[$0] } ?? textSet.texts
         let render = { (template: MessageTemplate?) -> String? in
             template.map { $0.render(userKey: subscription.userKey, params: subscription.params) }
         }
@@ -161,7 +197,7 @@ package struct MessageFactory: Sendable {
                     message: MessageReference(
                         messageId: messageId, broadLogId: broadLogId, deliveryId: delivery.deliveryId, appId: app.appId,
                         tokenDigest: TokenDigest.of(subscription.registrationToken), platform: app.platform, plannedAt: plannedAt,
-                        language: language),
+                        language: language, variant: variant),
                     failureType: "soft", reason: reason, attempts: 0, failedAt: plannedAt
                 ))
         }
@@ -177,7 +213,7 @@ package struct MessageFactory: Sendable {
                     credential: app.credential, topic: app.bundleId ?? "", pushType: built.silent ? "background" : "alert",
                     priority: built.silent ? 5 : 10, collapseId: delivery.content.ios?.collapseId,
                     payload: built.payload, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt,
-                    throttlePerSecond: delivery.throttlePerSecond, language: language
+                    throttlePerSecond: delivery.throttlePerSecond, language: language, variant: variant
                 ))
             return (message, bytes)
         } else {
@@ -195,7 +231,7 @@ package struct MessageFactory: Sendable {
                     messageId: messageId, broadLogId: broadLogId, deliveryId: delivery.deliveryId, appId: app.appId,
                     registrationToken: subscription.registrationToken, projectId: app.fcmProjectId ?? "",
                     credential: app.credential, message: built.message, validUntil: delivery.validUntil, attempt: 1, plannedAt: plannedAt,
-                    throttlePerSecond: delivery.throttlePerSecond, language: language
+                    throttlePerSecond: delivery.throttlePerSecond, language: language, variant: variant
                 ))
             return (message, built.contentBytes)
         }

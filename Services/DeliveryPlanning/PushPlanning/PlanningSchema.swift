@@ -559,6 +559,40 @@ package enum PlanningSchema {
                     'The planner''s own state (not an analyst table): one row per person and bulk delivery of a service with a frequency cap, written with the chunk that planned the person''s first message; the person is its data-key subject (push.subject_keys.subject_id: the user key, or the device without one), so an erasure, which deletes the key, leaves no link to anyone. Rows older than 31 days are deleted'
                 """,
             ]),
+        Migration(
+            version: 38, name: "the A/B variant each broad_log message carried, and the figures per variant",
+            statements: [
+                // Nullable, no default: a catalog change only, as migration 35.
+                "ALTER TABLE push.broad_log ADD COLUMN variant text",
+                """
+                COMMENT ON COLUMN push.broad_log.variant IS
+                    'The name of the delivery''s A/B variant (content.variants) whose texts the message carried; null for a delivery without variants, and for messages planned before migration 38'
+                """,
+                // Per delivery and variant, from the messages' rows: the grouping column lets a
+                // `WHERE delivery_id = ...` reach broad_log's (delivery_id) index.
+                """
+                CREATE VIEW push.delivery_variants AS
+                SELECT b.delivery_id, b.variant,
+                       count(*) AS messages,
+                       count(*) FILTER (WHERE b.status = 'sent') AS sent,
+                       count(*) FILTER (WHERE b.status = 'failed') AS failed,
+                       count(*) FILTER (WHERE b.status = 'expired') AS expired,
+                       count(*) FILTER (WHERE b.status = 'cancelled') AS cancelled,
+                       count(r.message_id) AS received,
+                       count(o.message_id) AS opened,
+                       round(count(r.message_id)::numeric / nullif(count(*) FILTER (WHERE b.status = 'sent'), 0), 4) AS impression_rate,
+                       round(count(o.message_id)::numeric / nullif(count(*) FILTER (WHERE b.status = 'sent'), 0), 4) AS open_rate
+                FROM push.broad_log b
+                LEFT JOIN push.tracking_firsts r ON r.delivery_id = b.delivery_id AND r.message_id = b.broad_log_id::text AND r.kind = 'received'
+                LEFT JOIN push.tracking_firsts o ON o.delivery_id = b.delivery_id AND o.message_id = b.broad_log_id::text AND o.kind = 'opened'
+                WHERE b.variant IS NOT NULL
+                GROUP BY b.delivery_id, b.variant
+                """,
+                """
+                COMMENT ON VIEW push.delivery_variants IS
+                    'An A/B test''s figures: per delivery with content.variants and per variant, its messages with a final status in broad_log, sent, failed, expired, cancelled, received and opened (distinct messages with such a hit, from tracking_firsts) and the rates over sent. Computed from the rows, so an erasure, which deletes a person''s rows, lowers them (delivery_indicators, counters, does not)'
+                """,
+            ]),
     ]
 
     /// Per cent of each page migration 29 filled with new rows: the other half took the final

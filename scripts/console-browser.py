@@ -130,7 +130,7 @@ def run(args, token, problems, result, expect, shot):
         def table(selector):
             return [[cell.text_content().strip() for cell in row.locator("th, td").all()] for row in page.locator(selector + " tbody tr").all()]
 
-        for name in ["sends", "tracking", "failures", "apps"]:
+        for name in ["sends", "tracking", "failures", "apps", "variants"]:
             result[name] = table("#" + name)
         result["charts"] = page.locator("#report svg[role=img]").count()
         for details in page.locator("#report details summary").all():
@@ -205,6 +205,16 @@ def run(args, token, problems, result, expect, shot):
             cell.get_attribute("data-language"): cell.inner_text() for cell in page.locator("#preview-languages td[data-language]").all()}
         shot(page, "08c-compose-languages")
         page.get_by_label("Language 1: tag").fill("")
+        # An A/B test: a second variant; the live preview counts the devices per variant.
+        page.get_by_label("Variant 1: share").fill("50")
+        page.get_by_label("Variant 2: name").fill("B")
+        page.get_by_label("Variant 2: share").fill("50")
+        page.get_by_label("Variant 2: message").fill("Psst {{userKey}}")
+        wait_for_text(page.locator("#preview-variants td[data-variant=B]"), "5")
+        result["variantDevices"] = {
+            cell.get_attribute("data-variant"): cell.inner_text() for cell in page.locator("#preview-variants td[data-variant]").all()}
+        shot(page, "08d-compose-variants")
+        page.get_by_label("Variant 2: name").fill("")
         page.get_by_label("Proof recipients: user keys (one per line, for \"Send a proof\")").fill("user2")
         with page.expect_navigation():
             page.get_by_role("button", name="Send a proof").click()

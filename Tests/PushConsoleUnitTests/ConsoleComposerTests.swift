@@ -28,6 +28,32 @@ struct ConsoleComposerTests {
         #expect((request["proof"] as? [String: Any])?["userKeys"] as? [String] == ["qa1"])
     }
 
+    @Test("a named variant row makes an A/B test: the texts above (and their languages) become the first variant, each named row another")
+    func variants() throws {
+        let form = ConsoleComposer(fields: [
+            "service": "s", "title": "Hi", "body": "Hello", "lang0Tag": "fr", "lang0Body": "Bonjour", "variantAName": "", "variantAShare": "60",
+            "var0Name": " B ", "var0Share": "40", "var0Title": "", "var0Body": "Hey {{userKey}}", "var1Name": "", "var1Body": "ignored",
+        ])
+        let content = try #require(try object(try form.document(requestId: "r", proof: false))["content"] as? [String: Any])
+        #expect(content.keys.sorted() == ["variants"], "the texts move into the variants")
+        let variants = try #require(content["variants"] as? [[String: Any]])
+        #expect(variants.count == 2)
+        #expect(variants[0]["name"] as? String == "A", "the first variant is A unless named")
+        #expect(variants[0]["share"] as? Int == 60)
+        #expect(variants[0]["title"] as? String == "Hi")
+        #expect(variants[0]["body"] as? String == "Hello")
+        #expect(variants[0]["languages"] as? [String: [String: String]] == ["fr": ["body": "Bonjour"]])
+        #expect(variants[1].keys.sorted() == ["body", "name", "share"])
+        #expect(variants[1]["name"] as? String == "B")
+        #expect(variants[1]["share"] as? Int == 40)
+
+        let plain = try object(try ConsoleComposer(fields: ["service": "s", "body": "b", "var1Body": "no name"]).document(requestId: "r", proof: false))
+        #expect((plain["content"] as? [String: Any])?.keys.sorted() == ["body"], "without a named row there is no test")
+        let page = ConsolePages.compose(form, services: ["s"], preview: nil, problem: nil, csrf: "c")
+        #expect(page.contains(#"aria-label="Variant 2: name" value="B""#))
+        #expect(page.contains(#"aria-label="Variant 1: share" value="60""#))
+    }
+
     @Test("a send time typed in the datetime-local input becomes the contract's UTC sendAt; empty sends now")
     func sendAt() throws {
         var form = ConsoleComposer(fields: ["service": "s", "body": "b", "sendAt": "2026-11-27T09:30"])

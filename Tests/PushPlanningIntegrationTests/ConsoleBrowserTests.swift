@@ -86,8 +86,13 @@ struct ConsoleBrowserTests {
                 SELECT service_id, 'silver', 1, '{"param": "tier", "op": "=", "value": "silver"}'::jsonb, now() FROM push.services WHERE name = \(service)
                 """,
                 logger: h.logger)
+            // Two A/B variants: the report's per-variant table is read too.
             let requestId = "console-\(h.suffix)"
-            try await h.publishRequest(requestJSON(requestId: requestId, service: service), key: requestId)
+            let variants = #"""
+                {"variants": [{"name": "A", "share": 50, "title": "Lisbon is waiting", "body": "Hello {{userKey}}"},
+                              {"name": "B", "share": 50, "body": "Lisbon, {{userKey}}?"}]}
+                """#
+            try await h.publishRequest(requestJSON(requestId: requestId, service: service, content: variants), key: requestId)
             let deliveryId = try await h.waitPlanned(requestId)
             try await eventually("to_deliver set") { try await DeliveryIndicatorTests.indicators(h, deliveryId)?.toDeliver == 11 }
             let m = try await h.plannedMessages(deliveryId)
@@ -246,6 +251,18 @@ struct ConsoleBrowserTests {
             #expect(result["proofMessage"] as? String == "Proof sent to its test recipients only. Its report follows it below.")
             #expect(try await h.text("SELECT proof::text FROM push.deliveries WHERE delivery_id = \(proofId)") == "true")
             #expect(try await h.text("SELECT content->>'body' FROM push.deliveries WHERE delivery_id = \(proofId)") == "Hello {{userKey}}")
+
+            #expect(
+                result["variantDevices"] as? [String: String] == ["A": "6", "B": "5"],
+                "a second variant at 50 %: the 11 targeted devices in whole shares; \(result["variantDevices"] ?? "none")")
+
+            // The report's A/B table against docs/analysts.md's A/B query (variant, messages, sent, received, opened).
+            let variantRows = try await Self.rows(
+                h, try Self.documentedQuery(containing: "FROM push.delivery_variants", deliveryId: deliveryId),
+                columns: ["variant", "messages", "sent", "received", "opened"])
+            let pageVariants = try #require(result["variants"] as? [[String]]).map { [$0[0], $0[1], $0[2], $0[4], $0[5]] }
+            #expect(variantRows.count == 2, "both variants have messages with an outcome: \(variantRows)")
+            #expect(Set(pageVariants) == Set(variantRows), "page \(pageVariants), SQL \(variantRows)")
 
             // The later delivery, cancelled from its report page through the admin API.
             #expect(result["cancelRefusedUnconfirmed"] as? Bool == true, "the cancel needs its confirmation box ticked")

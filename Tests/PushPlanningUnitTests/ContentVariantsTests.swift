@@ -51,6 +51,18 @@ struct ContentVariantsTests {
         #expect(variants.index(forMessage: id(point: 19_999)) == 2, "19,999 is 9,999 on the line")
     }
 
+    @Test("the preview's devices per variant: the shares of the targeted devices, in whole devices that add up to them")
+    func previewCounts() {
+        func counts(_ shares: [Int], _ targeted: Int) -> [Int] {
+            DeliveryAdmin.variantCounts(shares.enumerated().map { .init(name: "v\($0.offset)", share: $0.element) }, targeted: targeted).map(\.devices)
+        }
+        #expect(counts([50, 50], 11) == [6, 5], "the remainder goes to the first among equals")
+        #expect(counts([33, 33, 34], 10) == [3, 3, 4])
+        #expect(counts([30, 70], 1_000) == [300, 700])
+        #expect(counts([1, 99], 0) == [0, 0])
+        #expect(counts([20, 20, 20, 20, 20], 3) == [1, 1, 1, 0, 0])
+    }
+
     @Test("names: 1 to 32 letters, digits, _ or -, not starting with _ or -")
     func names() {
         for name in ["A", "b", "control", "v2", "Short_Title-1", String(repeating: "x", count: 32)] {

@@ -49,6 +49,7 @@ package enum ConsoleAssets {
         input[type="file"], input[type="datetime-local"], select, textarea { font: inherit; }
         select:focus, textarea:focus { outline: 3px solid var(--focus); outline-offset: 2px; }
         fieldset { border: 1px solid var(--line); border-radius: 4px; margin: 8px 0; }
+        table.variants input[inputmode="numeric"], table.variants input[name$="Name"] { min-width: 0; width: 6em; }
         #live-preview[aria-busy="true"] { opacity: 0.6; }
         """
 

@@ -21,6 +21,12 @@ package struct ConsoleComposer: Sendable, Equatable {
     package var sendAt = ""
     /// Texts per language: rows with a tag become `content.languages` (docs/delivery-requests.md).
     package var languages: [Language] = Array(repeating: Language(), count: Self.languageRows)
+    /// A/B test: the texts above (with their language rows) are the first variant, named
+    /// `variantAName` ("A" when empty) with `variantAShare` per cent; each variant row with a
+    /// name is another. With no named row there is no test (docs/console.md).
+    package var variantAName = ""
+    package var variantAShare = ""
+    package var variants: [Variant] = Array(repeating: Variant(), count: Self.variantRows)
     /// A stored template of the service by name (its latest version); the texts above override it.
     package var template = ""
     /// `bulk` or `transactional`.
@@ -43,6 +49,23 @@ package struct ConsoleComposer: Sendable, Equatable {
     package static let conditionRows = 4
     /// How many language rows the form offers.
     package static let languageRows = 3
+    /// How many variant rows the form offers besides the first variant (the texts above).
+    package static let variantRows = 2
+
+    /// One more A/B variant: a name, a share in per cent, a title and a message.
+    package struct Variant: Sendable, Equatable {
+        package var name = ""
+        package var share = ""
+        package var title = ""
+        package var body = ""
+
+        package init(name: String = "", share: String = "", title: String = "", body: String = "") {
+            self.name = name
+            self.share = share
+            self.title = title
+            self.body = body
+        }
+    }
 
     /// One language's texts: a BCP 47 tag, a title and a message.
     package struct Language: Sendable, Equatable {
@@ -110,6 +133,13 @@ package struct ConsoleComposer: Sendable, Equatable {
         languages = (0..<Self.languageRows).map { row in
             Language(tag: Self.trimmed(fields["lang\(row)Tag"]), title: fields["lang\(row)Title"] ?? "", body: fields["lang\(row)Body"] ?? "")
         }
+        variantAName = Self.trimmed(fields["variantAName"])
+        variantAShare = Self.trimmed(fields["variantAShare"])
+        variants = (0..<Self.variantRows).map { row in
+            Variant(
+                name: Self.trimmed(fields["var\(row)Name"]), share: Self.trimmed(fields["var\(row)Share"]), title: fields["var\(row)Title"] ?? "",
+                body: fields["var\(row)Body"] ?? "")
+        }
         template = Self.trimmed(fields["template"])
         priority = fields["priority"] == "transactional" ? "transactional" : "bulk"
         throttle = Self.trimmed(fields["throttle"])
@@ -152,7 +182,9 @@ package struct ConsoleComposer: Sendable, Equatable {
     }
 
     /// The request's content: the texts typed (an empty one left to the template, or to the
-    /// planner's refusal), the language rows with a tag, and the platforms' options set.
+    /// planner's refusal), the language rows with a tag, and the platforms' options set. With a
+    /// named variant row the texts become `variants`: the texts above first, then each named
+    /// row (shares sent as typed, for the planner to refuse by the variant's path).
     var contentObject: [String: Any] {
         var content: [String: Any] = [:]
         if !title.isEmpty { content["title"] = title }
@@ -164,6 +196,19 @@ package struct ConsoleComposer: Sendable, Equatable {
             languages[row.tag] = texts
         }
         if !languages.isEmpty { content["languages"] = languages }
+        let named = variants.filter { !$0.name.isEmpty }
+        if !named.isEmpty {
+            var first: [String: Any] = ["name": variantAName.isEmpty ? "A" : variantAName, "share": Self.number(variantAShare)]
+            for key in ["title", "body", "languages"] { first[key] = content.removeValue(forKey: key) }
+            content["variants"] =
+                [first]
+                + named.map { row -> [String: Any] in
+                    var variant: [String: Any] = ["name": row.name, "share": Self.number(row.share)]
+                    if !row.title.isEmpty { variant["title"] = row.title }
+                    if !row.body.isEmpty { variant["body"] = row.body }
+                    return variant
+                }
+        }
         var ios: [String: Any] = [:]
         if !iosBadge.isEmpty { ios["badge"] = Self.number(iosBadge) }
         if !iosSound.isEmpty { ios["sound"] = iosSound }

@@ -275,6 +275,7 @@ package enum ConsolePages {
                 <p><label for="title">Title</label><br><input id="title" name="title" type="text" value="\(H.escape(form.title))" maxlength="1000"></p>
                 <p><label for="body">Message</label><br><textarea id="body" name="body" rows="3" cols="60" maxlength="4000">\(H.escape(form.body))</textarea></p>
                 \(languageRows(form))
+                \(variantRows(form))
                 <fieldset><legend>Audience</legend>
                 <input type="radio" id="audience-all" name="audience" value="all"\(form.audience == "all" ? " checked" : "")> <label for="audience-all">Every subscribed device of the service</label><br>
                 <input type="radio" id="audience-keys" name="audience" value="userKeys"\(form.audience == "userKeys" ? " checked" : "")> <label for="audience-keys">These user keys</label><br>
@@ -295,6 +296,27 @@ package enum ConsolePages {
                 </form>
                 <div id="live-preview" aria-live="polite">\(previewHTML)</div>
                 """)
+    }
+
+    /// The A/B test's rows (docs/console.md): the texts above as the first variant (a name and
+    /// a share), then rows of a name, a share, a title and a message; a row without a name is
+    /// left out, and without any there is no test.
+    static func variantRows(_ form: ConsoleComposer) -> String {
+        let rows = form.variants.enumerated().map { row, variant in
+            """
+            <tr><td><input id="var\(row)Name" name="var\(row)Name" type="text" size="10" maxlength="32" aria-label="Variant \(row + 2): name" value="\(H.escape(variant.name))"></td>\
+            <td><input id="var\(row)Share" name="var\(row)Share" type="text" inputmode="numeric" size="4" maxlength="3" aria-label="Variant \(row + 2): share" value="\(H.escape(variant.share))"></td>\
+            <td><input id="var\(row)Title" name="var\(row)Title" type="text" size="24" maxlength="1000" aria-label="Variant \(row + 2): title" value="\(H.escape(variant.title))"></td>\
+            <td><input id="var\(row)Body" name="var\(row)Body" type="text" size="40" maxlength="4000" aria-label="Variant \(row + 2): message" value="\(H.escape(variant.body))"></td></tr>
+            """
+        }.joined()
+        return """
+            <fieldset><legend>A/B test</legend><p>Name a second variant to split the audience: the title, message and languages above are the first variant; each device gets one variant, the shares (per cent) adding up to 100.</p>\
+            <table class="variants"><thead><tr><th>Variant</th><th>Share (%)</th><th>Title</th><th>Message</th></tr></thead><tbody>\
+            <tr><td><input id="variantAName" name="variantAName" type="text" size="10" maxlength="32" placeholder="A" aria-label="Variant 1: name" value="\(H.escape(form.variantAName))"></td>\
+            <td><input id="variantAShare" name="variantAShare" type="text" inputmode="numeric" size="4" maxlength="3" aria-label="Variant 1: share" value="\(H.escape(form.variantAShare))"></td>\
+            <td colspan="2">the title, message and languages above</td></tr>\(rows)</tbody></table></fieldset>
+            """
     }
 
     /// The language rows (docs/console.md): a tag, a title and a message each; a row without a
@@ -385,7 +407,9 @@ package enum ConsolePages {
             } else {
                 payload = ""
             }
-            let language = (sample["language"] as? String).map { ", language <code>\(H.escape($0))</code>" } ?? ""
+            let language =
+                ((sample["variant"] as? String).map { ", variant <code>\(H.escape($0))</code>" } ?? "")
+                + ((sample["language"] as? String).map { ", language <code>\(H.escape($0))</code>" } ?? "")
             return """
                 <div class="sample" data-platform="\(H.escape(sample["platform"] as? String ?? ""))"><h3>\(H.escape(sample["platform"] as? String ?? "")) payload\(language), <span data-figure="bytes">\(sample["bytes"] as? Int ?? 0)</span> bytes of 4096 (as the provider counts them)\(failure)</h3>
                 <pre>\(H.escape(payload))</pre></div>
@@ -401,6 +425,16 @@ package enum ConsolePages {
                 return
                     "<table id=\"preview-languages\"><caption>Devices per language</caption><thead><tr><th scope=\"col\">Texts</th><th scope=\"col\">Devices</th></tr></thead><tbody>\(rows)</tbody></table>"
             } ?? ""
+        let variantCounts =
+            (preview["variants"] as? [[String: Any]]).map { counts in
+                let rows = counts.map { count in
+                    let name = count["variant"] as? String ?? ""
+                    return
+                        "<tr><td><code>\(H.escape(name))</code></td><td class=\"n\">\(count["share"] as? Int ?? 0) %</td><td class=\"n\" data-variant=\"\(H.escape(name))\">\(count["devices"] as? Int ?? 0)</td></tr>"
+                }.joined()
+                return
+                    "<table id=\"preview-variants\"><caption>Devices per A/B variant (about: each device's variant is drawn from its message id)</caption><thead><tr><th scope=\"col\">Variant</th><th scope=\"col\">Share</th><th scope=\"col\">Devices</th></tr></thead><tbody>\(rows)</tbody></table>"
+            } ?? ""
         return """
             <section id="preview" data-valid="true" aria-labelledby="preview-heading">
             <h2 id="preview-heading">Preview (nothing sent)</h2>
@@ -408,6 +442,7 @@ package enum ConsolePages {
             <table><caption>Audience per app</caption><thead><tr><th scope="col">Platform</th><th scope="col">Integration key</th><th scope="col">Targeted</th><th scope="col">Excluded</th></tr></thead>
             <tbody>\(apps)</tbody></table>
             \(languageCounts)
+            \(variantCounts)
             \(samples)
             </section>
             """

@@ -28,7 +28,8 @@ extension DeliveryAdmin {
         /// the default texts as `language` null; absent otherwise.
         package var languages: [LanguageCount]?
         /// With `content.variants`: each variant, in the request's order, with its share and
-        /// the devices it would get (the targeted devices times the share, rounded: each device's
+        /// the devices it would get (the targeted devices times the share, in whole devices that
+        /// add up to the targeted ones: each device's
         /// variant follows from its message id, which includes the delivery id given at
         /// submission, so the delivery's own split differs from this by chance); absent otherwise.
         package var variants: [VariantCount]?
@@ -127,10 +128,7 @@ extension DeliveryAdmin {
                 unmatchedUserKeys: try await unmatchedUserKeys(delivery, on: connection),
                 samples: samples,
                 languages: factory.needsLanguage && factory.variants.isEmpty ? Self.languageCounts(counts.filter { !$0.disabled }, factory.languages) : nil,
-                variants: delivery.content.variants.map { variants in
-                    let targeted = audiences.reduce(0) { $0 + $1.targeted }
-                    return variants.map { VariantCount(variant: $0.name, share: $0.share, devices: (targeted * $0.share + 50) / 100) }
-                }
+                variants: delivery.content.variants.map { Self.variantCounts($0, targeted: audiences.reduce(0) { $0 + $1.targeted }) }
             )
         }
     }
@@ -156,6 +154,17 @@ extension DeliveryAdmin {
         /// The device's `osLanguage` as `ContentLanguages` compares it ("" when not read).
         var language: String
         var devices: Int
+    }
+
+    /// The devices each variant would get: `targeted` times its share, whole devices adding up to
+    /// `targeted` (each rounded down, the devices left over to the largest remainders, the
+    /// request's order among equals).
+    static func variantCounts(_ variants: [DeliveryRequest.Variant], targeted: Int) -> [VariantCount] {
+        var counts = variants.map { VariantCount(variant: $0.name, share: $0.share, devices: targeted * $0.share / 100) }
+        let left = targeted - counts.reduce(0) { $0 + $1.devices }
+        let byRemainder = variants.indices.sorted { (targeted * variants[$1].share % 100, $0) < (targeted * variants[$0].share % 100, $1) }
+        for index in byRemainder.prefix(max(left, 0)) { counts[index].devices += 1 }
+        return counts
     }
 
     /// Devices per language texts, the most first (then by tag, the default last among equals).

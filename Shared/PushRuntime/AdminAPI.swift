@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import NIOCore
+import PushStore
 
 /// A refusal an admin API answers with its own status: the thrower names the problem in
 /// `reason`, and for a whole document refused (a delivery request) lists every problem found in
@@ -13,6 +14,15 @@ package protocol AdminRefusal: Error {
 
 extension AdminRefusal {
     package var problems: [String] { [] }
+}
+
+extension AdminPrincipal {
+    /// Refuses (403) a service the operator may not act on.
+    package func require(service: String) throws {
+        guard mayActOn(service: service) else {
+            throw AdminError(status: 403, reason: "operator '\(name)' may not act on service '\(service.prefix(64))'")
+        }
+    }
 }
 
 /// A refusal with no domain type of its own (a missing id, a bad query parameter).
@@ -34,28 +44,52 @@ package struct AdminError: AdminRefusal, CustomStringConvertible {
 }
 
 /// What every admin API (`/admin/v1`, served by the registration and the delivery-planning
-/// services; docs/admin-api.md) does the same way: the bearer token, JSON bodies in and out, and
-/// errors as `{"error": "<reason>"}` (plus `"problems": [...]` when a document has several).
+/// services; docs/admin-api.md) does the same way: the bearer token and the permission each
+/// route declares, JSON bodies in and out, and errors as `{"error": "<reason>"}` (plus
+/// `"problems": [...]` when a document has several).
+///
+/// A bearer token is the bootstrap `PUSH_ADMIN_TOKEN` (an `admin` on every service, unless
+/// `PUSH_ADMIN_TOKEN_DISABLED` turns it off) or an operator's personal token (`pat_...`,
+/// `OperatorDirectory`). A route names the permission it needs; a route about one service
+/// also checks, once it knows the service, that the operator may act on it
+/// (`AdminPrincipal.require(service:)`).
 package struct AdminAPI: Sendable {
     /// Largest request body read (a delivery request with 100,000 user keys fits).
     package static let maximumBodyBytes = 8 * 1024 * 1024
 
     let token: AdminToken?
+    let operators: OperatorDirectory?
 
-    package init(token: AdminToken?) {
+    package init(token: AdminToken?, operators: OperatorDirectory?) {
         self.token = token
+        self.operators = operators
     }
 
-    /// Checks the bearer token, runs `body`, and turns refusals into JSON errors.
-    package func guarded(_ request: Request, _ body: () async throws -> Response) async throws -> Response {
-        guard let token else { return Self.error(503, "admin API disabled: set PUSH_ADMIN_TOKEN") }
-        guard token.accepts(authorization: request.headers[.authorization]) else {
-            var response = Self.error(401, "missing or wrong bearer token")
-            response.headers[.wwwAuthenticate] = "Bearer"
-            return response
-        }
+    /// Who the request's bearer token names; nil when it names nobody.
+    func principal(_ request: Request) async throws -> AdminPrincipal? {
+        let authorization = request.headers[.authorization]
+        if let token, token.accepts(authorization: authorization) { return .bootstrap }
+        guard let operators, let authorization, authorization.lowercased().hasPrefix("bearer ") else { return nil }
+        return try await operators.principal(token: authorization.dropFirst(7))
+    }
+
+    /// Checks the bearer token and `permission`, runs `body` with the request's principal, and
+    /// turns refusals into JSON errors: 401 for a missing, unknown, revoked or expired token
+    /// (or an inactive operator's), 403 for a permission or a service the operator does not have.
+    package func guarded(
+        _ request: Request, _ permission: AdminPermission, _ body: (AdminPrincipal) async throws -> Response
+    ) async throws -> Response {
+        guard token != nil else { return Self.error(503, "admin API disabled: set PUSH_ADMIN_TOKEN") }
         do {
-            return try await body()
+            guard let principal = try await principal(request) else {
+                var response = Self.error(401, "missing or wrong bearer token")
+                response.headers[.wwwAuthenticate] = "Bearer"
+                return response
+            }
+            guard principal.has(permission) else {
+                return Self.error(403, "operator '\(principal.name)' (\(principal.role.rawValue)) does not have permission \(permission.rawValue)")
+            }
+            return try await body(principal)
         } catch let refusal as any AdminRefusal {
             return Self.error(refusal.status, refusal.reason, problems: refusal.problems)
         } catch let error as DecodingError {

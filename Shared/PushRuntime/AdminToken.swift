@@ -9,6 +9,9 @@ import PushRuntime
 /// given the same token agree without another secret, and a new token invalidates them.
 package struct AdminToken: Sendable {
     private let digest: [UInt8]
+    /// False when `PUSH_ADMIN_TOKEN_DISABLED` turns the bootstrap token off as a bearer token
+    /// (operators' personal tokens only; the console still derives its keys from it).
+    package var acceptsBearer = true
     /// HMAC-SHA256 of the token under a fixed label: the input of `derivedKey(purpose:)`
     /// (neither the token nor its digest).
     private let derivationKey: SymmetricKey
@@ -30,7 +33,13 @@ package struct AdminToken: Sendable {
 
     /// nil when neither variable is set (the admin API then answers 503).
     package static func fromEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> AdminToken? {
-        try secret(fromEnvironment: environment).map { token throws(ConfigurationError) in try AdminToken(token) }
+        guard var token = try secret(fromEnvironment: environment).map({ token throws(ConfigurationError) in try AdminToken(token) }) else { return nil }
+        switch environment["PUSH_ADMIN_TOKEN_DISABLED"]?.lowercased() {
+        case nil, "", "false", "0", "no": break
+        case "true", "1", "yes": token.acceptsBearer = false
+        case let other?: throw ConfigurationError("PUSH_ADMIN_TOKEN_DISABLED must be true or false, got '\(other.prefix(16))'")
+        }
+        return token
     }
 
     /// The token itself, for a client of the admin APIs (the console): from `PUSH_ADMIN_TOKEN_FILE`
@@ -48,7 +57,7 @@ package struct AdminToken: Sendable {
 
     /// Whether an `Authorization` header value carries this token (`Bearer <token>`).
     package func accepts(authorization: String?) -> Bool {
-        guard let authorization, authorization.lowercased().hasPrefix("bearer ") else { return false }
+        guard acceptsBearer, let authorization, authorization.lowercased().hasPrefix("bearer ") else { return false }
         let presented = Array(SHA256.hash(data: Data(authorization.dropFirst(7).utf8)))
         var difference: UInt8 = 0
         for (left, right) in zip(presented, digest) { difference |= left ^ right }

@@ -67,5 +67,37 @@ package enum StoreSchema {
             version: 18, name: "broad_log, exclusion_log and tracking_log partitioned by month",
             statements: LogPartitionsMigration.functionStatements
         ),
+        Migration(
+            version: 39, name: "named operators of the admin APIs and their personal tokens",
+            statements: [
+                """
+                CREATE TABLE push.operators (
+                    name       text        PRIMARY KEY,
+                    role       text        NOT NULL CHECK (role IN ('admin', 'marketer', 'analyst', 'support', 'privacy')),
+                    services   text[],
+                    active     boolean     NOT NULL,
+                    defined_at timestamptz NOT NULL
+                )
+                """,
+                """
+                COMMENT ON TABLE push.operators IS
+                    'Named operators of the admin APIs (OperatorDefined on push.catalog): a role, the services it may act on (null: every service), and whether it is active. Not an analyst table'
+                """,
+                """
+                CREATE TABLE push.operator_tokens (
+                    token_id      uuid        PRIMARY KEY,
+                    operator_name text        NOT NULL,
+                    digest        text        NOT NULL,
+                    expires_at    timestamptz NOT NULL,
+                    issued_at     timestamptz NOT NULL,
+                    revoked_at    timestamptz
+                )
+                """,
+                "CREATE INDEX operator_tokens_operator ON push.operator_tokens (operator_name)",
+                """
+                COMMENT ON TABLE push.operator_tokens IS
+                    'Personal API tokens of the operators (OperatorTokenIssued, OperatorTokenRevoked): the SHA-256 digest of each token''s secret part, never the token. Not an analyst table'
+                """,
+            ]),
     ]
 }

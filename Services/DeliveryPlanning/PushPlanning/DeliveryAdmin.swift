@@ -146,6 +146,13 @@ package struct DeliveryAdmin: Sendable {
         package var reasons: [String]?
     }
 
+    /// The service of a delivery (`push.deliveries`); nil for an unknown one.
+    package func serviceName(deliveryId: String) async throws -> String? {
+        let rows = try await postgres.query("SELECT service_name FROM push.deliveries WHERE delivery_id = \(deliveryId)", logger: logger)
+        for try await name in rows.decode(String.self) { return name }
+        return nil
+    }
+
     package func requestState(requestId: String) async throws -> RequestState? {
         try await postgres.withConnection { connection in
             if let accepted = try await acceptedDelivery(requestId: requestId, on: connection) {

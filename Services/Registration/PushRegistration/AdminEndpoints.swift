@@ -4,96 +4,106 @@ import Logging
 import NIOCore
 import PushEvents
 import PushRuntime
+import PushStore
 
-/// The admin API under `/admin/v1` (docs/admin-api.md, docs/openapi.yaml). Every route requires
-/// `Authorization: Bearer <PUSH_ADMIN_TOKEN>`; without a configured token the API answers 503.
-/// Errors are JSON `{"error": "<reason>"}`.
+/// The admin API under `/admin/v1` (docs/admin-api.md, docs/openapi.json). Every route requires
+/// a bearer token (`PUSH_ADMIN_TOKEN`, or an operator's personal token) and declares the
+/// permission it needs (`AdminPermission`); without a configured `PUSH_ADMIN_TOKEN` the API
+/// answers 503. Errors are JSON `{"error": "<reason>"}`.
 package struct AdminEndpoints: Sendable {
     let admin: CatalogAdmin
     let devices: DeviceAdmin
     let erasure: PersonErasure
-    let token: AdminToken?
+    let operators: OperatorAdmin
+    let api: AdminAPI
 
-    package init(admin: CatalogAdmin, devices: DeviceAdmin, erasure: PersonErasure, token: AdminToken?) {
+    package init(admin: CatalogAdmin, devices: DeviceAdmin, erasure: PersonErasure, operators: OperatorAdmin, api: AdminAPI) {
         self.admin = admin
         self.devices = devices
         self.erasure = erasure
-        self.token = token
+        self.operators = operators
+        self.api = api
     }
 
     package func addRoutes(to router: Router<RegistrationRequestContext>) {
         let group = router.group("/admin/v1")
         group.get("/services") { request, context in
-            try await guarded(request) { try await Self.json(.ok, admin.services()) }
+            try await guarded(request, context, .catalogRead) { principal in
+                try await Self.json(.ok, admin.services().filter { principal.mayActOn(service: $0.name) })
+            }
         }
         group.post("/services") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .catalogWrite) { principal in
                 let input = try await Self.decode(ServiceInput.self, request, context)
                 return try await Self.json(.created, admin.createService(input))
             }
         }
         group.get("/services/:name") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .catalogRead) { principal in
                 let name = try context.parameters.require("name")
                 guard let service = try await admin.service(named: name) else { throw RegistrationError(status: 404, reason: "no service named \(name)") }
                 return try Self.json(.ok, service)
             }
         }
         group.put("/services/:name") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .catalogWrite) { principal in
                 let input = try await Self.decode(ServiceInput.self, request, context)
                 return try await Self.json(.ok, admin.updateService(named: try context.parameters.require("name"), input))
             }
         }
         group.delete("/services/:name") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .catalogWrite) { principal in
                 try await admin.deleteService(named: try context.parameters.require("name"))
                 return Response(status: .noContent)
             }
         }
         group.get("/services/:name/apps") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .catalogRead) { principal in
                 let name = try context.parameters.require("name")
                 guard try await admin.service(named: name) != nil else { throw RegistrationError(status: 404, reason: "no service named \(name)") }
                 return try await Self.json(.ok, admin.apps(serviceName: name))
             }
         }
         group.post("/services/:name/apps") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .catalogWrite) { principal in
                 let input = try await Self.decode(AppInput.self, request, context)
                 return try await Self.json(.created, admin.createApp(serviceName: try context.parameters.require("name"), input))
             }
         }
         group.get("/apps") { request, context in
-            try await guarded(request) { try await Self.json(.ok, admin.apps()) }
+            try await guarded(request, context, .catalogRead) { principal in
+                try await Self.json(.ok, admin.apps().filter { principal.mayActOn(service: $0.serviceName) })
+            }
         }
         group.get("/apps/:id") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .catalogRead) { principal in
                 let id = try Self.appID(context)
                 guard let app = try await admin.app(id: id) else { throw RegistrationError(status: 404, reason: "no app \(id)") }
                 return try Self.json(.ok, app)
             }
         }
         group.put("/apps/:id") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .catalogWrite) { principal in
                 let input = try await Self.decode(AppInput.self, request, context)
                 return try await Self.json(.ok, admin.updateApp(id: try Self.appID(context), input))
             }
         }
         group.get("/apps/:id/credentials") { request, context in
-            try await guarded(request) { try await Self.json(.ok, admin.credentials(appId: try Self.appID(context))) }
+            try await guarded(request, context, .catalogRead) { principal in try await Self.json(.ok, admin.credentials(appId: try Self.appID(context))) }
         }
         group.put("/apps/:id/credentials") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .credentialsWrite) { principal in
                 let input = try await Self.decode(CredentialInput.self, request, context)
                 return try await Self.json(.ok, admin.setCredentials(appId: try Self.appID(context), input))
             }
         }
         group.get("/services/:name/templates") { request, context in
-            try await guarded(request) { try Self.json(.ok, try await admin.templates(serviceName: try context.parameters.require("name"))) }
+            try await guarded(request, context, .catalogRead) { principal in
+                try Self.json(.ok, try await admin.templates(serviceName: try context.parameters.require("name")))
+            }
         }
         group.get("/services/:name/templates/:template") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .catalogRead) { principal in
                 let name = try context.parameters.require("template")
                 let version = try Self.version(request)
                 guard let template = try await admin.template(serviceName: try context.parameters.require("name"), name: name, version: version) else {
@@ -103,7 +113,7 @@ package struct AdminEndpoints: Sendable {
             }
         }
         group.put("/services/:name/templates/:template") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .contentWrite) { principal in
                 let content = try await Self.decode(DeliveryRequest.Content.self, request, context)
                 return try Self.json(
                     .ok,
@@ -112,25 +122,29 @@ package struct AdminEndpoints: Sendable {
             }
         }
         group.get("/services/:name/frequency-cap") { request, context in
-            try await guarded(request) { try Self.json(.ok, try await admin.frequencyCap(serviceName: try context.parameters.require("name"))) }
+            try await guarded(request, context, .catalogRead) { principal in
+                try Self.json(.ok, try await admin.frequencyCap(serviceName: try context.parameters.require("name")))
+            }
         }
         group.put("/services/:name/frequency-cap") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .contentWrite) { principal in
                 let cap = try await Self.decode(FrequencyCap.self, request, context)
                 return try Self.json(.ok, try await admin.setFrequencyCap(serviceName: try context.parameters.require("name"), cap))
             }
         }
         group.delete("/services/:name/frequency-cap") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .contentWrite) { principal in
                 _ = try await admin.setFrequencyCap(serviceName: try context.parameters.require("name"), nil)
                 return Response(status: .noContent)
             }
         }
         group.get("/services/:name/segments") { request, context in
-            try await guarded(request) { try Self.json(.ok, try await admin.segments(serviceName: try context.parameters.require("name"))) }
+            try await guarded(request, context, .catalogRead) { principal in
+                try Self.json(.ok, try await admin.segments(serviceName: try context.parameters.require("name")))
+            }
         }
         group.get("/services/:name/segments/:segment") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .catalogRead) { principal in
                 let name = try context.parameters.require("segment")
                 let version = try Self.version(request)
                 guard let segment = try await admin.segment(serviceName: try context.parameters.require("name"), name: name, version: version) else {
@@ -140,7 +154,7 @@ package struct AdminEndpoints: Sendable {
             }
         }
         group.put("/services/:name/segments/:segment") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .contentWrite) { principal in
                 let input = try await Self.decode(CatalogAdmin.SegmentInput.self, request, context)
                 return try Self.json(
                     .ok,
@@ -148,7 +162,7 @@ package struct AdminEndpoints: Sendable {
             }
         }
         group.get("/services/:name/devices") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .devicesRead) { principal in
                 let query = request.uri.queryParameters
                 let messages = try query.get("messages").map { text in
                     guard let number = Int(text) else { throw AdminError.badRequest("messages must be an integer") }
@@ -163,7 +177,7 @@ package struct AdminEndpoints: Sendable {
         }
         for (path, subscribe) in [("/services/:name/unsubscribe", false), ("/services/:name/resubscribe", true)] {
             group.post(RouterPath(stringLiteral: path)) { request, context in
-                try await guarded(request) {
+                try await guarded(request, context, .devicesWrite) { principal in
                     struct Body: Decodable {
                         var userKey: String?
                         var registrationToken: String?
@@ -177,7 +191,7 @@ package struct AdminEndpoints: Sendable {
             }
         }
         group.post("/services/:name/erase") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .erasure) { principal in
                 struct Body: Decodable {
                     var userKey: String?
                     var registrationToken: String?
@@ -189,22 +203,62 @@ package struct AdminEndpoints: Sendable {
             }
         }
         group.post("/apps/:id/quarantine/lift") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .devicesWrite) { principal in
                 struct Body: Decodable { var registrationToken: String }
                 let body = try await Self.decode(Body.self, request, context)
                 return try Self.json(.ok, try await devices.liftQuarantine(appId: try Self.appID(context), token: body.registrationToken))
             }
         }
         group.delete("/apps/:id") { request, context in
-            try await guarded(request) {
+            try await guarded(request, context, .catalogWrite) { principal in
                 try await admin.deleteApp(id: try Self.appID(context))
+                return Response(status: .noContent)
+            }
+        }
+        group.get("/operators") { request, context in
+            try await guarded(request, context, .operators) { _ in try await Self.json(.ok, operators.list()) }
+        }
+        group.get("/operators/:operator") { request, context in
+            try await guarded(request, context, .operators) { _ in
+                try await Self.json(.ok, operators.operator(named: try context.parameters.require("operator")))
+            }
+        }
+        group.put("/operators/:operator") { request, context in
+            try await guarded(request, context, .operators) { _ in
+                let input = try await Self.decode(OperatorAdmin.OperatorInput.self, request, context)
+                return try await Self.json(.ok, operators.define(name: try context.parameters.require("operator"), input))
+            }
+        }
+        group.post("/operators/:operator/tokens") { request, context in
+            try await guarded(request, context, .operators) { _ in
+                let input = try await Self.decode(OperatorAdmin.TokenInput.self, request, context)
+                return try await Self.json(.created, operators.issueToken(operatorName: try context.parameters.require("operator"), input))
+            }
+        }
+        group.delete("/operators/:operator/tokens/:token") { request, context in
+            try await guarded(request, context, .operators) { _ in
+                let text = try context.parameters.require("token")
+                guard let tokenId = UUID(uuidString: text) else { throw RegistrationError.badRequest("token id must be a UUID") }
+                try await operators.revokeToken(operatorName: try context.parameters.require("operator"), tokenId: tokenId)
                 return Response(status: .noContent)
             }
         }
     }
 
-    private func guarded(_ request: Request, _ body: () async throws -> Response) async throws -> Response {
-        try await AdminAPI(token: token).guarded(request, body)
+    /// Checks `permission`, then the service a route names: in its path (`:name`), or through
+    /// its app (`:id`) for an operator limited to some services.
+    private func guarded(
+        _ request: Request, _ context: RegistrationRequestContext, _ permission: AdminPermission, _ body: (AdminPrincipal) async throws -> Response
+    ) async throws -> Response {
+        try await api.guarded(request, permission) { principal in
+            if let service = context.parameters.get("name") { try principal.require(service: service) }
+            if principal.services != nil, let text = context.parameters.get("id"), let id = UUID(uuidString: text),
+                let app = try await admin.app(id: id)
+            {
+                try principal.require(service: app.serviceName)
+            }
+            return try await body(principal)
+        }
     }
 
     static func appID(_ context: RegistrationRequestContext) throws -> UUID {

@@ -29,6 +29,9 @@ package struct CatalogProjection: EnvelopeProjection {
         case templateDefined(TemplateDefined, Date)
         case segmentDefined(SegmentDefined, Date)
         case frequencyCapSet(ServiceFrequencyCapSet, Date)
+        case operatorDefined(OperatorDefined, Date)
+        case operatorTokenIssued(OperatorTokenIssued, Date)
+        case operatorTokenRevoked(OperatorTokenRevoked, Date)
     }
 
     package let name: String
@@ -47,6 +50,9 @@ package struct CatalogProjection: EnvelopeProjection {
         decoder.register(TemplateDefined.self) { event, metadata in .templateDefined(event, metadata.occurredAt) }
         decoder.register(SegmentDefined.self) { event, metadata in .segmentDefined(event, metadata.occurredAt) }
         decoder.register(ServiceFrequencyCapSet.self) { event, metadata in .frequencyCapSet(event, metadata.occurredAt) }
+        decoder.register(OperatorDefined.self) { event, metadata in .operatorDefined(event, metadata.occurredAt) }
+        decoder.register(OperatorTokenIssued.self) { event, metadata in .operatorTokenIssued(event, metadata.occurredAt) }
+        decoder.register(OperatorTokenRevoked.self) { event, metadata in .operatorTokenRevoked(event, metadata.occurredAt) }
         self.decoder = decoder
     }
 
@@ -76,6 +82,12 @@ package struct CatalogProjection: EnvelopeProjection {
                     """,
                     logger: logger
                 )
+            case .operatorDefined(let event, let at):
+                try await OperatorDirectory.apply(event, at: at, on: connection, logger: logger)
+            case .operatorTokenIssued(let event, let at):
+                try await OperatorDirectory.apply(event, at: at, on: connection, logger: logger)
+            case .operatorTokenRevoked(let event, let at):
+                try await OperatorDirectory.apply(event, at: at, on: connection, logger: logger)
             case .serviceDeleted(let deleted):
                 try await connection.query("DELETE FROM push.services WHERE service_id = \(deleted.serviceId)", logger: logger)
                 try await connection.query("DELETE FROM push.templates WHERE service_id = \(deleted.serviceId)", logger: logger)

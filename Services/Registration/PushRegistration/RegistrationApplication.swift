@@ -60,7 +60,11 @@ package enum RegistrationApplication {
         // The admin API on a port of its own when one is set, so that the SDKs' public port
         // cannot reach it whatever the proxy in front routes (docs/deploy.md).
         let adminRouter = settings.adminPort == nil ? router : Router(context: RegistrationRequestContext.self)
-        AdminEndpoints(admin: admin, devices: devices, erasure: erasure, token: adminToken).addRoutes(to: adminRouter)
+        let operatorDirectory = OperatorDirectory(postgres: postgres, logger: logger)
+        AdminEndpoints(
+            admin: admin, devices: devices, erasure: erasure, operators: OperatorAdmin(catalog: admin, directory: operatorDirectory),
+            api: AdminAPI(token: adminToken, operators: operatorDirectory)
+        ).addRoutes(to: adminRouter)
         if adminToken == nil {
             logger.warning("PUSH_ADMIN_TOKEN is not set: the admin API answers 503")
         }

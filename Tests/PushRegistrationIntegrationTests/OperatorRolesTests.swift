@@ -179,4 +179,33 @@ struct OperatorRolesTests {
             #expect(badDays.status == 400 && badDays.body.contains("between 1 and 365"), "\(badDays.body)")
         }
     }
+
+    @Test("pushctl operators: set, issue-token, list, revoke-token; the token it printed works with pushctl until revoked")
+    func commandLine() async throws {
+        try await RegistrationHarness.run { h in
+            let service = "cli-\(h.suffix)"
+            #expect(try await h.admin("POST", "/services", json: #"{"name": "\#(service)", "label": "L"}"#).status == 201)
+            let name = "support-\(h.suffix)"
+            let defined = try await PushCtlAdminTests.pushctl(["operators", "set", "--name", name, "--role", "support", "--service", service], harness: h)
+            #expect(defined.status == 0, "\(defined.output)")
+            #expect(defined.output.contains("\"role\" : \"support\""), "\(defined.output)")
+            let issued = try await PushCtlAdminTests.pushctl(["operators", "issue-token", "--name", name, "--expires-in-days", "7"], harness: h)
+            #expect(issued.status == 0, "\(issued.output)")
+            let object = try #require(PushCtlAdminTests.json(issued.output) as? [String: Any], "\(issued.output)")
+            let token = try #require(object["token"] as? String)
+            let tokenId = try #require(object["tokenId"] as? String)
+
+            let listed = try await PushCtlAdminTests.pushctl(["services", "list"], harness: h, token: token)
+            #expect(listed.status == 0 && listed.output.contains(service), "\(listed.output)")
+            let refused = try await PushCtlAdminTests.pushctl(["operators", "list"], harness: h, token: token)
+            #expect(refused.status != 0 && refused.output.contains("403") && refused.output.contains("does not have permission operators"), "\(refused.output)")
+            let all = try await PushCtlAdminTests.pushctl(["operators", "list"], harness: h)
+            #expect(all.output.contains(tokenId) && !all.output.contains(token), "\(all.output)")
+
+            let revoked = try await PushCtlAdminTests.pushctl(["operators", "revoke-token", "--name", name, "--token-id", tokenId], harness: h)
+            #expect(revoked.status == 0, "\(revoked.output)")
+            let after = try await PushCtlAdminTests.pushctl(["services", "list"], harness: h, token: token)
+            #expect(after.status != 0 && after.output.contains("401"), "\(after.output)")
+        }
+    }
 }

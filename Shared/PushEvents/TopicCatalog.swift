@@ -45,6 +45,9 @@ package struct TopicCatalog: Sendable, Hashable {
     package var fcmThrottled: TopicDefinition
     package var messageResults: TopicDefinition
     package var tracking: TopicDefinition
+    /// Who did what through the admin APIs (`AdminActionRecorded`): projected to
+    /// `push.audit_log` (docs/admin-api.md, "Audit trail").
+    package var audit: TopicDefinition
     /// Where any consumer sends a record it cannot read (one dead-letter topic per source topic
     /// is the convention `<topic>.dlq`; `dlq(for:)` names it).
     package var deadLetters: [TopicDefinition]
@@ -131,9 +134,12 @@ package struct TopicCatalog: Sendable, Hashable {
         tracking = topic(
             "TRACKING", "push.tracking", partitions: 12, retention: days(trackingRetentionDays), "impressions and opens from the tracking URL; key = message id"
         )
+        audit = topic(
+            "AUDIT", "push.audit", partitions: 1,
+            "who did what through the admin APIs: operator, role, action, route, outcome (never a secret, a token or a query); kept forever")
         let consumed = [
             subscriptions, catalog, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries, apnsTransactionalMessages, fcmTransactionalMessages,
-            apnsTransactionalRetries, fcmTransactionalRetries, apnsThrottled, fcmThrottled, messageResults, tracking,
+            apnsTransactionalRetries, fcmTransactionalRetries, apnsThrottled, fcmThrottled, messageResults, tracking, audit,
         ]
         deadLetters = consumed.map { source in
             topic(
@@ -147,7 +153,7 @@ package struct TopicCatalog: Sendable, Hashable {
         [
             subscriptions, catalog, deliveryRequests, deliveryRequestsDLQ, deliveryEvents, apnsMessages, fcmMessages, apnsRetries, fcmRetries,
             apnsTransactionalMessages, fcmTransactionalMessages, apnsTransactionalRetries, fcmTransactionalRetries, apnsThrottled, fcmThrottled,
-            messageResults, tracking,
+            messageResults, tracking, audit,
         ] + deadLetters
     }
 

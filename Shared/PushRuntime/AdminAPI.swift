@@ -59,10 +59,12 @@ package struct AdminAPI: Sendable {
 
     let token: AdminToken?
     let operators: OperatorDirectory?
+    let audit: AdminAudit?
 
-    package init(token: AdminToken?, operators: OperatorDirectory?) {
+    package init(token: AdminToken?, operators: OperatorDirectory?, audit: AdminAudit? = nil) {
         self.token = token
         self.operators = operators
+        self.audit = audit
     }
 
     /// Who the request's bearer token names; nil when it names nobody.
@@ -76,25 +78,34 @@ package struct AdminAPI: Sendable {
     /// Checks the bearer token and `permission`, runs `body` with the request's principal, and
     /// turns refusals into JSON errors: 401 for a missing, unknown, revoked or expired token
     /// (or an inactive operator's), 403 for a permission or a service the operator does not have.
+    /// A call by a known principal that changes something, or reads devices, is recorded in the
+    /// audit trail with the status answered, allowed or not.
     package func guarded(
         _ request: Request, _ permission: AdminPermission, _ body: (AdminPrincipal) async throws -> Response
     ) async throws -> Response {
         guard token != nil else { return Self.error(503, "admin API disabled: set PUSH_ADMIN_TOKEN") }
-        do {
-            guard let principal = try await principal(request) else {
-                var response = Self.error(401, "missing or wrong bearer token")
-                response.headers[.wwwAuthenticate] = "Bearer"
-                return response
-            }
-            guard principal.has(permission) else {
-                return Self.error(403, "operator '\(principal.name)' (\(principal.role.rawValue)) does not have permission \(permission.rawValue)")
-            }
-            return try await body(principal)
-        } catch let refusal as any AdminRefusal {
-            return Self.error(refusal.status, refusal.reason, problems: refusal.problems)
-        } catch let error as DecodingError {
-            return Self.error(400, "invalid JSON body: \(Self.describe(error))")
+        guard let principal = try await principal(request) else {
+            var response = Self.error(401, "missing or wrong bearer token")
+            response.headers[.wwwAuthenticate] = "Bearer"
+            return response
         }
+        let response: Response
+        do {
+            if principal.has(permission) {
+                response = try await body(principal)
+            } else {
+                response = Self.error(403, "operator '\(principal.name)' (\(principal.role.rawValue)) does not have permission \(permission.rawValue)")
+            }
+        } catch let refusal as any AdminRefusal {
+            response = Self.error(refusal.status, refusal.reason, problems: refusal.problems)
+        } catch let error as DecodingError {
+            response = Self.error(400, "invalid JSON body: \(Self.describe(error))")
+        } catch {
+            await audit?.record(principal, request, permission, status: 500)
+            throw error
+        }
+        await audit?.record(principal, request, permission, status: Int(response.status.code))
+        return response
     }
 
     /// The request's body, at most `maximumBytes` (413 beyond).

@@ -62,6 +62,7 @@ struct DeliveryOperatorRolesTests {
             }
 
             var checked = 0
+            var audited: [String] = []
             for route in Self.routes {
                 for role in AdminRole.allCases {
                     for (service, isOwn) in [(own, true), (other, false)] {
@@ -72,6 +73,9 @@ struct DeliveryOperatorRolesTests {
                         }
                         let answer = try await DeliveryAdminTests.call(
                             port: port, route.method, filled(route.path), body: route.body.map(filled), token: tokens[role])
+                        if route.method != "GET" {
+                            audited.append("\(role.rawValue)-\(h.suffix) \(route.method) /admin/v1\(filled(route.path)) \(answer.status)")
+                        }
                         let text = String(decoding: answer.body, as: UTF8.self)
                         if role.permissions.contains(route.permission) && isOwn {
                             #expect(![401, 403].contains(answer.status), "\(role) \(route) on own: \(answer.status) \(text)")
@@ -83,6 +87,18 @@ struct DeliveryOperatorRolesTests {
                 }
             }
             #expect(checked == Self.routes.count * AdminRole.allCases.count * 2)
+
+            // The audit trail: one AdminActionRecorded per call that changed something (allowed
+            // or refused), on the run's audit topic; none for the reads.
+            var recorded: [String] = []
+            for record in try await h.records(h.configuration.topics.audit.name, openSealed: false) {
+                let object = try #require(try JSONSerialization.jsonObject(with: Data(record.value)) as? [String: Any])
+                let data = try #require(object["data"] as? [String: Any])
+                let name = try #require(data["operatorName"] as? String)
+                guard name.hasSuffix("-\(h.suffix)") else { continue }
+                recorded.append("\(name) \(data["method"] as? String ?? "") \(data["path"] as? String ?? "") \(data["status"] as? Int ?? 0)")
+            }
+            #expect(recorded.sorted() == audited.sorted())
 
             // The list without a service filter shows only the operator's services' deliveries.
             let listed = try await DeliveryAdminTests.call(port: port, "GET", "/deliveries?limit=500", token: tokens[.analyst])

@@ -34,7 +34,7 @@ struct PlanningHarness: Sendable {
             ("DELIVERY_REQUESTS", "requests", 2), ("DELIVERY_REQUESTS_DLQ", "requests.dlq", 1), ("DELIVERY_EVENTS", "delivery-events", 2),
             ("APNS_MESSAGES", "apns", 4), ("FCM_MESSAGES", "fcm", 4), ("APNS_TRANSACTIONAL_MESSAGES", "apns-tx", 2),
             ("FCM_TRANSACTIONAL_MESSAGES", "fcm-tx", 2), ("MESSAGE_RESULTS", "results", 2),
-            ("TRACKING", "tracking", 2),
+            ("TRACKING", "tracking", 2), ("AUDIT", "audit", 1),
         ] {
             overrides["PUSH_TOPIC_\(id)"] = "test.\(name).\(suffix)"
             overrides["PUSH_TOPIC_\(id)_PARTITIONS"] = String(partitions)
@@ -65,7 +65,7 @@ struct PlanningHarness: Sendable {
         }
         _ = try await admin.createTopics(
             ([
-                catalog.deliveryRequests, catalog.deliveryRequestsDLQ, catalog.deliveryEvents, catalog.messageResults, catalog.tracking,
+                catalog.deliveryRequests, catalog.deliveryRequestsDLQ, catalog.deliveryEvents, catalog.messageResults, catalog.tracking, catalog.audit,
             ] + catalog.messageTopics).map {
                 KafkaTopicSpecification(name: $0.name, partitions: $0.partitions)
             } + dlqs)

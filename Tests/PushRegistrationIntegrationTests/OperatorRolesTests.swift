@@ -94,6 +94,7 @@ struct OperatorRolesTests {
             }
 
             var checked = 0
+            var audited: [String] = []
             for route in Self.routes {
                 for role in AdminRole.allCases {
                     for (service, isOwn) in [(own, true), (other, false)] {
@@ -101,6 +102,9 @@ struct OperatorRolesTests {
                         let scoped = route.path.contains("{own}") || route.path.contains("{app}")
                         if !scoped && !isOwn { continue }
                         let answer = try await h.admin(route.method, path, json: route.body, token: tokens[role])
+                        if route.method != "GET" || route.permission == .devicesRead {
+                            audited.append("\(role.rawValue)-\(h.suffix) \(route.method) /admin/v1\(path.split(separator: "?")[0]) \(answer.status)")
+                        }
                         let allowed = role.permissions.contains(route.permission) && (isOwn || !scoped)
                         if allowed {
                             #expect(![401, 403].contains(answer.status), "\(role) \(route) on \(isOwn ? "own" : "other"): \(answer.status) \(answer.body)")
@@ -112,6 +116,27 @@ struct OperatorRolesTests {
                 }
             }
             #expect(checked > 200)
+
+            // The audit trail: exactly one entry per call that changed something or read devices,
+            // allowed or refused, with the status answered; none for the other reads.
+            let operators = AdminRole.allCases.map { "\($0.rawValue)-\(h.suffix)" }
+            let expected = audited.sorted()
+            try await eventually("the audit log has \(expected.count) entries") {
+                try await h.count("SELECT count(*)::int FROM push.audit_log WHERE operator_name = ANY(\(operators))") >= expected.count
+            }
+            var logged: [String] = []
+            let rows = try await h.postgres.query(
+                "SELECT operator_name, method, path, status FROM push.audit_log WHERE operator_name = ANY(\(operators))", logger: h.logger)
+            for try await (name, method, path, status) in rows.decode((String, String, String, Int).self) {
+                logged.append("\(name) \(method) \(path) \(status)")
+            }
+            #expect(logged.sorted() == expected)
+            #expect(expected.contains { $0.hasSuffix(" 403") } && expected.contains { $0.hasSuffix(" 400") })
+            #expect(
+                try await h.count(
+                    "SELECT count(*)::int FROM push.audit_log WHERE operator_name = \("support-\(h.suffix)") AND service = \(own) AND permission = 'devices:read'"
+                )
+                    == 1)
 
             // Lists show only the services an operator may act on.
             let services = try await h.admin("GET", "/services", token: tokens[.analyst])
@@ -206,6 +231,16 @@ struct OperatorRolesTests {
             #expect(revoked.status == 0, "\(revoked.output)")
             let after = try await PushCtlAdminTests.pushctl(["services", "list"], harness: h, token: token)
             #expect(after.status != 0 && after.output.contains("401"), "\(after.output)")
+
+            // pushctl audit: the revocation, by the bootstrap token, once projected.
+            let path = "/admin/v1/operators/\(name)/tokens/\(tokenId)"
+            try await eventually("the revocation in the audit log") {
+                try await h.count("SELECT count(*)::int FROM push.audit_log WHERE path = \(path)") == 1
+            }
+            let audit = try await PushCtlAdminTests.pushctl(["audit", "--operator", "bootstrap", "--permission", "operators", "--limit", "1000"], harness: h)
+            #expect(audit.status == 0, "\(audit.output)")
+            #expect(audit.output.contains("bootstrap (admin) DELETE \(path) operators 204"), "\(audit.output)")
+            #expect(!audit.output.contains(token))
         }
     }
 }

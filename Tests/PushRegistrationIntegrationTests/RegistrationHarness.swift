@@ -59,6 +59,7 @@ struct RegistrationHarness: Sendable {
         var overrides = environment
         overrides["PUSH_TOPIC_SUBSCRIPTIONS"] = "test.subscriptions.\(suffix)"
         overrides["PUSH_TOPIC_CATALOG"] = "test.catalog.\(suffix)"
+        overrides["PUSH_TOPIC_AUDIT"] = "test.audit.\(suffix)"
         overrides.merge(extra) { _, given in given }
         var configuration = try RuntimeConfiguration(service: "registration-tests", defaultOpsPort: 0, environment: EnvironmentSettings(overrides))
         configuration.kafkaSessionTimeoutMilliseconds = 6_000
@@ -67,7 +68,7 @@ struct RegistrationHarness: Sendable {
 
         let admin = try KafkaAdmin(configuration: configuration.kafka, logger: logger)
         _ = try await admin.createTopics(
-            [configuration.topics.subscriptions, configuration.topics.catalog].flatMap {
+            [configuration.topics.subscriptions, configuration.topics.catalog, configuration.topics.audit].flatMap {
                 [KafkaTopicSpecification(name: $0.name, partitions: $0.partitions), KafkaTopicSpecification(name: "\($0.name).dlq", partitions: 1)]
             })
         await admin.close()
@@ -84,7 +85,9 @@ struct RegistrationHarness: Sendable {
         let parts = try RegistrationApplication.build(
             configuration: configuration, settings: settings, postgres: postgres, deadLetterProducer: producer, adminToken: try AdminToken(adminToken),
             credentialCipher: try CredentialCipher(keyBase64: credentialKey), logger: logger,
-            projections: .init(catalog: "test.catalog-projection.\(suffix)", subscriptions: "test.subscriptions-projection.\(suffix)")
+            projections: .init(
+                catalog: "test.catalog-projection.\(suffix)", subscriptions: "test.subscriptions-projection.\(suffix)",
+                audit: "test.audit-projection.\(suffix)")
         )
         let group = ServiceGroup(
             configuration: .init(

@@ -16,9 +16,10 @@ struct PushCtlCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pushctl",
         abstract:
-            "Operate the push channel: migrations, topics, services and apps, credentials, templates, segments, deliveries, devices, users (erasure), operators, projections, smoke run.",
+            "Operate the push channel: migrations, topics, services and apps, credentials, templates, segments, deliveries, devices, users (erasure), operators and their audit trail, projections, smoke run.",
         subcommands: [
-            Migrate.self, Topics.self, Services.self, Apps.self, Credentials.self, Templates.self, Segments.self, Deliveries.self, Devices.self, Users.self, Operators.self,
+            Migrate.self, Topics.self, Services.self, Apps.self, Credentials.self, Templates.self, Segments.self, Deliveries.self, Devices.self, Users.self,
+            Operators.self, Audit.self,
             Journal.self,
             Projections.self, Logs.self, Smoke.self, Report.self,
         ]

@@ -13,9 +13,9 @@ package struct DeliveryAdminEndpoints: Sendable {
     let admin: DeliveryAdmin
     let api: AdminAPI
 
-    package init(admin: DeliveryAdmin, token: AdminToken?, operators: OperatorDirectory?) {
+    package init(admin: DeliveryAdmin, token: AdminToken?, operators: OperatorDirectory?, audit: AdminAudit?) {
         self.admin = admin
-        self.api = AdminAPI(token: token, operators: operators)
+        self.api = AdminAPI(token: token, operators: operators, audit: audit)
     }
 
     /// The `service` a request document names, when it is a JSON object with one (the

@@ -88,7 +88,8 @@ package enum PlanningApplication {
         DeliveryAdminEndpoints(
             admin: DeliveryAdmin(
                 postgres: postgres, producer: producer, topic: topics.deliveryRequests.name, eventsTopic: topics.deliveryEvents.name, logger: logger),
-            token: adminToken, operators: OperatorDirectory(postgres: postgres, logger: logger)
+            token: adminToken, operators: OperatorDirectory(postgres: postgres, logger: logger),
+            audit: AdminAudit(producer: producer, topic: topics.audit.name, logger: logger)
         ).addRoutes(to: router)
         if adminToken == nil {
             logger.warning("PUSH_ADMIN_TOKEN is not set: the deliveries' admin API answers 503")

@@ -13,18 +13,24 @@ package enum RegistrationApplication {
     package struct ProjectionNames: Sendable {
         package var catalog: String
         package var subscriptions: String
+        package var audit: String
 
-        package init(catalog: String = "push-catalog-projection", subscriptions: String = "push-subscriptions-projection") {
+        package init(
+            catalog: String = "push-catalog-projection", subscriptions: String = "push-subscriptions-projection", audit: String = "push-audit-projection"
+        ) {
             self.catalog = catalog
             self.subscriptions = subscriptions
+            self.audit = audit
         }
 
-        /// `REGISTRATION_CATALOG_GROUP` and `REGISTRATION_SUBSCRIPTIONS_GROUP` override the
-        /// defaults (a new name rebuilds that projection from the beginning of its topic).
+        /// `REGISTRATION_CATALOG_GROUP`, `REGISTRATION_SUBSCRIPTIONS_GROUP` and
+        /// `REGISTRATION_AUDIT_GROUP` override the defaults (a new name rebuilds that projection
+        /// from the beginning of its topic).
         package init(environment: EnvironmentSettings) {
             self.init(
                 catalog: environment.string("REGISTRATION_CATALOG_GROUP", default: "push-catalog-projection"),
-                subscriptions: environment.string("REGISTRATION_SUBSCRIPTIONS_GROUP", default: "push-subscriptions-projection")
+                subscriptions: environment.string("REGISTRATION_SUBSCRIPTIONS_GROUP", default: "push-subscriptions-projection"),
+                audit: environment.string("REGISTRATION_AUDIT_GROUP", default: "push-audit-projection")
             )
         }
     }
@@ -63,7 +69,8 @@ package enum RegistrationApplication {
         let operatorDirectory = OperatorDirectory(postgres: postgres, logger: logger)
         AdminEndpoints(
             admin: admin, devices: devices, erasure: erasure, operators: OperatorAdmin(catalog: admin, directory: operatorDirectory),
-            api: AdminAPI(token: adminToken, operators: operatorDirectory)
+            api: AdminAPI(
+                token: adminToken, operators: operatorDirectory, audit: AdminAudit(producer: producer, topic: configuration.topics.audit.name, logger: logger))
         ).addRoutes(to: adminRouter)
         if adminToken == nil {
             logger.warning("PUSH_ADMIN_TOKEN is not set: the admin API answers 503")
@@ -100,10 +107,16 @@ package enum RegistrationApplication {
             deadLetters: DeadLetterPublisher(producer: deadLetterProducer, catalog: configuration.topics, group: projections.subscriptions),
             logger: logger
         )
+        let audit = ProjectionRunner(
+            projection: AuditLogProjection(name: projections.audit, topic: configuration.topics.audit.name),
+            postgres: postgres, consumer: consumer,
+            deadLetters: DeadLetterPublisher(producer: deadLetterProducer, catalog: configuration.topics, group: projections.audit),
+            logger: logger
+        )
         let purger = SubscriptionPurger(
             postgres: postgres, producer: producer, topic: configuration.topics.subscriptions.name,
             purgeAfter: settings.purgeAfter, interval: settings.purgeInterval, logger: logger
         )
-        return [producer, catalog, subscriptions, purger] + servers
+        return [producer, catalog, subscriptions, audit, purger] + servers
     }
 }

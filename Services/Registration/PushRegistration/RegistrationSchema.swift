@@ -231,5 +231,29 @@ package enum RegistrationSchema {
                     'At most this many bulk deliveries of the service per person (user key, or device without one) in any frequency_cap_period_hours; null: no cap (ServiceFrequencyCapSet)'
                 """,
             ]),
+        Migration(
+            version: 40, name: "the admin APIs' audit trail",
+            statements: [
+                """
+                CREATE TABLE push.audit_log (
+                    audit_id      uuid        PRIMARY KEY,
+                    recorded_at   timestamptz NOT NULL,
+                    operator_name text        NOT NULL,
+                    role          text        NOT NULL,
+                    method        text        NOT NULL,
+                    path          text        NOT NULL,
+                    permission    text        NOT NULL,
+                    status        integer     NOT NULL,
+                    request_id    text        NOT NULL,
+                    service       text
+                )
+                """,
+                "CREATE INDEX audit_log_recorded_at ON push.audit_log (recorded_at)",
+                "CREATE INDEX audit_log_operator ON push.audit_log (operator_name, recorded_at)",
+                """
+                COMMENT ON TABLE push.audit_log IS
+                    'Who did what through the admin APIs (AdminActionRecorded on push.audit): every call by a known operator that changed something or read devices, allowed or refused, with the status answered. Never a body, a query, a secret or a token'
+                """,
+            ]),
     ]
 }

@@ -37,6 +37,7 @@ let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hum
 let hummingbirdCore: Target.Dependency = .product(name: "HummingbirdCore", package: "hummingbird")
 let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
+let mustache: Target.Dependency = .product(name: "Mustache", package: "swift-mustache")
 let metricsTestKit: Target.Dependency = .product(name: "MetricsTestKit", package: "swift-metrics")
 let nioCore: Target.Dependency = .product(name: "NIOCore", package: "swift-nio")
 let nioEmbedded: Target.Dependency = .product(name: "NIOEmbedded", package: "swift-nio")
@@ -85,6 +86,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // The console's pages are Mustache templates (docs/console.md, "Templates").
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
         // Counts the heap allocations of the micro-benchmarks' hot paths (bench/MicroBench).
         // ordo-one's package-benchmark, which wraps it, needs swift-runtime-interposer on Linux
         // with Swift 6.3, which does not resolve here.
@@ -248,7 +251,8 @@ let package = Package(
         .target(
             name: "PushConsole",
             dependencies: [
-                "PushRuntime", "PushWire", asyncHTTPClient, nioHTTP1, hummingbird, hummingbirdCore, postgresNIO, crypto, nioCore, logging, serviceLifecycle,
+                "PushRuntime", "PushWire", asyncHTTPClient, nioHTTP1, hummingbird, hummingbirdCore, mustache, postgresNIO, crypto, nioCore, logging,
+                serviceLifecycle,
             ],
             path: "Services/Console/PushConsole",
             swiftSettings: swiftSettings

@@ -17,6 +17,8 @@ package enum ConsoleApplication {
         -> [any Service]
     {
         let token = try AdminToken(adminToken)
+        // Parses every page template now, once, rather than on the first request.
+        _ = ConsoleTemplates.library
         let router = Router(context: PeerRequestContext.self)
         ConsoleEndpoints(
             token: token,

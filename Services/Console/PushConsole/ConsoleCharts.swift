@@ -3,7 +3,8 @@ import Foundation
 /// Charts drawn on the server as SVG, readable without colour: every bar carries its label and
 /// its figure as text, bars of different series differ in pattern as well as colour, and each
 /// chart has a title and a description for screen readers (the figures are also in a table
-/// next to it).
+/// next to it). This computes each chart's geometry; the `funnel-chart` and `series-chart`
+/// templates draw it.
 package enum ConsoleCharts {
     package struct Bar: Sendable {
         package var label: String
@@ -12,36 +13,30 @@ package enum ConsoleCharts {
     }
 
     /// Horizontal bars, one per stage, scaled to the largest.
-    package static func funnel(id: String, title: String, bars: [Bar]) -> String {
+    static func funnel(id: String, title: String, bars: [Bar]) -> [String: Any] {
         let width = 640
         let labelWidth = 150
         let valueWidth = 70
         let rowHeight = 28
-        let height = bars.count * rowHeight + 16
         let largest = max(bars.map(\.value).max() ?? 0, 1)
         let span = width - labelWidth - valueWidth
-        var out = """
-            <svg xmlns="http://www.w3.org/2000/svg" class="chart" id="\(id)" viewBox="0 0 \(width) \(height)" role="img" aria-labelledby="\(id)-title \(id)-desc">
-            <title id="\(id)-title">\(ConsoleHTML.escape(title))</title>
-            <desc id="\(id)-desc">\(ConsoleHTML.escape(bars.map { "\($0.label) \($0.value)" }.joined(separator: ", ")))</desc>
-
-            """
-        for (index, bar) in bars.enumerated() {
-            let y = 8 + index * rowHeight
-            let length = bar.value == 0 ? 0 : max(2, Int((Double(bar.value) / Double(largest) * Double(span)).rounded()))
-            out += """
-                <text x="\(labelWidth - 8)" y="\(y + 18)" text-anchor="end" class="label">\(ConsoleHTML.escape(bar.label))</text>
-                <rect x="\(labelWidth)" y="\(y + 4)" width="\(length)" height="\(rowHeight - 8)" class="bar \(bar.kind)"/>
-                <text x="\(labelWidth + length + 6)" y="\(y + 18)" class="value">\(bar.value)</text>
-
-                """
-        }
-        return out + "</svg>"
+        return [
+            "id": id, "title": title, "width": width, "height": bars.count * rowHeight + 16,
+            "description": bars.map { "\($0.label) \($0.value)" }.joined(separator: ", "),
+            "bars": bars.enumerated().map { index, bar -> [String: Any] in
+                let y = 8 + index * rowHeight
+                let length = bar.value == 0 ? 0 : max(2, Int((Double(bar.value) / Double(largest) * Double(span)).rounded()))
+                return [
+                    "label": bar.label, "value": bar.value, "kind": bar.kind, "labelX": labelWidth - 8, "textY": y + 18, "barX": labelWidth, "barY": y + 4,
+                    "length": length, "barHeight": rowHeight - 8, "valueX": labelWidth + length + 6,
+                ]
+            },
+        ]
     }
 
     /// Vertical bars over time: one group per bucket, one bar per series (distinguished by
     /// pattern and legend text), the bucket's time under each group.
-    package static func series(id: String, title: String, seriesNames: [String], buckets: [(label: String, counts: [Int])]) -> String {
+    static func series(id: String, title: String, seriesNames: [String], buckets: [(label: String, counts: [Int])]) -> [String: Any] {
         let width = 640
         let height = 220
         let left = 48
@@ -58,40 +53,28 @@ package enum ConsoleCharts {
             : buckets.map { bucket in
                 "\(bucket.label): " + zip(seriesNames, bucket.counts).map { "\($0) \($1)" }.joined(separator: ", ")
             }.joined(separator: "; ")
-        var out = """
-            <svg xmlns="http://www.w3.org/2000/svg" class="chart" id="\(id)" viewBox="0 0 \(width) \(height)" role="img" aria-labelledby="\(id)-title \(id)-desc">
-            <title id="\(id)-title">\(ConsoleHTML.escape(title))</title>
-            <desc id="\(id)-desc">\(ConsoleHTML.escape(description))</desc>
-            <line x1="\(left)" y1="\(top + plotHeight)" x2="\(width - 8)" y2="\(top + plotHeight)" class="axis"/>
-            <text x="\(left - 6)" y="\(top + 4)" text-anchor="end" class="value">\(largest)</text>
-            <text x="\(left - 6)" y="\(top + plotHeight)" text-anchor="end" class="value">0</text>
-
-            """
-        for (index, name) in seriesNames.enumerated() {
-            out += """
-                <rect x="\(left + index * 140)" y="6" width="14" height="14" class="bar s\(index)"/><text x="\(left + index * 140 + 20)" y="18" class="label">\(ConsoleHTML.escape(name))</text>
-
-                """
-        }
-        if buckets.isEmpty {
-            out += "<text x=\"\(width / 2)\" y=\"\(top + plotHeight / 2)\" text-anchor=\"middle\" class=\"label\">No data yet</text>\n"
-        }
         let labelEvery = max(1, buckets.count / 8)
-        for (index, bucket) in buckets.enumerated() {
-            let x0 = Double(left) + Double(index) * groupWidth + 3
-            for (series, count) in bucket.counts.enumerated() {
-                let barHeight = count == 0 ? 0 : max(1, Int((Double(count) / Double(largest) * Double(plotHeight)).rounded()))
-                let x = x0 + Double(series) * barWidth
-                let tip = ConsoleHTML.escape("\(bucket.label) \(seriesNames[series]): \(count)")
-                out +=
-                    "<rect x=\"\(fixed(x))\" y=\"\(top + plotHeight - barHeight)\" width=\"\(fixed(barWidth))\" height=\"\(barHeight)\" class=\"bar s\(series)\"><title>\(tip)</title></rect>\n"
-            }
-            if index % labelEvery == 0 {
-                out +=
-                    "<text x=\"\(fixed(x0 + groupWidth / 2 - 3))\" y=\"\(top + plotHeight + 16)\" text-anchor=\"middle\" class=\"label\">\(ConsoleHTML.escape(bucket.label))</text>\n"
-            }
-        }
-        return out + "</svg>"
+        return [
+            "id": id, "title": title, "width": width, "height": height, "description": description, "left": left, "baseY": top + plotHeight,
+            "axisEnd": width - 8, "scaleX": left - 6, "topY": top + 4, "largest": largest,
+            "legend": seriesNames.enumerated().map { index, name in
+                ["series": index, "name": name, "x": left + index * 140, "textX": left + index * 140 + 20] as [String: Any]
+            },
+            "noData": buckets.isEmpty ? ["x": width / 2, "y": top + plotHeight / 2] as [String: Any] : false,
+            "groups": buckets.enumerated().map { index, bucket -> [String: Any] in
+                let x0 = Double(left) + Double(index) * groupWidth + 3
+                let bars = bucket.counts.enumerated().map { series, count -> [String: Any] in
+                    let barHeight = count == 0 ? 0 : max(1, Int((Double(count) / Double(largest) * Double(plotHeight)).rounded()))
+                    return [
+                        "x": fixed(x0 + Double(series) * barWidth), "y": top + plotHeight - barHeight, "width": fixed(barWidth), "height": barHeight,
+                        "series": series, "tip": "\(bucket.label) \(seriesNames[series]): \(count)",
+                    ]
+                }
+                let label: Any =
+                    index % labelEvery == 0 ? ["x": fixed(x0 + groupWidth / 2 - 3), "y": top + plotHeight + 16, "text": bucket.label] as [String: Any] : false
+                return ["bars": bars, "label": label]
+            },
+        ]
     }
 
     /// One decimal, for SVG coordinates.

@@ -153,10 +153,10 @@ package struct ConsoleEndpoints: Sendable {
         router.get("/deliveries/:id/report") { request, context in
             let id = try context.parameters.require("id")
             guard sessions.session(cookie: Self.cookie(request, ConsoleSessions.cookieName)) != nil else {
-                return ConsoleHTML.html(.unauthorized, "<p>Signed out: reload the page to sign in.</p>")
+                return ConsoleHTML.html(.unauthorized, ConsolePages.signedOutFragment)
             }
             return try await guarded {
-                guard let report = try await report(id) else { return ConsoleHTML.html(.notFound, "<p>No such delivery.</p>") }
+                guard let report = try await report(id) else { return ConsoleHTML.html(.notFound, ConsolePages.noDeliveryFragment) }
                 return ConsoleHTML.html(.ok, ConsolePages.reportSection(report))
             }
         }
@@ -258,8 +258,7 @@ package struct ConsoleEndpoints: Sendable {
             return try await body()
         } catch {
             logger.error("Console page failed", metadata: ["error": "\(String(reflecting: error))"])
-            return ConsoleHTML.html(
-                .internalServerError, "<!doctype html><title>Error</title><h1>The console could not read this page</h1><p>See the console's log.</p>")
+            return ConsoleHTML.html(.internalServerError, ConsolePages.failure)
         }
     }
 

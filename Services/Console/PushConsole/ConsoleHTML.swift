@@ -2,9 +2,9 @@ import Foundation
 import Hummingbird
 import NIOCore
 
-/// HTML written by the server: every value from the database or the request goes through
-/// `escape`, pages share one layout (skip link, navigation, one `main`), and every response
-/// carries the same security headers (no script or style from anywhere but the console itself).
+/// What every console response shares: the security headers (no script or style from anywhere
+/// but the console itself), and the formats of times, rates and query values. The pages' HTML is
+/// in the templates (ConsoleTemplates), which escape every value as `escape` does.
 package enum ConsoleHTML {
     package static func escape(_ text: some StringProtocol) -> String {
         var out = ""
@@ -27,43 +27,6 @@ package enum ConsoleHTML {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
-    }
-
-    /// A whole page. `csrf` is nil on the sign-in page (no navigation, no sign-out form).
-    package static func page(title: String, csrf: String?, current: String = "", body: String) -> String {
-        var navigation = ""
-        if let csrf {
-            func link(_ path: String, _ label: String) -> String {
-                let marker = current == path ? " aria-current=\"page\"" : ""
-                return "<li><a href=\"\(path)\"\(marker)>\(label)</a></li>"
-            }
-            navigation = """
-                <header class="top"><p class="brand">Push console</p>
-                <nav aria-label="Main"><ul>\(link("/deliveries", "Deliveries"))\(link("/catalog", "Catalog"))\(link("/devices", "Devices"))</ul></nav>
-                <form method="post" action="/signout" class="signout"><input type="hidden" name="csrf" value="\(escape(csrf))"><button type="submit">Sign out</button></form>
-                </header>
-                """
-        }
-        return """
-            <!doctype html>
-            <html lang="en">
-            <head>
-            <meta charset="utf-8">
-            <meta name="viewport" content="width=device-width, initial-scale=1">
-            <title>\(escape(title)) · Push console</title>
-            <link rel="stylesheet" href="/assets/console.css">
-            <link rel="icon" href="/assets/icon.svg" type="image/svg+xml">
-            <script src="/assets/console.js" defer></script>
-            </head>
-            <body>
-            <a class="skip" href="#main">Skip to content</a>
-            \(navigation)
-            <main id="main" tabindex="-1">
-            \(body)
-            </main>
-            </body>
-            </html>
-            """
     }
 
     package static let securityHeaders: HTTPFields = [

@@ -1,0 +1,32 @@
+extension ConsoleTemplates {
+    /// The device search: subscriptions by user key or registration token, with their
+    /// quarantine state in words.
+    static let deviceTemplates: [String: String] = [
+        "devices": #"""
+        {{<page}}{{$content}}
+        <h1>Devices</h1>
+        <form method="get" action="/devices" role="search">
+        <p><label for="q">User key or registration token</label>
+        <input id="q" name="q" type="search" value="{{search}}" required maxlength="4096">
+        <button type="submit">Search</button></p>
+        </form>
+        {{#noneFound}}<p role="status">No subscription has the user key or registration token “{{search}}”.</p>{{/noneFound}}
+        {{#found}}<p role="status">{{.}} found.</p>{{/found}}
+        {{#devices}}
+        <section class="device" aria-labelledby="device-{{index}}" data-quarantined="{{quarantined}}">
+        <h2 id="device-{{index}}">{{app}} ({{platform}}, {{environment}}) · service {{service}}</h2>
+        <dl class="pairs">
+        <div><dt>Quarantine</dt><dd data-figure="quarantine">{{#quarantined}}<strong>Quarantined</strong> since {{since}}, reason <span data-figure="reason">{{reason}}</span>{{#invalidSince}}; the provider says invalid since {{.}}{{/invalidSince}}{{/quarantined}}{{^quarantined}}Active (not quarantined){{/quarantined}}</dd></div>
+        <div><dt>User key</dt><dd>{{userKey}}</dd></div>
+        <div><dt>Registration token</dt><dd><code class="token">{{token}}</code></dd></div>
+        <div><dt>Device</dt><dd>{{device}}</dd></div>
+        <div><dt>System</dt><dd>{{system}}</dd></div>
+        <div><dt>Subscription parameters</dt><dd><code>{{params}}</code></dd></div>
+        <div><dt>Registered</dt><dd>{{registered}}</dd></div>
+        </dl>
+        </section>
+        {{/devices}}
+        {{/content}}{{/page}}
+        """#
+    ]
+}

@@ -215,6 +215,22 @@ def run(args, token, problems, result, expect, shot):
             cell.get_attribute("data-variant"): cell.inner_text() for cell in page.locator("#preview-variants td[data-variant]").all()}
         shot(page, "08d-compose-variants")
         page.get_by_label("Variant 2: name").fill("")
+        # The rarer options: an interruption level, and a colour the planner refuses, shown next to
+        # its input after a Preview (and the form kept); then the colour is taken back.
+        page.get_by_label("interruption level").select_option("time-sensitive")
+        page.get_by_label("message", exact=True).select_option("notification")
+        page.get_by_label("colour (#rrggbb)").fill("red")
+        allowed.append(422)  # the refused draft's page
+        with page.expect_navigation():
+            page.get_by_role("button", name="Preview").click()
+        page.wait_for_load_state("load")
+        allowed.remove(422)
+        result["colorProblem"] = page.locator("#androidColor-problem").inner_text() if page.locator("#androidColor-problem").count() else None
+        result["colorDescribedBy"] = page.get_by_label("colour (#rrggbb)").get_attribute("aria-describedby")
+        result["levelKept"] = page.get_by_label("interruption level").input_value()
+        shot(page, "08e-compose-field-problem")
+        page.get_by_label("colour (#rrggbb)").fill("")
+        page.get_by_label("message", exact=True).select_option("data")
         page.get_by_label("Proof recipients: user keys (one per line, for \"Send a proof\")").fill("user2")
         with page.expect_navigation():
             page.get_by_role("button", name="Send a proof").click()

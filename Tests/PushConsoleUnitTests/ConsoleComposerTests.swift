@@ -151,3 +151,54 @@ struct ConsoleSegmentAudienceTests {
         #expect((audience["segment"] as? [String: Any])?["name"] as? String == "premium-fr")
     }
 }
+
+@Suite("The compose form's rarer platform options and refusals at their fields")
+struct ConsoleComposerFieldTests {
+    @Test("the iOS thread and interruption level, the Android colour and click action become content.ios and content.android")
+    func platformOptions() throws {
+        let form = ConsoleComposer(fields: [
+            "service": "s", "body": "b", "iosThreadId": " trip-42 ", "iosInterruptionLevel": "time-sensitive", "androidMode": "notification",
+            "androidColor": "#3b6ea8", "androidClickAction": "OPEN_TRIP",
+        ])
+        let request = try #require(try JSONSerialization.jsonObject(with: try form.document(requestId: "r", proof: false)) as? [String: Any])
+        let content = try #require(request["content"] as? [String: Any])
+        #expect(content["ios"] as? [String: String] == ["threadId": "trip-42", "interruptionLevel": "time-sensitive"])
+        #expect(content["android"] as? [String: String] == ["mode": "notification", "color": "#3b6ea8", "clickAction": "OPEN_TRIP"])
+        #expect(ConsoleComposer(fields: ["iosInterruptionLevel": "loud"]).iosInterruptionLevel == "", "a level the contract does not have is never sent")
+        let page = ConsolePages.compose(form, services: ["s"], preview: nil, problem: nil, csrf: "c")
+        #expect(page.contains(#"<option value="time-sensitive" selected>time-sensitive</option>"#))
+        #expect(page.contains(##"id="androidColor" name="androidColor" type="text" size="8" maxlength="7" value="#3b6ea8""##))
+    }
+
+    @Test("a refusal is mapped to the input of the path it starts with: options, the sent condition rows, the named variant rows")
+    func refusalToInput() {
+        let form = ConsoleComposer(fields: [
+            "cond0Op": "=", "cond1Op": "", "cond2Field": "platform", "cond2Op": "between", "var0Name": "", "var1Name": "B",
+        ])
+        #expect(form.input(forProblem: "content.ios.badge must be 0 or more") == "iosBadge")
+        #expect(form.input(forProblem: "content.android.color must be #rrggbb") == "androidColor")
+        #expect(form.input(forProblem: "content.ios.sound.volume must be between 0 and 1") == "iosSound")
+        #expect(form.input(forProblem: "content.android.sound 'x' is not declared by Android app 'k'") == "androidSound")
+        #expect(form.input(forProblem: "audience.filter.all is empty") == "match")
+        // Row 2 had no operator, so the second condition sent is row 3.
+        #expect(form.input(forProblem: "audience.filter.all[1].op 'between' does not apply to device field platform") == "cond2Op")
+        #expect(form.input(forProblem: "audience.filter.all[0].value must be a number") == "cond0Value")
+        #expect(form.input(forProblem: "audience.filter.all[5].value must be a number") == nil)
+        // The texts above are variant 0; the first named row (the second one here) is variant 1.
+        #expect(form.input(forProblem: "content.variants[1].share must be a whole number") == "var1Share")
+        #expect(form.input(forProblem: "content.variants[0].share must be a whole number") == "variantAShare")
+        #expect(form.input(forProblem: "content.variants shares must add up to 100") == nil)
+        #expect(form.input(forProblem: "the service is unknown") == nil)
+        #expect(
+            form.problemsByInput(["content.ios.badge must be 0 or more", "content.ios.badge is too large", "something else"])
+                == ["iosBadge": "content.ios.badge must be 0 or more; content.ios.badge is too large"])
+
+        let page = ConsolePages.compose(
+            form, services: ["s"], preview: nil, problem: "refused (400)", csrf: "c",
+            problems: ["content.android.color must be #rrggbb", "audience.filter.all[1].op 'between' does not apply"])
+        #expect(page.contains(#"aria-invalid="true" aria-describedby="androidColor-problem">"#))
+        #expect(page.contains(##"<strong class="field-problem" id="androidColor-problem">content.android.color must be #rrggbb</strong>"##))
+        #expect(page.contains(#"<strong class="field-problem" id="cond2Op-problem">audience.filter.all[1].op &#39;between&#39; does not apply</strong>"#))
+        #expect(page.components(separatedBy: "field-problem").count - 1 == 2, "only the inputs refused")
+    }
+}

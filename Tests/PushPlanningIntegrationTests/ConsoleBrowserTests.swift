@@ -245,6 +245,11 @@ struct ConsoleBrowserTests {
             #expect(
                 (result["filterProblem"] as? String)?.contains("audience.filter.all[1].op 'between' does not apply to device field platform") == true,
                 "\(result["filterProblem"] ?? "no problem shown")")
+            #expect(
+                (result["colorProblem"] as? String)?.contains("content.android.color must be #rrggbb") == true,
+                "the refused colour is named next to its input: \(result["colorProblem"] ?? "nothing shown there")")
+            #expect(result["colorDescribedBy"] as? String == "androidColor-problem")
+            #expect(result["levelKept"] as? String == "time-sensitive", "the interruption level chosen is kept")
             let proofURL = try #require(result["proofURL"] as? String)
             let proofId = try #require(proofURL.split(separator: "/").last?.split(separator: "?").first.map(String.init))
             #expect(proofURL.hasSuffix("?submitted=proof"), "\(proofURL)")

@@ -26,6 +26,8 @@ package struct ConsoleAdminClient: Sendable {
     package struct Answer: Sendable {
         package var status: Int
         package var error: String?
+        /// Each problem of a refusal (the admin API's `problems`, or its `error` alone).
+        package var problems: [String] = []
         package var accepted: Bool { (200..<300).contains(status) }
     }
 
@@ -75,7 +77,8 @@ package struct ConsoleAdminClient: Sendable {
             let json = (parsed as? [String: Any]) ?? (parsed as? [Any]).map { ["items": $0] } ?? [:]
             var error = json["error"] as? String
             if let problems = json["problems"] as? [String], problems.count > 1 { error = problems.joined(separator: "; ") }
-            return (Answer(status: Int(response.status.code), error: error), json)
+            let problems = json["problems"] as? [String] ?? (json["error"] as? String).map { [$0] } ?? []
+            return (Answer(status: Int(response.status.code), error: error, problems: problems), json)
         } catch {
             // The URL only: a request body may hold a credential.
             logger.warning("Console: the admin API did not answer", metadata: ["url": "\(url)", "error": "\(error)"])

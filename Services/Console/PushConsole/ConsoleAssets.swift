@@ -51,6 +51,8 @@ package enum ConsoleAssets {
         fieldset { border: 1px solid var(--line); border-radius: 4px; margin: 8px 0; }
         table.variants input[inputmode="numeric"], table.variants input[name$="Name"] { min-width: 0; width: 6em; }
         #live-preview[aria-busy="true"] { opacity: 0.6; }
+        .field-problem { color: #a40e26; font-weight: 600; }
+        [aria-invalid="true"] { border: 2px solid #a40e26; }
         """
 
     /// The browser tab's icon: a bell.

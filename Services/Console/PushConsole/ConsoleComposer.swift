@@ -39,11 +39,20 @@ package struct ConsoleComposer: Sendable, Equatable {
     package var iosBadge = ""
     package var iosSound = ""
     package var iosCategory = ""
+    package var iosThreadId = ""
+    /// Empty (the contract's default), or one of `interruptionLevels`.
+    package var iosInterruptionLevel = ""
     /// `data` or `notification`.
     package var androidMode = "data"
     package var androidChannel = ""
     package var androidImage = ""
     package var androidSound = ""
+    /// `#rrggbb`, as typed (the planner checks it).
+    package var androidColor = ""
+    package var androidClickAction = ""
+
+    /// The contract's `content.ios.interruptionLevel` values.
+    package static let interruptionLevels = ["passive", "active", "time-sensitive", "critical"]
 
     /// How many condition rows the form offers.
     package static let conditionRows = 4
@@ -147,10 +156,14 @@ package struct ConsoleComposer: Sendable, Equatable {
         iosBadge = Self.trimmed(fields["iosBadge"])
         iosSound = Self.trimmed(fields["iosSound"])
         iosCategory = Self.trimmed(fields["iosCategory"])
+        iosThreadId = Self.trimmed(fields["iosThreadId"])
+        iosInterruptionLevel = Self.interruptionLevels.contains(fields["iosInterruptionLevel"] ?? "") ? fields["iosInterruptionLevel"]! : ""
         androidMode = fields["androidMode"] == "notification" ? "notification" : "data"
         androidChannel = Self.trimmed(fields["androidChannel"])
         androidImage = Self.trimmed(fields["androidImage"])
         androidSound = Self.trimmed(fields["androidSound"])
+        androidColor = Self.trimmed(fields["androidColor"])
+        androidClickAction = Self.trimmed(fields["androidClickAction"])
     }
 
     static func trimmed(_ value: String?) -> String { (value ?? "").trimmingCharacters(in: .whitespaces) }
@@ -213,12 +226,16 @@ package struct ConsoleComposer: Sendable, Equatable {
         if !iosBadge.isEmpty { ios["badge"] = Self.number(iosBadge) }
         if !iosSound.isEmpty { ios["sound"] = iosSound }
         if !iosCategory.isEmpty { ios["category"] = iosCategory }
+        if !iosThreadId.isEmpty { ios["threadId"] = iosThreadId }
+        if !iosInterruptionLevel.isEmpty { ios["interruptionLevel"] = iosInterruptionLevel }
         if !ios.isEmpty { content["ios"] = ios }
         var android: [String: Any] = [:]
         if androidMode == "notification" { android["mode"] = "notification" }
         if !androidChannel.isEmpty { android["channelId"] = androidChannel }
         if !androidImage.isEmpty { android["image"] = androidImage }
         if !androidSound.isEmpty { android["sound"] = androidSound }
+        if !androidColor.isEmpty { android["color"] = androidColor }
+        if !androidClickAction.isEmpty { android["clickAction"] = androidClickAction }
         if !android.isEmpty { content["android"] = android }
         return content
     }
@@ -246,6 +263,66 @@ package struct ConsoleComposer: Sendable, Equatable {
             }
         }
         return try JSONSerialization.data(withJSONObject: request, options: [.sortedKeys])
+    }
+
+    /// The form's input ids by the request path they fill (a refusal whose text starts with
+    /// the path, or the path and a `.`, is shown at that input).
+    static let inputsByPath: [String: String] = [
+        "service": "service", "content.title": "title", "content.body": "body", "audience.userKeys": "userKeys", "audience.segment": "segment",
+        "audience.filter": "match", "sendAt": "sendAt", "validUntil": "validHours", "template": "template", "priority": "priority",
+        "throttle": "throttle", "proof": "proofUserKeys", "content.ios.badge": "iosBadge", "content.ios.sound": "iosSound",
+        "content.ios.category": "iosCategory", "content.ios.threadId": "iosThreadId", "content.ios.interruptionLevel": "iosInterruptionLevel",
+        "content.android.mode": "androidMode", "content.android.channelId": "androidChannel", "content.android.image": "androidImage",
+        "content.android.sound": "androidSound", "content.android.color": "androidColor", "content.android.clickAction": "androidClickAction",
+    ]
+
+    /// The input a refusal of the admin API concerns, from the request path its text starts with
+    /// (`content.ios.badge must be 0 or more` is the badge's; `content.variants[1].share …` the
+    /// share of the first named variant row, the texts above being variant 0;
+    /// `audience.filter.all[1]…` the second condition row that was sent); nil when the path is
+    /// not one the form fills.
+    package func input(forProblem text: String) -> String? {
+        let path = String(text.prefix { !$0.isWhitespace && $0 != ":" && $0 != "," && $0 != "'" })
+        func row(_ prefix: String) -> (index: Int, rest: String)? {
+            guard path.hasPrefix(prefix + "["), let close = path.firstIndex(of: "]") else { return nil }
+            guard let index = Int(path[path.index(path.startIndex, offsetBy: prefix.count + 1)..<close]) else { return nil }
+            return (index, String(path[path.index(after: close)...]))
+        }
+        for group in ["all", "any"] {
+            if let (index, rest) = row("audience.filter.\(group)") {
+                // The rows sent: a row without an operator was left out of the request.
+                let sent = conditions.indices.filter { conditions[$0].object != nil }
+                guard index < sent.count else { return nil }
+                let name = rest.hasPrefix(".param") ? "Param" : rest.hasPrefix(".op") ? "Op" : rest.hasPrefix(".device") ? "Field" : "Value"
+                return "cond\(sent[index])\(name)"
+            }
+        }
+        if let (index, rest) = row("content.variants") {
+            let named = variants.indices.filter { !variants[$0].name.isEmpty }
+            if index == 0 {
+                return rest.hasPrefix(".share") ? "variantAShare" : rest.hasPrefix(".title") ? "title" : rest.hasPrefix(".body") ? "body" : "variantAName"
+            }
+            guard index - 1 < named.count else { return nil }
+            let name = rest.hasPrefix(".share") ? "Share" : rest.hasPrefix(".title") ? "Title" : rest.hasPrefix(".body") ? "Body" : "Name"
+            return "var\(named[index - 1])\(name)"
+        }
+        var candidate = path
+        while !candidate.isEmpty {
+            if let input = Self.inputsByPath[candidate] { return input }
+            guard let dot = candidate.lastIndex(of: ".") else { break }
+            candidate = String(candidate[..<dot])
+        }
+        return nil
+    }
+
+    /// The refusals by the input they concern (several for one input joined by "; ").
+    package func problemsByInput(_ problems: [String]) -> [String: String] {
+        var byInput: [String: String] = [:]
+        for problem in problems {
+            guard let input = input(forProblem: problem) else { continue }
+            byInput[input] = byInput[input].map { "\($0); \(problem)" } ?? problem
+        }
+        return byInput
     }
 
     /// A field the console itself cannot turn into the request (shown as the form's problem).

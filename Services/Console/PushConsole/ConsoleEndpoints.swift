@@ -104,7 +104,8 @@ package struct ConsoleEndpoints: Sendable {
                 return ConsoleHTML.html(
                     answer.accepted ? .ok : .unprocessableContent,
                     ConsolePages.compose(
-                        form, services: try await serviceNames(), preview: answer.accepted ? json : nil, problem: problem, csrf: session.csrfToken))
+                        form, services: try await serviceNames(), preview: answer.accepted ? json : nil, problem: problem, csrf: session.csrfToken,
+                        problems: answer.accepted ? [] : answer.problems))
             }
         }
         // The live preview while one types (console.js posts the compose form here, debounced):

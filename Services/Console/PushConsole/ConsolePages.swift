@@ -168,15 +168,23 @@ package enum ConsolePages {
 
     // MARK: compose
 
+    /// `problems`: the admin API's refusals, each also shown at the input it concerns
+    /// (`ConsoleComposer.input(forProblem:)`).
     package static func compose(
-        _ form: ConsoleComposer, services: [String], preview: [String: Any]?, problem: String?, csrf: String
+        _ form: ConsoleComposer, services: [String], preview: [String: Any]?, problem: String?, csrf: String, problems: [String] = []
     ) -> String {
+        let byInput = form.problemsByInput(problems)
+        // A row's inputs read their refusals by suffix (`p.Value`): Mustache names cannot be
+        // built from the row number.
+        func rowProblems(_ prefix: String, _ row: Int, _ suffixes: [String]) -> [String: String] {
+            Dictionary(uniqueKeysWithValues: suffixes.compactMap { suffix in byInput["\(prefix)\(row)\(suffix)"].map { (suffix, $0) } })
+        }
         let fieldLabels = [
             "param": "parameter", "app": "app (integration key)", "platform": "platform", "osName": "OS name", "osVersion": "OS version",
             "osLanguage": "language", "userKey": "user key", "registeredAt": "registered", "updatedAt": "updated",
         ]
         let context: [String: Any] = [
-            "problem": optional(problem), "form": form, "services": options(services, selected: form.service),
+            "problem": optional(problem), "p": byInput, "form": form, "services": options(services, selected: form.service),
             "audience": [
                 "all": form.audience == "all", "userKeys": form.audience == "userKeys", "filter": form.audience == "filter",
                 "segment": form.audience == "segment",
@@ -187,16 +195,20 @@ package enum ConsolePages {
                 ["row": row, "number": row + 1, "tag": language.tag, "title": language.title, "body": language.body] as [String: Any]
             },
             "variants": form.variants.enumerated().map { row, variant in
-                ["row": row, "number": row + 2, "name": variant.name, "share": variant.share, "title": variant.title, "body": variant.body] as [String: Any]
+                [
+                    "row": row, "number": row + 2, "name": variant.name, "share": variant.share, "title": variant.title, "body": variant.body,
+                    "p": rowProblems("var", row, ["Name", "Share", "Title", "Body"]),
+                ] as [String: Any]
             },
             "conditions": form.conditions.enumerated().map { row, condition in
                 [
                     "row": row, "number": row + 1, "fields": options(ConsoleComposer.fields, selected: condition.field, labels: fieldLabels),
                     "param": condition.param, "operators": options([""] + ConsoleComposer.operators, selected: condition.op, labels: ["": "(none)"]),
-                    "value": condition.value,
+                    "value": condition.value, "p": rowProblems("cond", row, ["Field", "Param", "Op", "Value"]),
                 ] as [String: Any]
             },
             "priority": options(["bulk", "transactional"], selected: form.priority),
+            "interruptionLevel": options([""] + ConsoleComposer.interruptionLevels, selected: form.iosInterruptionLevel, labels: ["": "(default)"]),
             "androidMode": options(["data", "notification"], selected: form.androidMode, labels: ["data": "data message", "notification": "notification"]),
             "preview": previewContext(preview, problem: nil) ?? false,
         ]

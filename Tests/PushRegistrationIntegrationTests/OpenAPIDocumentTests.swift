@@ -79,6 +79,9 @@ struct OpenAPIDocumentTests {
             .init(method: "PUT", path: "/admin/v1/services/{name}/segments/{segment}"),
             .init(method: "GET", path: "/admin/v1/services/{name}/frequency-cap"), .init(method: "PUT", path: "/admin/v1/services/{name}/frequency-cap"),
             .init(method: "DELETE", path: "/admin/v1/services/{name}/frequency-cap"),
+            .init(method: "GET", path: "/admin/v1/operators"), .init(method: "GET", path: "/admin/v1/operators/{name}"),
+            .init(method: "PUT", path: "/admin/v1/operators/{name}"), .init(method: "POST", path: "/admin/v1/operators/{name}/tokens"),
+            .init(method: "DELETE", path: "/admin/v1/operators/{name}/tokens/{tokenId}"),
         ]
         #expect(Set(operations.keys) == served, "the document lists exactly the routes the service serves")
 
@@ -87,6 +90,7 @@ struct OpenAPIDocumentTests {
             let name = "doc-\(UUID().uuidString.prefix(8).lowercased())"
             var appId = ""
             var integrationKey = ""
+            var tokenId = ""
             // Creation first, deletion last, so every path parameter names a real resource.
             let order = [
                 "POST /admin/v1/services", "GET /admin/v1/services", "GET /admin/v1/services/{name}", "PUT /admin/v1/services/{name}",
@@ -96,6 +100,8 @@ struct OpenAPIDocumentTests {
                 "GET /admin/v1/services/{name}/segments", "GET /admin/v1/services/{name}/segments/{segment}",
                 "PUT /admin/v1/services/{name}/frequency-cap", "GET /admin/v1/services/{name}/frequency-cap",
                 "DELETE /admin/v1/services/{name}/frequency-cap",
+                "PUT /admin/v1/operators/{name}", "GET /admin/v1/operators", "GET /admin/v1/operators/{name}",
+                "POST /admin/v1/operators/{name}/tokens", "DELETE /admin/v1/operators/{name}/tokens/{tokenId}",
                 "GET /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}/credentials",
                 "GET /admin/v1/apps/{id}/credentials", "POST /nms/mobile/1/registerIOS.jssp",
                 "POST /nms/mobile/1/registerAndroid.jssp", "GET /admin/v1/services/{name}/devices", "POST /admin/v1/apps/{id}/quarantine/lift",
@@ -107,11 +113,14 @@ struct OpenAPIDocumentTests {
                 let parts = entry.split(separator: " ").map(String.init)
                 let operation = try #require(operations[Operation(method: parts[0], path: parts[1])])
                 var path = parts[1].replacingOccurrences(of: "{name}", with: name).replacingOccurrences(of: "{id}", with: appId)
-                    .replacingOccurrences(of: "{template}", with: "welcome").replacingOccurrences(of: "{segment}", with: "premium-fr")
+                    .replacingOccurrences(of: "{template}", with: "welcome").replacingOccurrences(of: "{segment}", with: "premium-fr").replacingOccurrences(
+                        of: "{tokenId}", with: tokenId)
                 // The lookup needs a user key or a token (the registrations above used user key "").
                 if entry == "GET /admin/v1/services/{name}/devices" { path += "?userKey=nobody" }
                 var body = Self.example(operation)
                 if entry == "POST /admin/v1/services" { body = ["name": name, "label": "Documented"] }
+                // An operator named like the service, limited to it (the example names another).
+                if entry == "PUT /admin/v1/operators/{name}" { body = ["role": "marketer", "services": [name]] }
                 if entry == "PUT /admin/v1/apps/{id}/credentials" {
                     // The documented example with a real key in place of the elided one.
                     var example = try #require(body as? [String: String])
@@ -142,6 +151,9 @@ struct OpenAPIDocumentTests {
                 if entry == "POST /admin/v1/services/{name}/apps", let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] {
                     appId = object["appId"] as? String ?? ""
                     integrationKey = object["integrationKey"] as? String ?? ""
+                }
+                if entry == "POST /admin/v1/operators/{name}/tokens", let object = try JSONSerialization.jsonObject(with: data) as? [String: Any] {
+                    tokenId = object["tokenId"] as? String ?? ""
                 }
             }
         }

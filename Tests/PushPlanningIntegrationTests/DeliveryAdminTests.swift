@@ -186,13 +186,17 @@ struct DeliveryAdminTests {
             #expect(pause.status == 202)
             #expect(pause.json["applied"] as? Bool == true)
             #expect(pause.json["state"] as? String == "paused")
-            // The chunks being published when paused finish (up to the planner's parallel shards,
-            // slower on a busy machine): held once two reads half a second apart agree.
+            // The chunks being published when paused finish (one per shard in flight, each paced
+            // by the throttle, slower on a busy machine): held once no shard has a chunk in flight
+            // and two reads a second apart agree.
+            func inFlight() async throws -> Int {
+                try await h.int("SELECT count(*)::int FROM push.delivery_shards WHERE delivery_id = \(deliveryId) AND pending_chunk IS NOT NULL")
+            }
             var held = try await planned()
-            for _ in 0..<40 {
-                try await Task.sleep(for: .milliseconds(500))
+            for _ in 0..<60 {
+                try await Task.sleep(for: .seconds(1))
                 let now = try await planned()
-                if now == held { break }
+                if now == held, try await inFlight() == 0 { break }
                 held = now
             }
             try await Task.sleep(for: .seconds(2))

@@ -81,9 +81,7 @@ package struct AdminPrincipal: Sendable, Equatable {
 package enum OperatorToken {
     package static func make() -> (tokenId: UUID, token: String, digest: String) {
         let tokenId = UUID()
-        var secret = [UInt8](repeating: 0, count: 32)
-        for index in secret.indices { secret[index] = UInt8.random(in: 0...255) }
-        let text = Data(secret).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+        let text = Data(RandomBytes.make(count: 32)).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
         let id = tokenId.uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         return (tokenId, "pat_\(id)_\(text)", TokenDigest.of(text))

@@ -18,8 +18,15 @@ extension SimulatorFixture {
             tokenURLOverride: "\(self.baseURL)/token",
             trustedCAPEM: self.server.caCertificatePEM,
             connections: connections,
-            connectTimeout: .seconds(5),
-            requestTimeout: .seconds(30),
+            // A TLS handshake of the debug build took over 5 s on a loaded machine (six test
+            // processes on two cores); a refused connection still fails at once.
+            connectTimeout: .seconds(20),
+            // Not what these tests measure: a request's deadline counts its wait in the client's
+            // queue, and a 2,000-send burst through a debug-build client and simulator sharing
+            // one process took over 30 s on two cores shared with four other test processes
+            // (CI's shards): batches of 100 streams answered every 3 to 4 s, the earliest sends
+            // expired still queued. Tests of deadlines set their own.
+            requestTimeout: .seconds(180),
             tokenRefreshMargin: tokenRefreshMargin,
             throttle: FCMProjectThrottle.Configuration(recheckInterval: .milliseconds(20))
         )

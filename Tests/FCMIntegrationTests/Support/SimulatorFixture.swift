@@ -94,7 +94,9 @@ struct SimulatorFixture {
     private static func controlConfiguration(caPEM: String) -> HTTPClient.Configuration {
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .certificates(try! NIOSSLCertificate.fromPEMBytes(Array(caPEM.utf8)))
-        return HTTPClient.Configuration(tlsConfiguration: tls)
+        // Above the 10 s default: the control call of a GOAWAY test opens its connection while
+        // 2,000 sends load the machine (timed out with six test processes on two cores).
+        return HTTPClient.Configuration(tlsConfiguration: tls, timeout: .init(connect: .seconds(30), read: .seconds(60)))
     }
 
     /// Calls the simulator's control API and returns its JSON answer.

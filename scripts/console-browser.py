@@ -16,6 +16,7 @@ Fails (exit 1, the reasons on stderr and in the JSON) on a page that does not lo
 error or console error, or any unexpected page.
 """
 import argparse
+import datetime
 import os
 import time
 
@@ -29,7 +30,8 @@ CHROMIUM = os.environ.get("CONSOLE_TEST_CHROMIUM", "/usr/bin/chromium")
 def run(args, token, problems, result, expect, shot):
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        context = browser.new_context(viewport={"width": 1200, "height": 900})
+        # An operator in Tokyo (no summer time): the compose page starts its send time's zone there.
+        context = browser.new_context(viewport={"width": 1200, "height": 900}, timezone_id="Asia/Tokyo")
         page = context.new_page()
         page.on("pageerror", lambda error: problems.append("JavaScript error: %s" % error))
         # Chromium logs an expected refusal (the wrong token's 401, the CSRF check's 403) as a
@@ -155,7 +157,18 @@ def run(args, token, problems, result, expect, shot):
         goto("/deliveries")
         with page.expect_navigation():
             page.get_by_role("link", name="New delivery").click()
+        result["zoneDefault"] = page.get_by_label("in the time zone").input_value()
+
+        # The sound inputs suggest the selected service's sounds, and follow the service chosen.
+        def suggested(input_id):
+            list_id = page.locator("#" + input_id).get_attribute("list")
+            return [o.get_attribute("value") for o in page.locator("datalist#%s option" % list_id).all()]
+
+        page.get_by_label("Service", exact=True).select_option(args.other_service)
+        result["otherIosSounds"] = suggested("iosSound")
         page.get_by_label("Service", exact=True).select_option(args.service)
+        result["iosSounds"] = suggested("iosSound")
+        result["androidSounds"] = suggested("androidSound")
         page.get_by_label("Title", exact=True).fill("Lisbon is waiting")
         page.get_by_label("Message", exact=True).fill("Hello {{userKey}}")
         with page.expect_navigation():
@@ -215,6 +228,17 @@ def run(args, token, problems, result, expect, shot):
             cell.get_attribute("data-variant"): cell.inner_text() for cell in page.locator("#preview-variants td[data-variant]").all()}
         shot(page, "08d-compose-variants")
         page.get_by_label("Variant 2: name").fill("")
+        # A send time typed in the operator's zone: the live preview shows it in UTC beside it.
+        # Two days ahead (the planner takes a send time within the 28 days FCM keeps a message);
+        # Tokyo is UTC+9 all year, so 09:30 there is 00:30 UTC the same day.
+        day = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=2)).strftime("%Y-%m-%d")
+        result["sendAtDay"] = day
+        page.locator("#sendAt").fill(day + "T09:30")
+        wait_for_text(page.locator("#preview-send-at"), day + " 00:30 UTC (09:30 Asia/Tokyo)")
+        result["sendAtPreview"] = page.locator("#preview-send-at").inner_text() if page.locator("#preview-send-at").count() else None
+        result["sendAtProblem"] = page.locator("#preview-problem").inner_text() if page.locator("#preview-problem").count() else None
+        shot(page, "08f-compose-send-time")
+        page.locator("#sendAt").fill("")
         # The rarer options: an interruption level, and a colour the planner refuses, shown next to
         # its input after a Preview (and the form kept); then the colour is taken back.
         page.get_by_label("interruption level").select_option("time-sensitive")
@@ -281,6 +305,7 @@ def main():
     parser.add_argument("--device-search", required=True)
     parser.add_argument("--cancel-delivery", required=True)
     parser.add_argument("--service", required=True)
+    parser.add_argument("--other-service", required=True)
     parser.add_argument("--screenshots", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--final-within", type=float, default=90)

@@ -101,7 +101,7 @@ package struct AppDefined: PushEvent, Hashable {
     package var fcmProjectId: String?
     /// Application variables a delivery may fill.
     package var variables: [String]
-    /// iOS sounds.
+    /// Sounds the app ships (iOS and Android); a delivery's sound must be one of them or `default`.
     package var sounds: [Sound]
     /// Which `additionalParams` are kept, with their types; empty keeps every parameter as text.
     package var subscriptionParameters: [SubscriptionParameter]

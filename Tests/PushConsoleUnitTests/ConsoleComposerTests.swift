@@ -49,7 +49,7 @@ struct ConsoleComposerTests {
 
         let plain = try object(try ConsoleComposer(fields: ["service": "s", "body": "b", "var1Body": "no name"]).document(requestId: "r", proof: false))
         #expect((plain["content"] as? [String: Any])?.keys.sorted() == ["body"], "without a named row there is no test")
-        let page = ConsolePages.compose(form, services: ["s"], preview: nil, problem: nil, csrf: "c")
+        let page = ConsolePages.compose(form, catalog: .init(services: ["s"]), preview: nil, problem: nil, csrf: "c")
         #expect(page.contains(#"aria-label="Variant 2: name" value="B""#))
         #expect(page.contains(#"aria-label="Variant 1: share" value="60""#))
     }
@@ -62,6 +62,93 @@ struct ConsoleComposerTests {
         #expect(try object(try form.document(requestId: "r", proof: false))["sendAt"] as? String == "2026-11-27T09:30:15Z")
         form.sendAt = ""
         #expect(try object(try form.document(requestId: "r", proof: false))["sendAt"] == nil)
+        #expect(form.sendAtSummary == nil)
+    }
+
+    @Test("a send time is read in the operator's time zone and shown beside its UTC time; an unknown zone is refused at its input")
+    func sendAtInZone() throws {
+        // Summer time in Paris: UTC+2.
+        var form = ConsoleComposer(fields: ["service": "s", "body": "b", "sendAt": "2026-07-01T09:30", "timeZone": " Europe/Paris ", "validHours": "2"])
+        var request = try object(try form.document(requestId: "r", proof: false))
+        #expect(request["sendAt"] as? String == "2026-07-01T07:30:00Z")
+        #expect(request["validUntil"] as? String == "2026-07-01T09:30:00Z", "validity counts from the send time in UTC")
+        #expect(form.sendAtSummary == "2026-07-01 07:30 UTC (09:30 Europe/Paris)")
+        // Winter, across midnight: UTC+1, the day shown when it differs.
+        form.sendAt = "2026-12-01T00:30"
+        #expect(try object(try form.document(requestId: "r", proof: false))["sendAt"] as? String == "2026-11-30T23:30:00Z")
+        #expect(form.sendAtSummary == "2026-11-30 23:30 UTC (2026-12-01 00:30 Europe/Paris)")
+        form.timeZone = "America/New_York"
+        form.sendAt = "2026-11-27T09:30:15"
+        #expect(try object(try form.document(requestId: "r", proof: false))["sendAt"] as? String == "2026-11-27T14:30:15Z")
+        // UTC, named or left empty, shows one time.
+        for zone in ["", "UTC"] {
+            form.timeZone = zone
+            #expect(try object(try form.document(requestId: "r", proof: false))["sendAt"] as? String == "2026-11-27T09:30:15Z")
+            #expect(form.sendAtSummary == "2026-11-27 09:30 UTC")
+        }
+        // Not a local time: sent as typed, for the planner to refuse by name; no summary.
+        form.sendAt = "tomorrow"
+        #expect(try object(try form.document(requestId: "r", proof: false))["sendAt"] as? String == "tomorrowZ")
+        #expect(form.sendAtSummary == nil)
+
+        form = ConsoleComposer(fields: ["service": "s", "body": "b", "sendAt": "2026-07-01T09:30", "timeZone": "Mars/Olympus_Mons"])
+        #expect(form.sendAtSummary == nil)
+        do {
+            _ = try form.document(requestId: "r", proof: false)
+            Issue.record("an unknown zone was accepted")
+        } catch let problem as ConsoleComposer.ComposerProblem {
+            #expect(problem.description.hasPrefix("timeZone 'Mars/Olympus_Mons' is not a time zone"), "\(problem)")
+            #expect(form.input(forProblem: problem.description) == "timeZone")
+            let page = ConsolePages.compose(
+                form, catalog: .init(services: ["s"]), preview: nil, problem: problem.description, csrf: "c", problems: [problem.description])
+            #expect(page.contains(#"<strong class="field-problem" id="timeZone-problem">timeZone &#39;Mars/Olympus_Mons&#39; is not a time zone"#))
+        }
+
+        let page = ConsolePages.compose(
+            ConsoleComposer(fields: ["service": "s", "body": "b", "sendAt": "2026-07-01T09:30", "timeZone": "Asia/Tokyo"]), catalog: .init(services: ["s"]),
+            preview: ["targeted": 3, "excluded": 0], problem: nil, csrf: "c")
+        #expect(page.contains(#"<span id="sendAt-utc">= 2026-07-01 00:30 UTC (09:30 Asia/Tokyo)</span>"#))
+        #expect(page.contains(#"<strong id="preview-send-at">2026-07-01 00:30 UTC (09:30 Asia/Tokyo)</strong>"#))
+        #expect(page.contains(#"<option value="Europe/Paris"></option>"#), "the zone input suggests the IANA names")
+    }
+
+    @Test("the sound inputs suggest the sounds the selected service's apps declare, per platform, default first, each name once")
+    func declaredSounds() throws {
+        func app(_ service: String, _ platform: String, _ sounds: String) -> ConsoleReports.CatalogApp {
+            ConsoleReports.CatalogApp(
+                service: service, serviceLabel: service,
+                app: .init(
+                    appId: UUID().uuidString, label: "\(service) \(platform)", platform: platform, environment: "production", integrationKey: "k",
+                    bundleId: nil, fcmProjectId: nil, variables: "[]", sounds: sounds, subscriptionParameters: "[]", credentialKind: nil,
+                    credentialFingerprint: nil, credentialUpdatedAt: nil, credentialExpiresAt: nil))
+        }
+        let catalog = ConsolePages.ComposeCatalog([
+            app("news", "ios", #"[{"name":"ping.caf","label":"Ping"}]"#),
+            app("trips", "ios", #"[{"name":"chime.caf","label":"Chime"},{"name":"bell.caf","label":"Bell"}]"#),
+            app("trips", "ios", #"[{"name":"chime.caf","label":"Chime again"}]"#),
+            app("trips", "android", #"[{"name":"horn","label":"Horn <loud>"}]"#),
+            ConsoleReports.CatalogApp(service: "empty", serviceLabel: "Empty", app: nil),
+        ])
+        #expect(catalog.services == ["empty", "news", "trips"])
+        #expect(catalog.sounds["trips"]?["ios"]?.map(\.name) == ["bell.caf", "chime.caf"])
+        #expect(catalog.sounds["trips"]?["ios"]?.last?.label == "Chime")
+
+        let page = ConsolePages.compose(ConsoleComposer(fields: ["service": "trips"]), catalog: catalog, preview: nil, problem: nil, csrf: "c")
+        #expect(page.contains(#"id="iosSound" name="iosSound" type="text" size="12" list="sounds-ios-2" data-sounds="ios""#), "the selected service's list")
+        #expect(page.contains(#"id="androidSound" name="androidSound" type="text" size="12" list="sounds-android-2" data-sounds="android""#))
+        #expect(
+            page.contains(
+                #"<datalist id="sounds-ios-2" data-service="trips" data-platform="ios"><option value="default">the system&#39;s sound</option><option value="bell.caf">Bell</option><option value="chime.caf">Chime</option></datalist>"#
+            ))
+        #expect(page.contains(#"<option value="horn">Horn &lt;loud&gt;</option>"#), "labels are escaped")
+        #expect(
+            page.contains(
+                #"<datalist id="sounds-ios-1" data-service="news" data-platform="ios"><option value="default">the system&#39;s sound</option><option value="ping.caf">Ping</option></datalist>"#
+            ))
+        #expect(
+            page.contains(
+                #"<datalist id="sounds-android-0" data-service="empty" data-platform="android"><option value="default">the system&#39;s sound</option></datalist>"#
+            ))
     }
 
     @Test("languages, template, lane, rate, validity and the platforms' options become the request's fields; empty ones are left out")
@@ -165,7 +252,7 @@ struct ConsoleComposerFieldTests {
         #expect(content["ios"] as? [String: String] == ["threadId": "trip-42", "interruptionLevel": "time-sensitive"])
         #expect(content["android"] as? [String: String] == ["mode": "notification", "color": "#3b6ea8", "clickAction": "OPEN_TRIP"])
         #expect(ConsoleComposer(fields: ["iosInterruptionLevel": "loud"]).iosInterruptionLevel == "", "a level the contract does not have is never sent")
-        let page = ConsolePages.compose(form, services: ["s"], preview: nil, problem: nil, csrf: "c")
+        let page = ConsolePages.compose(form, catalog: .init(services: ["s"]), preview: nil, problem: nil, csrf: "c")
         #expect(page.contains(#"<option value="time-sensitive" selected>time-sensitive</option>"#))
         #expect(page.contains(##"id="androidColor" name="androidColor" type="text" size="8" maxlength="7" value="#3b6ea8""##))
     }
@@ -194,7 +281,7 @@ struct ConsoleComposerFieldTests {
                 == ["iosBadge": "content.ios.badge must be 0 or more; content.ios.badge is too large"])
 
         let page = ConsolePages.compose(
-            form, services: ["s"], preview: nil, problem: "refused (400)", csrf: "c",
+            form, catalog: .init(services: ["s"]), preview: nil, problem: "refused (400)", csrf: "c",
             problems: ["content.android.color must be #rrggbb", "audience.filter.all[1].op 'between' does not apply"])
         #expect(page.contains(#"aria-invalid="true" aria-describedby="androidColor-problem">"#))
         #expect(page.contains(##"<strong class="field-problem" id="androidColor-problem">content.android.color must be #rrggbb</strong>"##))

@@ -67,8 +67,10 @@ struct ConsoleBrowserTests {
         settings.adminPort = adminPort
         try await DeliveryIndicatorTests.run(settings: settings) { h in
             // A delivery to 6 iOS and 6 Android devices, one iOS device quarantined.
-            let (service, apps) = try await h.defineService()
+            let (service, apps) = try await h.defineService(sounds: ["chime.caf"])
             let (ios, android) = (apps[0], apps[1])
+            // Another service, whose sounds the compose page offers once it is chosen.
+            let (otherService, _) = try await h.defineService(platforms: ["ios"], sounds: ["bell.caf"])
             try await h.addSubscriptions(ios, count: 6)
             try await h.addSubscriptions(android, count: 6)
             let quarantinedToken = try await h.token(ios, 1)
@@ -153,6 +155,7 @@ struct ConsoleBrowserTests {
             browser.arguments = [
                 Self.root.appendingPathComponent("scripts/console-browser.py").path, "--url", "http://127.0.0.1:\(port)", "--token-file", tokenFile.path,
                 "--delivery", deliveryId, "--device-search", quarantinedToken.uppercased(), "--cancel-delivery", laterId, "--service", service,
+                "--other-service", otherService,
                 "--screenshots", Self.root.appendingPathComponent(".local/console-screenshots").path, "--out", output.path,
             ]
             browser.standardOutput = handle
@@ -231,6 +234,14 @@ struct ConsoleBrowserTests {
             #expect(result["copyButtons"] as? Int == 2)
 
             // Compose: the preview's audience and payloads, then a proof through the admin API.
+            #expect(result["zoneDefault"] as? String == "Asia/Tokyo", "the send time's zone starts as the browser's")
+            #expect(result["iosSounds"] as? [String] == ["default", "chime.caf"], "\(result["iosSounds"] ?? "none")")
+            #expect(result["androidSounds"] as? [String] == ["default", "chime.caf"])
+            #expect(result["otherIosSounds"] as? [String] == ["default", "bell.caf"], "the suggestions follow the service chosen")
+            let day = try #require(result["sendAtDay"] as? String)
+            #expect(
+                result["sendAtPreview"] as? String == "\(day) 00:30 UTC (09:30 Asia/Tokyo)",
+                "09:30 in Tokyo, shown in UTC live: \(result["sendAtPreview"] ?? result["sendAtProblem"] ?? "nothing shown")")
             #expect(result["previewTargeted"] as? String == "11")
             #expect(result["previewExcluded"] as? String == "1")
             let samples = try #require(result["previewSamples"] as? [[Any]])

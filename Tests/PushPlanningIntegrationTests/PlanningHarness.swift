@@ -154,7 +154,7 @@ struct PlanningHarness: Sendable {
                                        created_at, updated_at)
                 VALUES (\(appId), \(serviceId), \(key), \(platform), 'production', 'Test app',
                         \(platform == "ios" ? "com.example.trips" : nil), \(platform == "android" ? "example-project" : nil), \(declared)::jsonb,
-                        \(platform == "ios" ? declaredSounds : "[]")::jsonb, now(), now())
+                        \(declaredSounds)::jsonb, now(), now())
                 """,
                 logger: logger
             )

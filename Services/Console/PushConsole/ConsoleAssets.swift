@@ -63,7 +63,8 @@ package enum ConsoleAssets {
     /// The report refreshes its own section while the delivery runs, then (receptions and opens
     /// keep coming) every sixth as often, at least a minute apart (a signed-out session
     /// reloads the page, which then shows the sign-in form); the compose form previews the draft
-    /// while one types; buttons with `data-copy` copy a value to the clipboard.
+    /// while one types, starts its time zone as the browser's and suggests the selected
+    /// service's sounds; buttons with `data-copy` copy a value to the clipboard.
     package static let javascript = """
         (function () {
           'use strict';
@@ -121,6 +122,24 @@ package enum ConsoleAssets {
             };
             compose.addEventListener('input', later);
             compose.addEventListener('change', later);
+          }
+          // The compose form: the send time's zone starts as the browser's own; the sound
+          // inputs suggest the sounds the selected service's apps declare.
+          var zone = document.querySelector('input[data-default-zone]');
+          if (zone && zone.value === '' && window.Intl && Intl.DateTimeFormat) {
+            zone.value = Intl.DateTimeFormat().resolvedOptions().timeZone || '';
+          }
+          var service = document.getElementById('service');
+          if (service) {
+            service.addEventListener('change', function () {
+              Array.prototype.forEach.call(document.querySelectorAll('input[data-sounds]'), function (input) {
+                Array.prototype.forEach.call(document.querySelectorAll('datalist[data-service]'), function (list) {
+                  if (list.getAttribute('data-service') === service.value && list.getAttribute('data-platform') === input.getAttribute('data-sounds')) {
+                    input.setAttribute('list', list.id);
+                  }
+                });
+              });
+            });
           }
           Array.prototype.forEach.call(document.querySelectorAll('button[data-copy]'), function (button) {
             button.addEventListener('click', function () {

@@ -17,8 +17,12 @@ package struct ConsoleComposer: Sendable, Equatable {
     /// With `filter`: the condition rows; a row without an operator is left out.
     package var conditions: [Condition] = Array(repeating: Condition(), count: Self.conditionRows)
     package var proofUserKeys = ""
-    /// When to send, UTC, as a `datetime-local` input gives it (`2026-11-27T09:30`); empty sends now.
+    /// When to send, in `timeZone`, as a `datetime-local` input gives it (`2026-11-27T09:30`);
+    /// empty sends now.
     package var sendAt = ""
+    /// The time zone `sendAt` is in: an IANA name (`Europe/Paris`); empty is UTC. The page
+    /// fills in the browser's own zone when it opens.
+    package var timeZone = ""
     /// Texts per language: rows with a tag become `content.languages` (docs/delivery-requests.md).
     package var languages: [Language] = Array(repeating: Language(), count: Self.languageRows)
     /// A/B test: the texts above (with their language rows) are the first variant, named
@@ -139,6 +143,7 @@ package struct ConsoleComposer: Sendable, Equatable {
         }
         proofUserKeys = fields["proofUserKeys"] ?? ""
         sendAt = (fields["sendAt"] ?? "").trimmingCharacters(in: .whitespaces)
+        timeZone = Self.trimmed(fields["timeZone"])
         languages = (0..<Self.languageRows).map { row in
             Language(tag: Self.trimmed(fields["lang\(row)Tag"]), title: fields["lang\(row)Title"] ?? "", body: fields["lang\(row)Body"] ?? "")
         }
@@ -171,12 +176,65 @@ package struct ConsoleComposer: Sendable, Equatable {
     /// A whole number as a number, anything else as typed (for the planner to refuse by name).
     static func number(_ text: String) -> Any { Int(text).map { $0 as Any } ?? text }
 
-    /// `sendAt` as the contract's ISO 8601 UTC time (`2026-11-27T09:30:00Z`); the planner's
-    /// intake checks it (a past time sends now). Seconds are added when the input has none.
+    /// `sendAt` as the contract's ISO 8601 UTC time (`2026-11-27T08:30:00Z` for 09:30 in
+    /// `Europe/Paris`); the planner's intake checks it (a past time sends now). Input that is
+    /// not a local date and time goes as typed, for the planner to refuse by name.
     var sendAtISO: String? {
-        guard !sendAt.isEmpty else { return nil }
-        let trimmed = sendAt.hasSuffix("Z") ? String(sendAt.dropLast()) : sendAt
-        return trimmed.count == 16 ? "\(trimmed):00Z" : "\(trimmed)Z"
+        get throws(ComposerProblem) {
+            guard !sendAt.isEmpty else { return nil }
+            guard let date = try sendAtDate else {
+                let trimmed = sendAt.hasSuffix("Z") ? String(sendAt.dropLast()) : sendAt
+                return trimmed.count == 16 ? "\(trimmed):00Z" : "\(trimmed)Z"
+            }
+            return date.formatted(Date.ISO8601FormatStyle())
+        }
+    }
+
+    /// The zone `sendAt` is read in; a name that is not a time zone is refused at its input.
+    var zone: TimeZone {
+        get throws(ComposerProblem) {
+            if timeZone.isEmpty || timeZone == "UTC" { return .gmt }
+            guard let zone = TimeZone(identifier: timeZone) else {
+                throw ComposerProblem(
+                    description: "timeZone '\(timeZone.prefix(64))' is not a time zone: an IANA name such as Europe/Paris or America/New_York")
+            }
+            return zone
+        }
+    }
+
+    /// `sendAt` (`yyyy-MM-ddTHH:mm`, seconds optional) in `zone`; nil when it is not that.
+    var sendAtDate: Date? {
+        get throws(ComposerProblem) {
+            let zone = try zone
+            let parts = sendAt.split(whereSeparator: { $0 == "-" || $0 == "T" || $0 == ":" }).map { Int($0) }
+            guard sendAt.count >= 16, sendAt.count <= 19, parts.count == 5 || parts.count == 6, !parts.contains(nil) else { return nil }
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = zone
+            let components = DateComponents(
+                year: parts[0], month: parts[1], day: parts[2], hour: parts[3], minute: parts[4], second: parts.count == 6 ? parts[5] : 0)
+            guard components.isValidDate(in: calendar) else { return nil }
+            return calendar.date(from: components)
+        }
+    }
+
+    /// The send time as the page shows it beside the input: UTC, and the operator's zone when
+    /// it is another (`2026-11-27 08:30 UTC (09:30 Europe/Paris)`); nil when sending now or when
+    /// the input is not a time.
+    package var sendAtSummary: String? {
+        guard let date = try? sendAtDate, let zone = try? zone else { return nil }
+        func text(_ zone: TimeZone, withDate: Bool) -> String {
+            var style = Date.VerbatimFormatStyle(
+                format: withDate
+                    ? "\(year: .defaultDigits)-\(month: .twoDigits)-\(day: .twoDigits) \(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased)):\(minute: .twoDigits)"
+                    : "\(hour: .twoDigits(clock: .twentyFourHour, hourCycle: .zeroBased)):\(minute: .twoDigits)",
+                timeZone: zone, calendar: Calendar(identifier: .gregorian))
+            style.locale = Locale(identifier: "en_US_POSIX")
+            return date.formatted(style)
+        }
+        let utc = "\(text(.gmt, withDate: true)) UTC"
+        guard zone != .gmt else { return utc }
+        let sameDay = text(.gmt, withDate: true).prefix(10) == text(zone, withDate: true).prefix(10)
+        return "\(utc) (\(text(zone, withDate: !sameDay)) \(zone.identifier))"
     }
 
     static func lines(_ text: String) -> [String] {
@@ -248,6 +306,7 @@ package struct ConsoleComposer: Sendable, Equatable {
             "audience": audienceObject,
             "content": contentObject,
         ]
+        let sendAtISO = try sendAtISO
         if let sendAtISO { request["sendAt"] = sendAtISO }
         if proof { request["proof"] = ["userKeys": Self.lines(proofUserKeys)] }
         if !template.isEmpty { request["template"] = ["name": template] }
@@ -269,7 +328,7 @@ package struct ConsoleComposer: Sendable, Equatable {
     /// the path, or the path and a `.`, is shown at that input).
     static let inputsByPath: [String: String] = [
         "service": "service", "content.title": "title", "content.body": "body", "audience.userKeys": "userKeys", "audience.segment": "segment",
-        "audience.filter": "match", "sendAt": "sendAt", "validUntil": "validHours", "template": "template", "priority": "priority",
+        "audience.filter": "match", "sendAt": "sendAt", "timeZone": "timeZone", "validUntil": "validHours", "template": "template", "priority": "priority",
         "throttle": "throttle", "proof": "proofUserKeys", "content.ios.badge": "iosBadge", "content.ios.sound": "iosSound",
         "content.ios.category": "iosCategory", "content.ios.threadId": "iosThreadId", "content.ios.interruptionLevel": "iosInterruptionLevel",
         "content.android.mode": "androidMode", "content.android.channelId": "androidChannel", "content.android.image": "androidImage",

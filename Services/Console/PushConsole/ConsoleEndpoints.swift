@@ -75,7 +75,7 @@ package struct ConsoleEndpoints: Sendable {
         router.get("/deliveries/new") { request, _ in
             try await page(request) { session in
                 ConsoleHTML.html(
-                    .ok, ConsolePages.compose(ConsoleComposer(), services: try await serviceNames(), preview: nil, problem: nil, csrf: session.csrfToken))
+                    .ok, ConsolePages.compose(ConsoleComposer(), catalog: try await composeCatalog(), preview: nil, problem: nil, csrf: session.csrfToken))
             }
         }
         // Preview, proof, send: the request document goes to the deliveries' admin API, which
@@ -91,7 +91,9 @@ package struct ConsoleEndpoints: Sendable {
                 } catch let problem as ConsoleComposer.ComposerProblem {
                     return ConsoleHTML.html(
                         .unprocessableContent,
-                        ConsolePages.compose(form, services: try await serviceNames(), preview: nil, problem: problem.description, csrf: session.csrfToken))
+                        ConsolePages.compose(
+                            form, catalog: try await composeCatalog(), preview: nil, problem: problem.description, csrf: session.csrfToken,
+                            problems: [problem.description]))
                 }
                 let (answer, json) = await admin.submit(document, previewOnly: step == "preview")
                 if answer.accepted, step != "preview", let deliveryId = json["deliveryId"] as? String {
@@ -104,7 +106,7 @@ package struct ConsoleEndpoints: Sendable {
                 return ConsoleHTML.html(
                     answer.accepted ? .ok : .unprocessableContent,
                     ConsolePages.compose(
-                        form, services: try await serviceNames(), preview: answer.accepted ? json : nil, problem: problem, csrf: session.csrfToken,
+                        form, catalog: try await composeCatalog(), preview: answer.accepted ? json : nil, problem: problem, csrf: session.csrfToken,
                         problems: answer.accepted ? [] : answer.problems))
             }
         }
@@ -119,11 +121,11 @@ package struct ConsoleEndpoints: Sendable {
                 do {
                     document = try form.document(requestId: "console-preview-\(UUID().uuidString.lowercased())", proof: false)
                 } catch let problem as ConsoleComposer.ComposerProblem {
-                    return ConsoleHTML.html(.ok, ConsolePages.previewContent(nil, problem: problem.description))
+                    return ConsoleHTML.html(.ok, ConsolePages.previewContent(nil, problem: problem.description, sendAt: nil))
                 }
                 let (answer, json) = await admin.submit(document, previewOnly: true)
                 let problem = answer.accepted ? nil : "\(answer.error ?? "refused") (\(answer.status))"
-                return ConsoleHTML.html(.ok, ConsolePages.previewContent(answer.accepted ? json : nil, problem: problem))
+                return ConsoleHTML.html(.ok, ConsolePages.previewContent(answer.accepted ? json : nil, problem: problem, sendAt: form.sendAtSummary))
             }
         }
         // Cancel, pause, resume: through the deliveries' admin API, which answers once the
@@ -171,8 +173,9 @@ package struct ConsoleEndpoints: Sendable {
         }
     }
 
-    func serviceNames() async throws -> [String] {
-        Array(Set(try await reports.catalog().map(\.service))).sorted()
+    /// The services the compose page offers, and the sounds their apps declare.
+    func composeCatalog() async throws -> ConsolePages.ComposeCatalog {
+        ConsolePages.ComposeCatalog(try await reports.catalog())
     }
 
     func report(_ id: String) async throws -> ConsolePages.Report? {

@@ -168,12 +168,60 @@ package enum ConsolePages {
 
     // MARK: compose
 
+    /// What the compose page offers from the catalog: the services, and the sounds each
+    /// service's apps declare per platform (the sound inputs suggest them; `default` always).
+    package struct ComposeCatalog: Sendable {
+        package var services: [String]
+        /// By service, then platform (`ios`, `android`): name and label, by name.
+        package var sounds: [String: [String: [(name: String, label: String)]]]
+
+        package init(services: [String], sounds: [String: [String: [(name: String, label: String)]]] = [:]) {
+            self.services = services
+            self.sounds = sounds
+        }
+
+        /// From the catalog's rows: every service, and every sound its apps declare (a name two
+        /// apps of one platform declare is offered once, with the first label).
+        package init(_ catalog: [ConsoleReports.CatalogApp]) {
+            var sounds: [String: [String: [String: String]]] = [:]
+            for entry in catalog {
+                guard let app = entry.app else { continue }
+                let declared = (try? JSONSerialization.jsonObject(with: Data(app.sounds.utf8))) as? [[String: Any]] ?? []
+                for sound in declared {
+                    guard let name = sound["name"] as? String, !name.isEmpty else { continue }
+                    if sounds[entry.service, default: [:]][app.platform, default: [:]][name] == nil {
+                        sounds[entry.service, default: [:]][app.platform, default: [:]][name] = sound["label"] as? String ?? ""
+                    }
+                }
+            }
+            self.init(
+                services: Array(Set(catalog.map(\.service))).sorted(),
+                sounds: sounds.mapValues { $0.mapValues { $0.sorted { $0.key < $1.key }.map { (name: $0.key, label: $0.value) } } })
+        }
+    }
+
+    /// The zones the time-zone input suggests (any IANA name is accepted).
+    static let timeZones = TimeZone.knownTimeZoneIdentifiers.sorted()
+
     /// `problems`: the admin API's refusals, each also shown at the input it concerns
     /// (`ConsoleComposer.input(forProblem:)`).
     package static func compose(
-        _ form: ConsoleComposer, services: [String], preview: [String: Any]?, problem: String?, csrf: String, problems: [String] = []
+        _ form: ConsoleComposer, catalog: ComposeCatalog, preview: [String: Any]?, problem: String?, csrf: String, problems: [String] = []
     ) -> String {
+        let services = catalog.services
         let byInput = form.problemsByInput(problems)
+        // One list of sounds per service and platform; the sound inputs point at the selected
+        // service's (console.js follows the service select).
+        let selected = services.firstIndex(of: form.service) ?? 0
+        let soundLists: [[String: Any]] = services.enumerated().flatMap { index, service in
+            ["ios", "android"].map { platform in
+                [
+                    "id": "sounds-\(platform)-\(index)", "service": service, "platform": platform,
+                    "sounds": [["name": "default", "label": "the system's sound"]]
+                        + (catalog.sounds[service]?[platform] ?? []).filter { $0.name != "default" }.map { ["name": $0.name, "label": $0.label] },
+                ] as [String: Any]
+            }
+        }
         // A row's inputs read their refusals by suffix (`p.Value`): Mustache names cannot be
         // built from the row number.
         func rowProblems(_ prefix: String, _ row: Int, _ suffixes: [String]) -> [String: String] {
@@ -210,7 +258,9 @@ package enum ConsolePages {
             "priority": options(["bulk", "transactional"], selected: form.priority),
             "interruptionLevel": options([""] + ConsoleComposer.interruptionLevels, selected: form.iosInterruptionLevel, labels: ["": "(default)"]),
             "androidMode": options(["data", "notification"], selected: form.androidMode, labels: ["data": "data message", "notification": "notification"]),
-            "preview": previewContext(preview, problem: nil) ?? false,
+            "preview": previewContext(preview, problem: nil, sendAt: form.sendAtSummary) ?? false,
+            "soundLists": soundLists, "iosSoundList": "sounds-ios-\(selected)", "androidSoundList": "sounds-android-\(selected)",
+            "timeZones": timeZones, "sendAtSummary": optional(form.sendAtSummary),
         ]
         return T.page("compose", title: "New delivery", csrf: csrf, current: "/deliveries", context)
     }
@@ -218,11 +268,12 @@ package enum ConsolePages {
     /// The preview of a draft: the admin API's dry run (audience per app, one payload per
     /// platform with its size), or why the draft is not valid yet. The compose page shows it,
     /// and `POST /deliveries/preview` serves it alone for the live preview while one types.
-    package static func previewContent(_ preview: [String: Any]?, problem: String?) -> String {
-        previewContext(preview, problem: problem).map { T.render("preview", $0) } ?? ""
+    /// `sendAt`: the draft's send time as `ConsoleComposer.sendAtSummary` gives it.
+    package static func previewContent(_ preview: [String: Any]?, problem: String?, sendAt: String? = nil) -> String {
+        previewContext(preview, problem: problem, sendAt: sendAt).map { T.render("preview", $0) } ?? ""
     }
 
-    static func previewContext(_ preview: [String: Any]?, problem: String?) -> [String: Any]? {
+    static func previewContext(_ preview: [String: Any]?, problem: String?, sendAt: String?) -> [String: Any]? {
         if let problem { return ["previewProblem": problem, "dryRun": false] }
         guard let preview else { return nil }
         let samples = (preview["samples"] as? [[String: Any]] ?? []).map { sample -> [String: Any] in
@@ -274,6 +325,7 @@ package enum ConsolePages {
                     ] as [String: Any]
                 },
                 "languageCounts": languageCounts, "variantCounts": variantCounts, "samples": samples,
+                "sendAt": optional(sendAt),
             ] as [String: Any],
         ]
     }

@@ -281,6 +281,12 @@ package struct ConsoleReports: Sendable {
         package var service, serviceLabel: String
         package var app: App?
 
+        package init(service: String, serviceLabel: String, app: App?) {
+            self.service = service
+            self.serviceLabel = serviceLabel
+            self.app = app
+        }
+
         package struct App: Sendable {
             package var appId, label, platform, environment, integrationKey: String
             package var bundleId, fcmProjectId: String?
@@ -288,6 +294,27 @@ package struct ConsoleReports: Sendable {
             package var credentialKind, credentialFingerprint: String?
             package var credentialUpdatedAt: Date?
             package var credentialExpiresAt: String?
+
+            package init(
+                appId: String, label: String, platform: String, environment: String, integrationKey: String, bundleId: String?, fcmProjectId: String?,
+                variables: String, sounds: String, subscriptionParameters: String, credentialKind: String?, credentialFingerprint: String?,
+                credentialUpdatedAt: Date?, credentialExpiresAt: String?
+            ) {
+                self.appId = appId
+                self.label = label
+                self.platform = platform
+                self.environment = environment
+                self.integrationKey = integrationKey
+                self.bundleId = bundleId
+                self.fcmProjectId = fcmProjectId
+                self.variables = variables
+                self.sounds = sounds
+                self.subscriptionParameters = subscriptionParameters
+                self.credentialKind = credentialKind
+                self.credentialFingerprint = credentialFingerprint
+                self.credentialUpdatedAt = credentialUpdatedAt
+                self.credentialExpiresAt = credentialExpiresAt
+            }
         }
     }
 

@@ -211,6 +211,23 @@ def run(args, token, problems, result, expect, shot):
         result["segmentTargeted"] = targeted.inner_text() if targeted.count() else None
         page.get_by_label("Every subscribed device of the service").check()
         # A language row: the live preview counts the devices per language texts.
+        # A language row with a title and no message: the live preview's refusal is shown at the
+        # row's message input, and goes when the row is emptied.
+        page.get_by_label("Language 2: tag").fill("de")
+        page.get_by_label("Language 2: title").fill("Hallo")
+        deadline = time.time() + 15
+        while time.time() < deadline and not page.locator("#lang1Body-problem").count():
+            page.wait_for_timeout(200)
+        result["languageProblem"] = page.locator("#lang1Body-problem").inner_text() if page.locator("#lang1Body-problem").count() else None
+        result["languageProblemInvalid"] = page.get_by_label("Language 2: message").get_attribute("aria-invalid")
+        shot(page, "08c-compose-language-problem")
+        page.get_by_label("Language 2: tag").fill("")
+        page.get_by_label("Language 2: title").fill("")
+        deadline = time.time() + 15
+        while time.time() < deadline and page.locator("#lang1Body-problem").count():
+            page.wait_for_timeout(200)
+        result["languageProblemGone"] = page.locator("#lang1Body-problem").count() == 0
+        result["languageProblemInvalidAfter"] = page.get_by_label("Language 2: message").get_attribute("aria-invalid")
         page.get_by_label("Language 1: tag").fill("fr")
         page.get_by_label("Language 1: message").fill("Bonjour {{userKey}}")
         wait_for_text(page.locator("#preview-languages td[data-language=fr]"), "4")
@@ -261,6 +278,7 @@ def run(args, token, problems, result, expect, shot):
         result["proofURL"] = page.url
         result["proofMessage"] = page.locator("#control-message").inner_text()
         shot(page, "09-proof-report")
+
 
         # Devices: the quarantined subscription and its reason.
         goto("/devices")

@@ -326,23 +326,60 @@ def run(args, token, problems, result, expect, shot):
             details.click()
         shot(page, "s13-report-tracked")
 
+        # A delivery composed whole: a condition, two languages, two variants; sent through the
+        # simulators, its report's table per variant reaches its final figures.
+        goto("/deliveries/new")
+        page.get_by_label("Service", exact=True).select_option(args.service)
+        page.get_by_label("Title", exact=True).fill("Lisbon is waiting")
+        page.get_by_label("Message", exact=True).fill("Hello {{userKey}}")
+        page.get_by_label("Devices matching").check()
+        page.get_by_label("Condition 1: field").select_option("platform")
+        page.get_by_label("Condition 1: operator").select_option("=")
+        page.get_by_label("Condition 1: value").fill("android")
+        page.get_by_label("Language 1: tag").fill("fr")
+        page.get_by_label("Language 1: message").fill("Bonjour {{userKey}}")
+        page.get_by_label("Language 2: tag").fill("de")
+        page.get_by_label("Language 2: message").fill("Hallo {{userKey}}")
+        page.get_by_label("Variant 1: share").fill("50")
+        page.get_by_label("Variant 2: name").fill("B")
+        page.get_by_label("Variant 2: share").fill("50")
+        page.get_by_label("Variant 2: message").fill("Psst {{userKey}}")
+        deadline = time.time() + 30
+        while time.time() < deadline and not (
+                page.locator("#live-preview [data-figure=preview-targeted]").count() == 1
+                and page.locator("#live-preview [data-figure=preview-targeted]").inner_text() == "3"
+                and page.locator("#live-preview #preview-variants").count() == 1):
+            page.wait_for_timeout(250)
+        result["wholeTargeted"] = page.locator("#live-preview [data-figure=preview-targeted]").inner_text()
+        shot(page, "s14-compose-whole")
+        submit(page.get_by_role("button", name="Send", exact=True))
+        whole = page.url.split("/deliveries/")[1].split("?")[0]
+        result["wholeDelivery"] = whole
+        deadline = time.time() + 90
+        while time.time() < deadline and page.locator("#report[data-final=true]").count() == 0:
+            page.wait_for_timeout(250)
+        expect(page.locator("#report[data-final=true]").count() == 1, "the composed delivery's report did not reach its final figures")
+        result["wholeVariants"] = table("#variants")
+        shot(page, "s14-report-variants")
+
         # A second delivery, for an hour later, cancelled from its report.
         goto("/deliveries/new")
         page.get_by_label("Service", exact=True).select_option(args.service)
         page.get_by_label("Title", exact=True).fill("Later")
         page.get_by_label("Message", exact=True).fill("See you later {{userKey}}")
         later = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M")
-        page.get_by_label("Send at (UTC; empty: now)").fill(later)
+        page.locator("#sendAt").fill(later)
+        page.get_by_label("in the time zone").fill("UTC")
         submit(page.get_by_role("button", name="Send", exact=True))
         cancelled = page.url.split("/deliveries/")[1].split("?")[0]
         result["cancelledDelivery"] = cancelled
         result["laterStateBefore"] = page.locator("[data-figure=state]").inner_text()
-        shot(page, "s14-later-delivery")
+        shot(page, "s15-later-delivery")
         page.get_by_label("Yes, cancel this delivery for good").check()
         submit(page.get_by_role("button", name="Cancel the delivery"))
         result["cancelMessage"] = page.locator("#control-message").inner_text()
         result["cancelState"] = page.locator("[data-figure=state]").inner_text()
-        shot(page, "s15-cancelled")
+        shot(page, "s16-cancelled")
 
         # The quarantined device, by its token.
         deadline = time.time() + 30
@@ -355,12 +392,12 @@ def run(args, token, problems, result, expect, shot):
                 break
             page.wait_for_timeout(500)
         result["devices"] = found
-        shot(page, "s16-devices-quarantined")
+        shot(page, "s17-devices-quarantined")
 
         # The deliveries list.
         goto("/deliveries")
         result["listed"] = [delivery in page.content(), cancelled in page.content()]
-        shot(page, "s17-deliveries")
+        shot(page, "s18-deliveries")
         browser.close()
 
 

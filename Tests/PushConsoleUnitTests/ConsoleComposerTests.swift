@@ -112,6 +112,43 @@ struct ConsoleComposerTests {
         #expect(page.contains(#"<option value="Europe/Paris"></option>"#), "the zone input suggests the IANA names")
     }
 
+    @Test("a refusal of a language row is shown at that row's input, live in the preview's list and after a Preview")
+    func languageRowProblems() throws {
+        let form = ConsoleComposer(fields: [
+            "service": "s", "body": "b", "lang0Tag": "fr", "lang0Title": "Salut", "lang1Tag": "de", "lang1Title": "Hallo", "lang2Tag": "FR",
+        ])
+        #expect(
+            form.input(forProblem: "content.languages.de.body is required (a language's texts replace the default title, subtitle and body together)")
+                == "lang1Body")
+        #expect(form.input(forProblem: "content.languages.fr.title is longer than 4096 bytes") == "lang0Title")
+        #expect(form.input(forProblem: "content.variants[0].languages.de.body is required") == "lang1Body", "the texts above are variant 0")
+        #expect(form.input(forProblem: "content.languages: 'fr' and 'FR' are the same language") == "lang2Tag", "the row quoted last, as written")
+        #expect(form.input(forProblem: "content.languages: 'de' is not a language tag of the form language[-Script][-REGION]") == "lang1Tag")
+        #expect(form.input(forProblem: "content.languages must have 1 to 50 languages (has 51)") == nil)
+        #expect(form.input(forProblem: "content.languages.it.body is required") == nil, "no row has that tag")
+
+        #expect(ConsoleComposer.label(ofInput: "lang1Body") == "Language 2: message")
+        #expect(ConsoleComposer.label(ofInput: "var0Share") == "Variant 2: share")
+        #expect(ConsoleComposer.label(ofInput: "cond3Op") == "Condition 4: operator")
+        #expect(ConsoleComposer.label(ofInput: "androidColor") == "Android colour")
+
+        let problems = [
+            "content.languages.de.body is required", "content.android.color must be #rrggbb <b>", "the service is unknown",
+        ]
+        let fieldProblems = form.fieldProblems(problems)
+        #expect(fieldProblems.map(\.input) == ["lang1Body", "androidColor"], "only the refusals that concern an input")
+        let preview = ConsolePages.previewContent(nil, problem: "refused (400)", fieldProblems: fieldProblems)
+        #expect(
+            preview.contains(
+                ##"<ul id="preview-field-problems"><li data-input="lang1Body"><a href="#lang1Body">Language 2: message</a>: <span class="problem-text">content.languages.de.body is required</span></li><li data-input="androidColor"><a href="#androidColor">Android colour</a>: <span class="problem-text">content.android.color must be #rrggbb &lt;b&gt;</span></li></ul>"##
+            ), "\(preview)")
+        #expect(!ConsolePages.previewContent(nil, problem: "refused (400)").contains("preview-field-problems"), "no list without field problems")
+
+        let page = ConsolePages.compose(form, catalog: .init(services: ["s"]), preview: nil, problem: "refused (400)", csrf: "c", problems: problems)
+        #expect(page.contains(#"aria-label="Language 2: message" value="" aria-invalid="true" aria-describedby="lang1Body-problem">"#))
+        #expect(page.contains(#"<strong class="field-problem" id="lang1Body-problem">content.languages.de.body is required</strong>"#))
+    }
+
     @Test("the sound inputs suggest the sounds the selected service's apps declare, per platform, default first, each name once")
     func declaredSounds() throws {
         func app(_ service: String, _ platform: String, _ sounds: String) -> ConsoleReports.CatalogApp {

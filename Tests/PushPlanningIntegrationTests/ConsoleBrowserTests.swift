@@ -238,6 +238,12 @@ struct ConsoleBrowserTests {
             #expect(result["iosSounds"] as? [String] == ["default", "chime.caf"], "\(result["iosSounds"] ?? "none")")
             #expect(result["androidSounds"] as? [String] == ["default", "chime.caf"])
             #expect(result["otherIosSounds"] as? [String] == ["default", "bell.caf"], "the suggestions follow the service chosen")
+            #expect(
+                (result["languageProblem"] as? String)?.hasPrefix("content.languages.de.body is required") == true,
+                "the live preview's refusal at the row's message: \(result["languageProblem"] ?? "nothing shown there")")
+            #expect(result["languageProblemInvalid"] as? String == "true")
+            #expect(result["languageProblemGone"] as? Bool == true, "emptied, the row's mark goes with the next answer")
+            #expect(result["languageProblemInvalidAfter"] == nil || result["languageProblemInvalidAfter"] is NSNull)
             let day = try #require(result["sendAtDay"] as? String)
             #expect(
                 result["sendAtPreview"] as? String == "\(day) 00:30 UTC (09:30 Asia/Tokyo)",

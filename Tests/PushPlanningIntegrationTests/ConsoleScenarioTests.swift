@@ -237,6 +237,23 @@ struct ConsoleScenarioTests {
             #expect(result["table_apps"] as? [[String]] == perApp, "per app: page \(result["table_apps"] ?? ""), SQL \(perApp)")
             #expect(perApp.count == 2)
 
+            // A delivery composed whole (the platform condition, two language rows, two variants)
+            // and sent: its final table per variant equals docs/analysts.md's A/B query.
+            #expect(result["wholeTargeted"] as? String == "3", "the live preview's audience: the three Android devices")
+            let wholeId = try #require(result["wholeDelivery"] as? String)
+            let wholeRows = try await ConsoleBrowserTests.rows(
+                h, try ConsoleBrowserTests.documentedQuery(containing: "FROM push.delivery_variants", deliveryId: wholeId),
+                columns: ["variant", "messages", "sent", "received", "opened"])
+            let wholePage = try #require(result["wholeVariants"] as? [[String]]).map { [$0[0], $0[1], $0[2], $0[4], $0[5]] }
+            #expect(Set(wholePage) == Set(wholeRows), "per variant: page \(wholePage), SQL \(wholeRows)")
+            #expect(wholeRows.reduce(0) { $0 + Int($1[1])! } == 3 && wholeRows.reduce(0) { $0 + Int($1[2])! } == 3, "\(wholeRows)")
+            #expect(Set(wholeRows.map { $0[0] }).isSubset(of: ["A", "B"]))
+            let wholeContent = try #require(try await h.text("SELECT content::text FROM push.deliveries WHERE delivery_id = \(wholeId)"))
+            let content = try #require(try JSONSerialization.jsonObject(with: Data(wholeContent.utf8)) as? [String: Any])
+            let sentVariants = try #require(content["variants"] as? [[String: Any]])
+            #expect(sentVariants.map { $0["name"] as? String } == ["A", "B"])
+            #expect((sentVariants[0]["languages"] as? [String: Any])?.keys.sorted() == ["de", "fr"], "\(sentVariants[0])")
+
             // The later delivery, cancelled from the console; the first one untouched.
             let cancelledId = try #require(result["cancelledDelivery"] as? String)
             #expect(result["cancelMessage"] as? String == "Cancelled: nothing more of this delivery is sent.")

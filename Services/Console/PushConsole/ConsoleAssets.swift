@@ -112,9 +112,34 @@ package enum ConsoleAssets {
                 if (response.redirected && response.url.indexOf('/signin') >= 0) { window.location.reload(); return null; }
                 return response.ok ? response.text() : null;
               }).then(function (html) {
-                if (html !== null && mine === sequence) { live.innerHTML = html; }
+                if (html !== null && mine === sequence) { live.innerHTML = html; markFields(); }
                 if (mine === sequence) { live.setAttribute('aria-busy', 'false'); }
               }, function () { if (mine === sequence) { live.setAttribute('aria-busy', 'false'); } });
+            };
+            // The refusals of the latest answer, each at the input it concerns (as after a
+            // Preview with a page load): the earlier marks go first.
+            var markFields = function () {
+              Array.prototype.forEach.call(compose.querySelectorAll('.field-problem'), function (old) { old.remove(); });
+              Array.prototype.forEach.call(compose.querySelectorAll('[aria-invalid]'), function (input) {
+                input.removeAttribute('aria-invalid');
+                input.removeAttribute('aria-describedby');
+              });
+              Array.prototype.forEach.call(live.querySelectorAll('li[data-input]'), function (item) {
+                var input = document.getElementById(item.getAttribute('data-input'));
+                var text = item.querySelector('.problem-text');
+                if (!input || !text || !compose.contains(input)) { return; }
+                var id = input.id + '-problem';
+                var mark = document.getElementById(id);
+                if (mark) { mark.textContent += '; ' + text.textContent; return; }
+                mark = document.createElement('strong');
+                mark.className = 'field-problem';
+                mark.id = id;
+                mark.textContent = text.textContent;
+                input.setAttribute('aria-invalid', 'true');
+                input.setAttribute('aria-describedby', id);
+                input.insertAdjacentElement('afterend', mark);
+                input.parentNode.insertBefore(document.createTextNode(' '), mark);
+              });
             };
             var later = function () {
               if (timer) { window.clearTimeout(timer); }

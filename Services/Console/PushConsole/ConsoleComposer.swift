@@ -356,6 +356,7 @@ package struct ConsoleComposer: Sendable, Equatable {
                 return "cond\(sent[index])\(name)"
             }
         }
+        if let input = languageInput(path: path, text: text) { return input }
         if let (index, rest) = row("content.variants") {
             let named = variants.indices.filter { !variants[$0].name.isEmpty }
             if index == 0 {
@@ -373,6 +374,60 @@ package struct ConsoleComposer: Sendable, Equatable {
         }
         return nil
     }
+
+    /// A refusal of the language rows (the texts above are variant 0, their rows its
+    /// languages): `content.languages.fr.body …` is the body of the row tagged `fr`;
+    /// `content.languages: 'x' …` the tag of the row it quotes (the last quoted, for two rows
+    /// of one language).
+    func languageInput(path: String, text: String) -> String? {
+        let prefixes = ["content.languages", "content.variants[0].languages"]
+        guard let prefix = prefixes.first(where: { path == $0 || path.hasPrefix($0 + ".") }) else { return nil }
+        // The row written as quoted first; then one of the same language in another case.
+        func row(of tag: Substring) -> Int? {
+            languages.firstIndex { !$0.tag.isEmpty && $0.tag == tag } ?? languages.firstIndex { !$0.tag.isEmpty && $0.tag.lowercased() == tag.lowercased() }
+        }
+        if path == prefix {
+            let quoted = text.split(separator: "'", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+            guard let index = quoted.reversed().lazy.compactMap({ row(of: $0) }).first else { return nil }
+            return "lang\(index)Tag"
+        }
+        let parts = path.dropFirst(prefix.count + 1).split(separator: ".", maxSplits: 1)
+        guard let tag = parts.first, let index = row(of: tag) else { return nil }
+        switch parts.count > 1 ? parts[1] : "" {
+        case "title": return "lang\(index)Title"
+        case "body", "subtitle": return "lang\(index)Body"
+        default: return "lang\(index)Tag"
+        }
+    }
+
+    /// The refusals that concern an input, in their order, each with its input.
+    package func fieldProblems(_ problems: [String]) -> [(input: String, text: String)] {
+        problems.compactMap { problem in input(forProblem: problem).map { (input: $0, text: problem) } }
+    }
+
+    /// An input's name as its label on the page says it (`lang1Body`: "Language 2: message").
+    package static func label(ofInput input: String) -> String {
+        let rows: [(prefix: String, name: String, first: Int, fields: [String: String])] = [
+            ("lang", "Language", 1, ["Tag": "tag", "Title": "title", "Body": "message"]),
+            ("cond", "Condition", 1, ["Field": "field", "Param": "parameter name", "Op": "operator", "Value": "value"]),
+            ("var", "Variant", 2, ["Name": "name", "Share": "share", "Title": "title", "Body": "message"]),
+        ]
+        for row in rows where input.hasPrefix(row.prefix) {
+            let rest = input.dropFirst(row.prefix.count)
+            guard let digits = rest.firstIndex(where: { !$0.isNumber }), let index = Int(rest[..<digits]) else { continue }
+            if let field = row.fields[String(rest[digits...])] { return "\(row.name) \(index + row.first): \(field)" }
+        }
+        return Self.inputLabels[input] ?? input
+    }
+
+    static let inputLabels: [String: String] = [
+        "service": "Service", "title": "Title", "body": "Message", "userKeys": "User keys", "segment": "Segment name", "match": "Devices matching",
+        "sendAt": "Send at", "timeZone": "Time zone", "validHours": "Valid for (hours)", "template": "Template", "priority": "Priority",
+        "throttle": "At most per second", "proofUserKeys": "Proof recipients", "variantAName": "Variant 1: name", "variantAShare": "Variant 1: share",
+        "iosBadge": "iOS badge", "iosSound": "iOS sound", "iosCategory": "iOS category", "iosThreadId": "iOS thread",
+        "iosInterruptionLevel": "iOS interruption level", "androidMode": "Android message", "androidChannel": "Android channel",
+        "androidImage": "Android image URL", "androidSound": "Android sound", "androidColor": "Android colour", "androidClickAction": "Android click action",
+    ]
 
     /// The refusals by the input they concern (several for one input joined by "; ").
     package func problemsByInput(_ problems: [String]) -> [String: String] {

@@ -121,11 +121,16 @@ package struct ConsoleEndpoints: Sendable {
                 do {
                     document = try form.document(requestId: "console-preview-\(UUID().uuidString.lowercased())", proof: false)
                 } catch let problem as ConsoleComposer.ComposerProblem {
-                    return ConsoleHTML.html(.ok, ConsolePages.previewContent(nil, problem: problem.description, sendAt: nil))
+                    return ConsoleHTML.html(
+                        .ok, ConsolePages.previewContent(nil, problem: problem.description, fieldProblems: form.fieldProblems([problem.description])))
                 }
                 let (answer, json) = await admin.submit(document, previewOnly: true)
                 let problem = answer.accepted ? nil : "\(answer.error ?? "refused") (\(answer.status))"
-                return ConsoleHTML.html(.ok, ConsolePages.previewContent(answer.accepted ? json : nil, problem: problem, sendAt: form.sendAtSummary))
+                return ConsoleHTML.html(
+                    .ok,
+                    ConsolePages.previewContent(
+                        answer.accepted ? json : nil, problem: problem, sendAt: form.sendAtSummary,
+                        fieldProblems: answer.accepted ? [] : form.fieldProblems(answer.problems)))
             }
         }
         // Cancel, pause, resume: through the deliveries' admin API, which answers once the

@@ -240,7 +240,10 @@ package enum ConsolePages {
             "match": options(["all", "any"], selected: form.match, labels: ["all": "all of these conditions", "any": "any of these conditions"]),
             // The rows are numbered from 1 in their labels; the variant rows from 2 (the texts above are variant 1).
             "languages": form.languages.enumerated().map { row, language in
-                ["row": row, "number": row + 1, "tag": language.tag, "title": language.title, "body": language.body] as [String: Any]
+                [
+                    "row": row, "number": row + 1, "tag": language.tag, "title": language.title, "body": language.body,
+                    "p": rowProblems("lang", row, ["Tag", "Title", "Body"]),
+                ] as [String: Any]
             },
             "variants": form.variants.enumerated().map { row, variant in
                 [
@@ -269,12 +272,21 @@ package enum ConsolePages {
     /// platform with its size), or why the draft is not valid yet. The compose page shows it,
     /// and `POST /deliveries/preview` serves it alone for the live preview while one types.
     /// `sendAt`: the draft's send time as `ConsoleComposer.sendAtSummary` gives it.
-    package static func previewContent(_ preview: [String: Any]?, problem: String?, sendAt: String? = nil) -> String {
-        previewContext(preview, problem: problem, sendAt: sendAt).map { T.render("preview", $0) } ?? ""
+    /// `fieldProblems`: the refusals that concern an input (`ConsoleComposer.fieldProblems`),
+    /// listed with a link to it; console.js also marks the input itself.
+    package static func previewContent(
+        _ preview: [String: Any]?, problem: String?, sendAt: String? = nil, fieldProblems: [(input: String, text: String)] = []
+    ) -> String {
+        previewContext(preview, problem: problem, sendAt: sendAt, fieldProblems: fieldProblems).map { T.render("preview", $0) } ?? ""
     }
 
-    static func previewContext(_ preview: [String: Any]?, problem: String?, sendAt: String?) -> [String: Any]? {
-        if let problem { return ["previewProblem": problem, "dryRun": false] }
+    static func previewContext(
+        _ preview: [String: Any]?, problem: String?, sendAt: String?, fieldProblems: [(input: String, text: String)] = []
+    ) -> [String: Any]? {
+        if let problem {
+            let items = fieldProblems.map { ["input": $0.input, "label": ConsoleComposer.label(ofInput: $0.input), "text": $0.text] }
+            return ["previewProblem": problem, "dryRun": false, "fieldProblems": items.isEmpty ? false : ["items": items] as Any]
+        }
         guard let preview else { return nil }
         let samples = (preview["samples"] as? [[String: Any]] ?? []).map { sample -> [String: Any] in
             let payload: String

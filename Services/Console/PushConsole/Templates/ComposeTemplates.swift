@@ -44,7 +44,7 @@ extension ConsoleTemplates {
         "compose-languages": #"""
         <fieldset><legend>Languages</legend><p>Texts per language (fr, pt-BR): a device gets the row of its language, the title and message above when none matches.</p><table class="languages"><thead><tr><th>Language</th><th>Title</th><th>Message</th></tr></thead><tbody>
         {{#languages}}
-        <tr><td><input id="lang{{row}}Tag" name="lang{{row}}Tag" type="text" size="8" maxlength="16" aria-label="Language {{number}}: tag" value="{{tag}}"></td><td><input id="lang{{row}}Title" name="lang{{row}}Title" type="text" size="24" maxlength="1000" aria-label="Language {{number}}: title" value="{{title}}"></td><td><input id="lang{{row}}Body" name="lang{{row}}Body" type="text" size="40" maxlength="4000" aria-label="Language {{number}}: message" value="{{body}}"></td></tr>
+        <tr><td><input id="lang{{row}}Tag" name="lang{{row}}Tag" type="text" size="8" maxlength="16" aria-label="Language {{number}}: tag" value="{{tag}}"{{#p.Tag}} aria-invalid="true" aria-describedby="lang{{row}}Tag-problem"{{/p.Tag}}>{{#p.Tag}} <strong class="field-problem" id="lang{{row}}Tag-problem">{{.}}</strong>{{/p.Tag}}</td><td><input id="lang{{row}}Title" name="lang{{row}}Title" type="text" size="24" maxlength="1000" aria-label="Language {{number}}: title" value="{{title}}"{{#p.Title}} aria-invalid="true" aria-describedby="lang{{row}}Title-problem"{{/p.Title}}>{{#p.Title}} <strong class="field-problem" id="lang{{row}}Title-problem">{{.}}</strong>{{/p.Title}}</td><td><input id="lang{{row}}Body" name="lang{{row}}Body" type="text" size="40" maxlength="4000" aria-label="Language {{number}}: message" value="{{body}}"{{#p.Body}} aria-invalid="true" aria-describedby="lang{{row}}Body-problem"{{/p.Body}}>{{#p.Body}} <strong class="field-problem" id="lang{{row}}Body-problem">{{.}}</strong>{{/p.Body}}</td></tr>
         {{/languages}}
         </tbody></table></fieldset>
         """#,
@@ -81,7 +81,7 @@ extension ConsoleTemplates {
         // The admin API's dry run (audience per app, one payload per platform with its size), or
         // why the draft is not valid yet.
         "preview": #"""
-        {{#previewProblem}}<section id="preview" data-valid="false" aria-labelledby="preview-heading"><h2 id="preview-heading">Preview</h2><p class="problem" id="preview-problem"><strong>Not valid yet:</strong> {{.}}</p></section>{{/previewProblem}}
+        {{#previewProblem}}<section id="preview" data-valid="false" aria-labelledby="preview-heading"><h2 id="preview-heading">Preview</h2><p class="problem" id="preview-problem"><strong>Not valid yet:</strong> {{.}}</p>{{#fieldProblems}}<ul id="preview-field-problems">{{#items}}<li data-input="{{input}}"><a href="#{{input}}">{{label}}</a>: <span class="problem-text">{{text}}</span></li>{{/items}}</ul>{{/fieldProblems}}</section>{{/previewProblem}}
         {{#dryRun}}
         <section id="preview" data-valid="true" aria-labelledby="preview-heading">
         <h2 id="preview-heading">Preview (nothing sent)</h2>

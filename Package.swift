@@ -251,8 +251,8 @@ let package = Package(
         .target(
             name: "PushConsole",
             dependencies: [
-                "PushRuntime", "PushWire", asyncHTTPClient, nioHTTP1, hummingbird, hummingbirdCore, mustache, postgresNIO, crypto, nioCore, logging,
-                serviceLifecycle,
+                "PushRuntime", "PushStore", "PushWire", asyncHTTPClient, nioHTTP1, hummingbird, hummingbirdCore, mustache, postgresNIO, crypto, nioCore,
+                logging, serviceLifecycle,
             ],
             path: "Services/Console/PushConsole",
             swiftSettings: swiftSettings

@@ -291,6 +291,18 @@ def run(args, token, problems, result, expect, shot):
         ]
         shot(page, "10-devices")
 
+        # The audit trail, filtered from its form: one operator's calls needing deliveries:write.
+        with page.expect_navigation():
+            page.get_by_role("link", name="Audit").click()
+        page.get_by_label("Operator").fill(args.audit_operator)
+        page.get_by_label("Permission").select_option("deliveries:write")
+        with page.expect_navigation():
+            page.get_by_role("button", name="Filter").click()
+        result["auditURL"] = page.url
+        result["audit"] = [[cell.text_content().strip() for cell in row.locator("td").all()] for row in page.locator("#audit tbody tr").all()]
+        result["auditRefusedRows"] = page.locator("#audit tbody tr.refused").count()
+        shot(page, "10b-audit")
+
         # Cancel the other delivery from its report: not without ticking the confirmation box.
         goto("/deliveries/%s" % args.cancel_delivery)
         cancel = page.get_by_role("button", name="Cancel the delivery")
@@ -324,6 +336,7 @@ def main():
     parser.add_argument("--cancel-delivery", required=True)
     parser.add_argument("--service", required=True)
     parser.add_argument("--other-service", required=True)
+    parser.add_argument("--audit-operator", required=True)
     parser.add_argument("--screenshots", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--final-within", type=float, default=90)

@@ -392,6 +392,9 @@ def run(args, token, problems, result, expect, shot):
                 break
             page.wait_for_timeout(500)
         result["devices"] = found
+        result["deviceNotifications"] = [[c.text_content().strip() for c in row.locator("td").all()]
+                                         for row in page.locator("section.device table.notifications tbody tr").all()]
+        result["deviceSystem"] = [d.inner_text() for d in page.locator("section.device dt:text-is('System') + dd").all()]
         shot(page, "s17-devices-quarantined")
 
         # The deliveries list.

@@ -71,6 +71,20 @@ struct ConsoleBrowserTests {
             let (ios, android) = (apps[0], apps[1])
             // Another service, whose sounds the compose page offers once it is chosen.
             let (otherService, _) = try await h.defineService(platforms: ["ios"], sounds: ["bell.caf"])
+            // Three calls in the audit trail, as the registration service's projection writes
+            // them: the browser filters one operator's deliveries:write calls.
+            let auditOperator = "alice-\(h.suffix)"
+            for (name, permission, status, minutes) in [
+                (auditOperator, "deliveries:write", 202, 2), (auditOperator, "deliveries:write", 403, 1), (auditOperator, "devices:read", 200, 0),
+            ] {
+                try await h.postgres.query(
+                    """
+                    INSERT INTO push.audit_log (audit_id, recorded_at, operator_name, role, method, path, permission, status, request_id, service)
+                    VALUES (\(UUID()), \(Date().addingTimeInterval(-60 * Double(minutes))), \(name), 'marketer', 'POST', '/deliveries', \(permission), \(status),
+                            \("audit-\(minutes)-\(h.suffix)"), \(service))
+                    """,
+                    logger: h.logger)
+            }
             try await h.addSubscriptions(ios, count: 6)
             try await h.addSubscriptions(android, count: 6)
             let quarantinedToken = try await h.token(ios, 1)
@@ -155,7 +169,7 @@ struct ConsoleBrowserTests {
             browser.arguments = [
                 Self.root.appendingPathComponent("scripts/console-browser.py").path, "--url", "http://127.0.0.1:\(port)", "--token-file", tokenFile.path,
                 "--delivery", deliveryId, "--device-search", quarantinedToken.uppercased(), "--cancel-delivery", laterId, "--service", service,
-                "--other-service", otherService,
+                "--other-service", otherService, "--audit-operator", auditOperator,
                 "--screenshots", Self.root.appendingPathComponent(".local/console-screenshots").path, "--out", output.path,
             ]
             browser.standardOutput = handle
@@ -287,6 +301,14 @@ struct ConsoleBrowserTests {
             #expect(Set(pageVariants) == Set(variantRows), "page \(pageVariants), SQL \(variantRows)")
 
             // The later delivery, cancelled from its report page through the admin API.
+            // The audit page, filtered from its form: the operator's two deliveries:write calls,
+            // newest first, the refused one marked.
+            #expect((result["auditURL"] as? String)?.contains("permission=deliveries%3Awrite") == true, "\(result["auditURL"] ?? "")")
+            let audit = try #require(result["audit"] as? [[String]])
+            #expect(audit.map { $0.last } == ["audit-1-\(h.suffix)", "audit-2-\(h.suffix)"], "newest first: \(audit)")
+            #expect(audit.map { $0[6] } == ["403", "202"])
+            #expect(audit.allSatisfy { $0[1] == auditOperator && $0[4] == "deliveries:write" && $0[5] == service })
+            #expect(result["auditRefusedRows"] as? Int == 1)
             #expect(result["cancelRefusedUnconfirmed"] as? Bool == true, "the cancel needs its confirmation box ticked")
             #expect(result["cancelMessage"] as? String == "Cancelled: nothing more of this delivery is sent.")
             #expect(result["cancelState"] as? String == "cancelled")

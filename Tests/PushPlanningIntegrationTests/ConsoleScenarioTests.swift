@@ -266,6 +266,12 @@ struct ConsoleScenarioTests {
             let devices = try #require(result["devices"] as? [[String: String]])
             #expect(devices.count == 1 && devices.first?["quarantined"] == "true", "\(devices)")
             #expect(devices.first?["quarantine"]?.contains("reason Unregistered") == true, "\(devices)")
+            // Its last notifications: the first delivery, refused Unregistered, neither received nor
+            // opened; its system once (the SDK sends "iOS 18.1" as the version).
+            let notifications = try #require(result["deviceNotifications"] as? [[String]])
+            #expect(notifications.count == 1, "\(notifications)")
+            #expect(notifications.first.map { [$0[0], $0[1], $0[3], $0[4]] } == [deliveryId, "failed (Unregistered)", "no", "no"], "\(notifications)")
+            #expect(result["deviceSystem"] as? [String] == ["iOS 18.1"], "\(result["deviceSystem"] ?? "")")
 
             // No secret in any log: the admin token, the .p8 key, the service account's key.
             let secrets =

@@ -52,6 +52,7 @@ package enum ConsoleAssets {
         table.variants input[inputmode="numeric"], table.variants input[name$="Name"] { min-width: 0; width: 6em; }
         #live-preview[aria-busy="true"] { opacity: 0.6; }
         .field-problem { color: #a40e26; font-weight: 600; }
+        tr.refused td { color: #a40e26; }
         [aria-invalid="true"] { border: 2px solid #a40e26; }
         """
 

@@ -202,19 +202,22 @@ package struct ConsoleComposer: Sendable, Equatable {
         }
     }
 
-    /// `sendAt` (`yyyy-MM-ddTHH:mm`, seconds optional) in `zone`; nil when it is not that.
+    /// `sendAt` in `zone`; nil when it is not a local date and time.
     var sendAtDate: Date? {
-        get throws(ComposerProblem) {
-            let zone = try zone
-            let parts = sendAt.split(whereSeparator: { $0 == "-" || $0 == "T" || $0 == ":" }).map { Int($0) }
-            guard sendAt.count >= 16, sendAt.count <= 19, parts.count == 5 || parts.count == 6, !parts.contains(nil) else { return nil }
-            var calendar = Calendar(identifier: .gregorian)
-            calendar.timeZone = zone
-            let components = DateComponents(
-                year: parts[0], month: parts[1], day: parts[2], hour: parts[3], minute: parts[4], second: parts.count == 6 ? parts[5] : 0)
-            guard components.isValidDate(in: calendar) else { return nil }
-            return calendar.date(from: components)
-        }
+        get throws(ComposerProblem) { Self.localTime(sendAt, in: try zone) }
+    }
+
+    /// A `datetime-local` input's value (`yyyy-MM-ddTHH:mm`, seconds optional) read in `zone`;
+    /// nil when it is not that.
+    package static func localTime(_ text: String, in zone: TimeZone) -> Date? {
+        let parts = text.split(whereSeparator: { $0 == "-" || $0 == "T" || $0 == ":" }).map { Int($0) }
+        guard text.count >= 16, text.count <= 19, parts.count == 5 || parts.count == 6, !parts.contains(nil) else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        let components = DateComponents(
+            year: parts[0], month: parts[1], day: parts[2], hour: parts[3], minute: parts[4], second: parts.count == 6 ? parts[5] : 0)
+        guard components.isValidDate(in: calendar) else { return nil }
+        return calendar.date(from: components)
     }
 
     /// The send time as the page shows it beside the input: UTC, and the operator's zone when

@@ -169,6 +169,9 @@ package struct ConsoleEndpoints: Sendable {
             }
         }
         addCatalogRoutes(to: router)
+        router.get("/audit") { request, _ in
+            try await page(request) { session in try await auditPage(request, csrf: session.csrfToken) }
+        }
         router.get("/devices") { request, _ in
             try await page(request) { session in
                 let search = (request.uri.queryParameters.get("q") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
@@ -176,6 +179,28 @@ package struct ConsoleEndpoints: Sendable {
                 return ConsoleHTML.html(.ok, ConsolePages.devices(search: search, results: results, csrf: session.csrfToken))
             }
         }
+    }
+
+    /// The audit page: the filters from the query (times read as UTC), and the calls they match.
+    func auditPage(_ request: Request, csrf: String) async throws -> Response {
+        let query = request.uri.queryParameters
+        func field(_ name: String) -> String { String((query.get(name) ?? "").trimmingCharacters(in: .whitespaces).prefix(64)) }
+        let (name, service, permission, since, until) = (field("operator"), field("service"), field("permission"), field("since"), field("until"))
+        var filter = ConsoleReports.AuditFilter(operatorName: name, service: service, permission: permission)
+        var problem: String?
+        for (text, label) in [(since, "From"), (until, "Until")] where !text.isEmpty {
+            guard let time = ConsoleComposer.localTime(text, in: .gmt) else {
+                problem = "\(label) must be a date and time (2026-11-30T09:00), not '\(text)'"
+                continue
+            }
+            if label == "From" { filter.since = time } else { filter.until = time }
+        }
+        let entries = problem == nil ? try await reports.audit(filter) : nil
+        return ConsoleHTML.html(
+            problem == nil ? .ok : .badRequest,
+            ConsolePages.audit(
+                operatorName: name, service: service, permission: permission, since: since, until: until, problem: problem, entries: entries,
+                limit: filter.limit, csrf: csrf))
     }
 
     /// The services the compose page offers, and the sounds their apps declare.

@@ -1,4 +1,5 @@
 import Foundation
+import PushStore
 
 /// The console's pages: each builds its template's values (ConsoleTemplates holds the HTML, and
 /// escapes every value as it renders it). Figures carry `data-figure="<name>"` and tables their
@@ -453,14 +454,58 @@ package enum ConsolePages {
                 "service": device.service, "since": H.time(device.disabledAt), "reason": device.disabledReason ?? "unknown",
                 "invalidSince": optional(device.invalidSince.map(H.time)), "userKey": device.userKey.isEmpty ? "none" : device.userKey,
                 "token": device.token, "device": [device.deviceName, device.deviceModel].filter { !$0.isEmpty }.joined(separator: ", "),
-                "system": [device.osName, device.osVersion].filter { !$0.isEmpty }.joined(separator: " "), "params": device.params,
+                "system": system(osName: device.osName, osVersion: device.osVersion), "params": device.params,
                 "registered": H.time(device.registeredAt),
+                "notifications": device.notifications.isEmpty
+                    ? false
+                    : [
+                        "rows": device.notifications.map { note in
+                            [
+                                "deliveryId": note.deliveryId, "deliveryPath": H.queryValue(note.deliveryId), "status": note.status,
+                                "reason": optional(note.failureReason), "at": H.time(note.at), "received": note.received ? "yes" : "no",
+                                "opened": note.opened ? "yes" : "no",
+                            ] as [String: Any]
+                        }
+                    ] as Any,
             ]
         }
         let found: Any = results.flatMap { $0.isEmpty ? nil : "\($0.count) subscription\($0.count == 1 ? "" : "s")" } ?? false
         return T.page(
             "devices", title: "Devices", csrf: csrf, current: "/devices",
             ["search": search, "noneFound": results?.isEmpty == true, "found": found, "devices": devices])
+    }
+
+    // MARK: audit trail
+
+    /// The audit page: its filters as typed (`problem`: a time that is not one), and the calls
+    /// found (nil: the filters were refused).
+    package static func audit(
+        operatorName: String, service: String, permission: String, since: String, until: String, problem: String?,
+        entries: [ConsoleReports.AuditEntry]?, limit: Int, csrf: String
+    ) -> String {
+        let rows = (entries ?? []).map { entry -> [String: Any] in
+            [
+                "at": H.time(entry.recordedAt), "operator": entry.operatorName, "role": entry.role, "method": entry.method, "path": entry.path,
+                "permission": entry.permission, "status": entry.status, "refused": entry.status >= 400, "requestId": entry.requestId,
+                "service": entry.service ?? "—",
+            ]
+        }
+        let count = entries?.count ?? 0
+        return T.page(
+            "audit", title: "Audit trail", csrf: csrf, current: "/audit",
+            [
+                "operator": operatorName, "service": service, "since": since, "until": until, "problem": optional(problem),
+                "permissions": options([""] + AdminPermission.allCases.map(\.rawValue), selected: permission, labels: ["": "(any)"]),
+                "none": entries?.isEmpty == true, "table": rows.isEmpty ? false : ["rows": rows] as Any,
+                "capped": count >= limit ? "\(limit)" as Any : false,
+            ])
+    }
+
+    /// A device's system as one reads it: the SDKs send the name in the version too (`iOS`,
+    /// `iOS 18.1`), which is then shown once; otherwise name and version (`Android 14`).
+    package static func system(osName: String, osVersion: String) -> String {
+        if !osName.isEmpty, osVersion.lowercased().hasPrefix(osName.lowercased()) { return osVersion }
+        return [osName, osVersion].filter { !$0.isEmpty }.joined(separator: " ")
     }
 
     /// What the report's refreshing section answers without a session (console.js then reloads

@@ -363,6 +363,99 @@ package struct ConsoleReports: Sendable {
         package var disabledReason: String?
         package var disabledAt, invalidSince: Date?
         package var registeredAt: Date
+        /// The device's last notifications (`broad_log`), newest first, at most
+        /// `ConsoleReports.notificationsPerDevice`.
+        package var notifications: [Notification] = []
+    }
+
+    /// One message the device was planned: its delivery, its outcome, and whether the app
+    /// reported it received or opened (`tracking_firsts`).
+    package struct Notification: Sendable, Equatable {
+        package var deliveryId, status: String
+        package var failureReason: String?
+        /// When it was sent, or its last change (pending, failed, expired, cancelled).
+        package var at: Date
+        package var received, opened: Bool
+    }
+
+    /// How many of a device's last notifications the devices page lists.
+    package static let notificationsPerDevice = 5
+
+    // MARK: audit trail
+
+    /// One call of the admin APIs' audit trail (`push.audit_log`).
+    package struct AuditEntry: Sendable, Equatable {
+        package var recordedAt: Date
+        package var operatorName, role, method, path, permission: String
+        package var status: Int
+        package var requestId: String
+        package var service: String?
+
+        package init(
+            recordedAt: Date, operatorName: String, role: String, method: String, path: String, permission: String, status: Int, requestId: String,
+            service: String?
+        ) {
+            self.recordedAt = recordedAt
+            self.operatorName = operatorName
+            self.role = role
+            self.method = method
+            self.path = path
+            self.permission = permission
+            self.status = status
+            self.requestId = requestId
+            self.service = service
+        }
+    }
+
+    /// Which calls the audit page shows: each filter set narrows them (empty: any).
+    package struct AuditFilter: Sendable, Equatable {
+        package var operatorName = ""
+        package var service = ""
+        package var permission = ""
+        /// At or after.
+        package var since: Date?
+        /// Before.
+        package var until: Date?
+        package var limit = 200
+
+        package init(operatorName: String = "", service: String = "", permission: String = "", since: Date? = nil, until: Date? = nil, limit: Int = 200) {
+            self.operatorName = operatorName
+            self.service = service
+            self.permission = permission
+            self.since = since
+            self.until = until
+            self.limit = limit
+        }
+    }
+
+    /// The newest calls matching `filter`, newest first, at most `filter.limit`.
+    package func audit(_ filter: AuditFilter) async throws -> [AuditEntry] {
+        let name = filter.operatorName.isEmpty ? nil : filter.operatorName
+        let service = filter.service.isEmpty ? nil : filter.service
+        let permission = filter.permission.isEmpty ? nil : filter.permission
+        let rows = try await postgres.query(
+            """
+            SELECT recorded_at, operator_name, role, method, path, permission, status, request_id, service
+            FROM push.audit_log
+            WHERE (\(name)::text IS NULL OR operator_name = \(name)) AND (\(service)::text IS NULL OR service = \(service))
+              AND (\(permission)::text IS NULL OR permission = \(permission))
+              AND (\(filter.since)::timestamptz IS NULL OR recorded_at >= \(filter.since))
+              AND (\(filter.until)::timestamptz IS NULL OR recorded_at < \(filter.until))
+            ORDER BY recorded_at DESC, audit_id
+            LIMIT \(max(1, min(filter.limit, 1000)))
+            """,
+            logger: logger
+        )
+        var entries: [AuditEntry] = []
+        for try await (at, name, role, method, path, permission, status, requestId, service) in rows.decode(
+            (Date, String, String, String, String, String, Int, String, String?).self)
+        {
+            entries.append(
+                AuditEntry(
+                    recordedAt: at, operatorName: name, role: role, method: method, path: path, permission: permission, status: status, requestId: requestId,
+                    service: service))
+        }
+        return entries
     }
 
     /// The subscriptions whose user key or registration token is `search` (an APNs token in any
@@ -372,7 +465,7 @@ package struct ConsoleReports: Sendable {
             """
             SELECT s.name, a.label, sub.platform, a.environment, sub.user_key, sub.registration_token,
                    sub.device_name, sub.device_model, sub.os_name, sub.os_version, sub.params::text,
-                   sub.disabled, sub.disabled_reason, sub.disabled_at, sub.invalid_since, sub.registered_at
+                   sub.disabled, sub.disabled_reason, sub.disabled_at, sub.invalid_since, sub.registered_at, sub.app_id
             FROM push.subscriptions sub
             JOIN push.apps a ON a.app_id = sub.app_id
             JOIN push.services s ON s.service_id = a.service_id
@@ -383,8 +476,10 @@ package struct ConsoleReports: Sendable {
             logger: logger
         )
         var result: [Device] = []
+        var appIds: [UUID] = []
         for try await row in rows {
             let r = row.makeRandomAccess()
+            appIds.append(try r[16].decode(UUID.self))
             result.append(
                 Device(
                     service: try r[0].decode(String.self), app: try r[1].decode(String.self), platform: try r[2].decode(String.self),
@@ -395,6 +490,44 @@ package struct ConsoleReports: Sendable {
                     disabledReason: try r[12].decode(String?.self), disabledAt: try r[13].decode(Date?.self),
                     invalidSince: try r[14].decode(Date?.self), registeredAt: try r[15].decode(Date.self)
                 ))
+        }
+        guard !result.isEmpty else { return result }
+        let notifications = try await lastNotifications(appIds: appIds, tokens: result.map(\.token))
+        for index in result.indices {
+            result[index].notifications = notifications[DeviceKey(appId: appIds[index], token: result[index].token)] ?? []
+        }
+        return result
+    }
+
+    private struct DeviceKey: Hashable {
+        var appId: UUID
+        var token: String
+    }
+
+    /// The last `notificationsPerDevice` messages of each (app, token), newest first, with
+    /// their receptions and opens.
+    private func lastNotifications(appIds: [UUID], tokens: [String]) async throws -> [DeviceKey: [Notification]] {
+        let rows = try await postgres.query(
+            """
+            SELECT b.app_id, b.registration_token, b.delivery_id, b.status, b.failure_reason, coalesce(b.sent_at, b.updated_at),
+                   EXISTS (SELECT 1 FROM push.tracking_firsts t
+                           WHERE t.delivery_id = b.delivery_id AND t.message_id = b.broad_log_id::text AND t.kind = 'received'),
+                   EXISTS (SELECT 1 FROM push.tracking_firsts t
+                           WHERE t.delivery_id = b.delivery_id AND t.message_id = b.broad_log_id::text AND t.kind = 'opened')
+            FROM (SELECT *, row_number() OVER (PARTITION BY app_id, registration_token ORDER BY created_at DESC, message_id) AS n
+                  FROM push.broad_log
+                  WHERE (app_id, registration_token) IN (SELECT * FROM unnest(\(appIds)::uuid[], \(tokens)::text[]))) b
+            WHERE b.n <= \(Self.notificationsPerDevice)
+            ORDER BY b.app_id, b.registration_token, b.n
+            """,
+            logger: logger
+        )
+        var result: [DeviceKey: [Notification]] = [:]
+        for try await (appId, token, deliveryId, status, reason, at, received, opened) in rows.decode(
+            (UUID, String, String, String, String?, Date, Bool, Bool).self)
+        {
+            result[DeviceKey(appId: appId, token: token), default: []].append(
+                Notification(deliveryId: deliveryId, status: status, failureReason: reason, at: at, received: received, opened: opened))
         }
         return result
     }

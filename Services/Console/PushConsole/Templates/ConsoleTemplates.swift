@@ -12,7 +12,7 @@ package enum ConsoleTemplates {
     /// Every template by name; a name is also a partial (`{{> name}}`) or a layout (`{{< page}}`).
     static let all: [String: String] = layoutTemplates.merging(deliveryTemplates) { first, _ in first }
         .merging(composeTemplates) { first, _ in first }.merging(catalogTemplates) { first, _ in first }
-        .merging(deviceTemplates) { first, _ in first }
+        .merging(deviceTemplates) { first, _ in first }.merging(auditTemplates) { first, _ in first }
 
     /// Parsed once; a template that does not parse stops the console at start-up (and every page
     /// test), never a request.
@@ -41,7 +41,7 @@ package enum ConsoleTemplates {
         if let csrf {
             context["signedIn"] = true
             context["csrf"] = csrf
-            context["navigation"] = [("/deliveries", "Deliveries"), ("/catalog", "Catalog"), ("/devices", "Devices")].map { path, label in
+            context["navigation"] = [("/deliveries", "Deliveries"), ("/catalog", "Catalog"), ("/devices", "Devices"), ("/audit", "Audit")].map { path, label in
                 ["path": path, "label": label, "current": path == current] as [String: Any]
             }
         } else {

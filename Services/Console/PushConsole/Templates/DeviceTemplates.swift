@@ -24,6 +24,13 @@ extension ConsoleTemplates {
         <div><dt>Subscription parameters</dt><dd><code>{{params}}</code></dd></div>
         <div><dt>Registered</dt><dd>{{registered}}</dd></div>
         </dl>
+        {{#notifications}}
+        <table class="notifications" data-device="{{index}}"><caption>Last notifications (newest first; times UTC)</caption>
+        <thead><tr><th scope="col">Delivery</th><th scope="col">Status</th><th scope="col">Time</th><th scope="col">Received</th><th scope="col">Opened</th></tr></thead>
+        <tbody>{{#rows}}<tr><td><a href="/deliveries/{{deliveryPath}}"><code>{{deliveryId}}</code></a></td><td>{{status}}{{#reason}} ({{.}}){{/reason}}</td><td>{{at}}</td><td>{{received}}</td><td>{{opened}}</td></tr>{{/rows}}</tbody>
+        </table>
+        {{/notifications}}
+        {{^notifications}}<p>No notification yet.</p>{{/notifications}}
         </section>
         {{/devices}}
         {{/content}}{{/page}}

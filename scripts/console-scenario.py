@@ -397,6 +397,32 @@ def run(args, token, problems, result, expect, shot):
         result["deviceSystem"] = [d.inner_text() for d in page.locator("section.device dt:text-is('System') + dd").all()]
         shot(page, "s17-devices-quarantined")
 
+        # Support's actions on it: lift the quarantine, unsubscribe, subscribe again; each answered
+        # on the same search with what was done. Then the audit page lists the three calls.
+        actions = []
+        for name in ["Lift the quarantine", "Unsubscribe this device", "Subscribe again"]:
+            submit(page.get_by_role("button", name=name))
+            section = page.locator("section.device").first
+            actions.append({
+                "message": page.locator("#device-message").inner_text() if page.locator("#device-message").count() else None,
+                "quarantined": section.get_attribute("data-quarantined"),
+                "subscription": section.locator("[data-figure=subscription]").inner_text(),
+            })
+        result["deviceActions"] = actions
+        shot(page, "s17b-device-actions")
+        deadline = time.time() + 30
+        audit = []
+        while time.time() < deadline:
+            goto("/audit?permission=devices%3Awrite")
+            # Other tests share the table: this run's calls name its service or its iOS app.
+            audit = [cells for cells in ([c.text_content().strip() for c in row.locator("td").all()] for row in page.locator("#audit tbody tr").all())
+                     if "/services/%s/" % args.service in cells[3] or "/apps/%s/" % result["apps"]["ios"] in cells[3]]
+            if len(audit) >= 3:
+                break
+            page.wait_for_timeout(500)
+        result["auditDeviceCalls"] = audit
+        shot(page, "s17c-audit")
+
         # The deliveries list.
         goto("/deliveries")
         result["listed"] = [delivery in page.content(), cancelled in page.content()]

@@ -26,7 +26,9 @@ struct ConsoleTemplatesTests {
                     invalidSince: nil, registeredAt: Date())
             ], csrf: hostile)
         #expect(!page.contains("<script>"))
-        #expect(page.components(separatedBy: escaped).count - 1 == 7, "the search, the CSRF token, service, app, user key, device and reason")
+        #expect(
+            page.components(separatedBy: escaped).count - 1 == 10,
+            "the search, the CSRF token, service, app, user key, device and reason; the device actions' CSRF token, search and service")
         let preview = ConsolePages.previewContent(nil, problem: hostile)
         #expect(preview.contains("<strong>Not valid yet:</strong> \(escaped)</p>"))
     }

@@ -272,6 +272,29 @@ struct ConsoleScenarioTests {
             #expect(notifications.count == 1, "\(notifications)")
             #expect(notifications.first.map { [$0[0], $0[1], $0[3], $0[4]] } == [deliveryId, "failed (Unregistered)", "no", "no"], "\(notifications)")
             #expect(result["deviceSystem"] as? [String] == ["iOS 18.1"], "\(result["deviceSystem"] ?? "")")
+            // Support's three actions from the device page, each through the registration admin API.
+            let actions = try #require(result["deviceActions"] as? [[String: Any]])
+            #expect(actions.count == 3)
+            #expect((actions.first?["message"] as? String)?.hasPrefix("Quarantine lifted") == true, "\(actions)")
+            #expect(actions.map { $0["quarantined"] as? String } == ["false", "false", "false"], "\(actions)")
+            #expect((actions[1]["message"] as? String)?.hasPrefix("Unsubscribed:") == true, "\(actions)")
+            #expect((actions[1]["subscription"] as? String)?.hasPrefix("Unsubscribed since") == true, "\(actions)")
+            #expect((actions[2]["message"] as? String)?.hasPrefix("Subscribed again") == true, "\(actions)")
+            #expect(actions[2]["subscription"] as? String == "Subscribed", "\(actions)")
+            let dead = try #require(result["deadToken"] as? String)
+            #expect(
+                try await h.text("SELECT disabled::text || ',' || (unsubscribed_at IS NULL)::text FROM push.subscriptions WHERE registration_token = \(dead)")
+                    == "false,true")
+            // The audit page: the three calls, as the bootstrap token's (the console's own).
+            let audit = try #require(result["auditDeviceCalls"] as? [[String]])
+            #expect(audit.count == 3, "\(audit)")
+            let iosApp = try #require((result["apps"] as? [String: String])?["ios"])
+            #expect(
+                audit.map { $0[3] } == [
+                    "POST /admin/v1/services/\(service)/resubscribe", "POST /admin/v1/services/\(service)/unsubscribe",
+                    "POST /admin/v1/apps/\(iosApp)/quarantine/lift",
+                ], "newest first: \(audit)")
+            #expect(audit.allSatisfy { $0[4] == "devices:write" && $0[6] == "200" }, "\(audit)")
 
             // No secret in any log: the admin token, the .p8 key, the service account's key.
             let secrets =

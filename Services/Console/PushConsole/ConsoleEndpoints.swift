@@ -172,11 +172,40 @@ package struct ConsoleEndpoints: Sendable {
         router.get("/audit") { request, _ in
             try await page(request) { session in try await auditPage(request, csrf: session.csrfToken) }
         }
+        // Support's actions on one subscription, through the registration admin API; back to
+        // the same search with what was done, or the refusal above the results.
+        router.post("/devices/action") { request, _ in
+            try await withForm(request) { session, fields in
+                let search = String((fields["q"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines).prefix(4096))
+                let (appId, service, token) = (fields["appId"] ?? "", fields["service"] ?? "", fields["token"] ?? "")
+                guard let action = fields["action"].flatMap(ConsolePages.DeviceAction.init(rawValue:)), !token.isEmpty else {
+                    return ConsoleHTML.html(
+                        .badRequest, ConsolePages.notFound("Unknown device action: lift, unsubscribe or resubscribe a device.", csrf: session.csrfToken))
+                }
+                let (answer, _) =
+                    switch action {
+                    case .lift:
+                        await admin.catalog("POST", "/apps/\(ConsoleAdminClient.segment(appId))/quarantine/lift", body: ["registrationToken": token])
+                    case .unsubscribe, .resubscribe:
+                        await admin.catalog("POST", "/services/\(ConsoleAdminClient.segment(service))/\(action.rawValue)", body: ["registrationToken": token])
+                    }
+                if answer.accepted {
+                    logger.info("Console: device action", metadata: ["action": "\(action.rawValue)", "service": "\(service.prefix(64))"])
+                    return ConsoleHTML.redirect(to: "/devices?q=\(ConsoleHTML.queryValue(search))&done=\(action.rawValue)")
+                }
+                let problem = "The registration admin API refused (\(answer.status)): \(answer.error ?? "no reason given")"
+                let results = search.isEmpty ? nil : try await reports.devices(search: search)
+                return ConsoleHTML.html(
+                    .conflict, ConsolePages.devices(search: search, results: results, csrf: session.csrfToken, message: .problem(problem)))
+            }
+        }
         router.get("/devices") { request, _ in
             try await page(request) { session in
                 let search = (request.uri.queryParameters.get("q") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
                 let results = search.isEmpty ? nil : try await reports.devices(search: String(search.prefix(4096)))
-                return ConsoleHTML.html(.ok, ConsolePages.devices(search: search, results: results, csrf: session.csrfToken))
+                let done = request.uri.queryParameters.get("done").flatMap(ConsolePages.DeviceAction.init(rawValue:))
+                return ConsoleHTML.html(
+                    .ok, ConsolePages.devices(search: search, results: results, csrf: session.csrfToken, message: done.map { .done($0) }))
             }
         }
     }

@@ -447,7 +447,26 @@ package enum ConsolePages {
 
     // MARK: devices
 
-    package static func devices(search: String, results: [ConsoleReports.Device]?, csrf: String) -> String {
+    /// What a device action did, or why the admin API refused it: shown above the results.
+    package enum DeviceMessage: Sendable, Equatable {
+        case done(DeviceAction)
+        case problem(String)
+    }
+
+    /// The support actions of the devices page, through the registration admin API.
+    package enum DeviceAction: String, Sendable, CaseIterable {
+        case lift, unsubscribe, resubscribe
+
+        var done: String {
+            switch self {
+            case .lift: "Quarantine lifted: the next deliveries target the device again (a provider that still refuses its token quarantines it again)."
+            case .unsubscribe: "Unsubscribed: the service's deliveries leave the device out until it is subscribed again (a new registration does not)."
+            case .resubscribe: "Subscribed again: the next deliveries target the device."
+            }
+        }
+    }
+
+    package static func devices(search: String, results: [ConsoleReports.Device]?, csrf: String, message: DeviceMessage? = nil) -> String {
         let devices = (results ?? []).enumerated().map { index, device -> [String: Any] in
             [
                 "index": index, "quarantined": device.disabled, "app": device.app, "platform": device.platform, "environment": device.environment,
@@ -455,7 +474,8 @@ package enum ConsolePages {
                 "invalidSince": optional(device.invalidSince.map(H.time)), "userKey": device.userKey.isEmpty ? "none" : device.userKey,
                 "token": device.token, "device": [device.deviceName, device.deviceModel].filter { !$0.isEmpty }.joined(separator: ", "),
                 "system": system(osName: device.osName, osVersion: device.osVersion), "params": device.params,
-                "registered": H.time(device.registeredAt),
+                "registered": H.time(device.registeredAt), "appId": device.appId,
+                "unsubscribed": optional(device.unsubscribedAt.map(H.time)),
                 "notifications": device.notifications.isEmpty
                     ? false
                     : [
@@ -472,7 +492,11 @@ package enum ConsolePages {
         let found: Any = results.flatMap { $0.isEmpty ? nil : "\($0.count) subscription\($0.count == 1 ? "" : "s")" } ?? false
         return T.page(
             "devices", title: "Devices", csrf: csrf, current: "/devices",
-            ["search": search, "noneFound": results?.isEmpty == true, "found": found, "devices": devices])
+            [
+                "search": search, "noneFound": results?.isEmpty == true, "found": found, "devices": devices,
+                "done": message.flatMap { if case .done(let action) = $0 { action.done } else { nil } } ?? false,
+                "problem": message.flatMap { if case .problem(let text) = $0 { text } else { nil } } ?? false,
+            ])
     }
 
     // MARK: audit trail

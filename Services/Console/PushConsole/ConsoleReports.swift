@@ -363,6 +363,10 @@ package struct ConsoleReports: Sendable {
         package var disabledReason: String?
         package var disabledAt, invalidSince: Date?
         package var registeredAt: Date
+        /// The app's id (the admin API's quarantine lift names the app).
+        package var appId = ""
+        /// Set while the subscription is unsubscribed (admin API `unsubscribe`).
+        package var unsubscribedAt: Date?
         /// The device's last notifications (`broad_log`), newest first, at most
         /// `ConsoleReports.notificationsPerDevice`.
         package var notifications: [Notification] = []
@@ -465,7 +469,8 @@ package struct ConsoleReports: Sendable {
             """
             SELECT s.name, a.label, sub.platform, a.environment, sub.user_key, sub.registration_token,
                    sub.device_name, sub.device_model, sub.os_name, sub.os_version, sub.params::text,
-                   sub.disabled, sub.disabled_reason, sub.disabled_at, sub.invalid_since, sub.registered_at, sub.app_id
+                   sub.disabled, sub.disabled_reason, sub.disabled_at, sub.invalid_since, sub.registered_at, sub.app_id,
+                   sub.unsubscribed_at
             FROM push.subscriptions sub
             JOIN push.apps a ON a.app_id = sub.app_id
             JOIN push.services s ON s.service_id = a.service_id
@@ -479,7 +484,8 @@ package struct ConsoleReports: Sendable {
         var appIds: [UUID] = []
         for try await row in rows {
             let r = row.makeRandomAccess()
-            appIds.append(try r[16].decode(UUID.self))
+            let appId = try r[16].decode(UUID.self)
+            appIds.append(appId)
             result.append(
                 Device(
                     service: try r[0].decode(String.self), app: try r[1].decode(String.self), platform: try r[2].decode(String.self),
@@ -488,7 +494,8 @@ package struct ConsoleReports: Sendable {
                     osName: try r[8].decode(String?.self) ?? "", osVersion: try r[9].decode(String?.self) ?? "",
                     params: try r[10].decode(String?.self) ?? "{}", disabled: try r[11].decode(Bool.self),
                     disabledReason: try r[12].decode(String?.self), disabledAt: try r[13].decode(Date?.self),
-                    invalidSince: try r[14].decode(Date?.self), registeredAt: try r[15].decode(Date.self)
+                    invalidSince: try r[14].decode(Date?.self), registeredAt: try r[15].decode(Date.self), appId: appId.uuidString.lowercased(),
+                    unsubscribedAt: try r[17].decode(Date?.self)
                 ))
         }
         guard !result.isEmpty else { return result }

@@ -217,13 +217,16 @@ package struct ConsoleEndpoints: Sendable {
         let (name, service, permission, since, until) = (field("operator"), field("service"), field("permission"), field("since"), field("until"))
         var filter = ConsoleReports.AuditFilter(operatorName: name, service: service, permission: permission)
         var problem: String?
-        for (text, label) in [(since, "From"), (until, "Until")] where !text.isEmpty {
+        func utc(_ text: String, box: String) -> Date? {
+            guard !text.isEmpty else { return nil }
             guard let time = ConsoleComposer.localTime(text, in: .gmt) else {
-                problem = "\(label) must be a date and time (2026-11-30T09:00), not '\(text)'"
-                continue
+                problem = problem ?? "\(box) must be a date and time (2026-11-30T09:00), not '\(text)'"
+                return nil
             }
-            if label == "From" { filter.since = time } else { filter.until = time }
+            return time
         }
+        filter.since = utc(since, box: "From")
+        filter.until = utc(until, box: "Until")
         let entries = problem == nil ? try await reports.audit(filter) : nil
         return ConsoleHTML.html(
             problem == nil ? .ok : .badRequest,

@@ -421,15 +421,6 @@ package struct ConsoleReports: Sendable {
         /// Before.
         package var until: Date?
         package var limit = 200
-
-        package init(operatorName: String = "", service: String = "", permission: String = "", since: Date? = nil, until: Date? = nil, limit: Int = 200) {
-            self.operatorName = operatorName
-            self.service = service
-            self.permission = permission
-            self.since = since
-            self.until = until
-            self.limit = limit
-        }
     }
 
     /// The newest calls matching `filter`, newest first, at most `filter.limit`.

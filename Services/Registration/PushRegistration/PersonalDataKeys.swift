@@ -17,11 +17,15 @@ package struct PersonalDataKeys: Sendable {
     let postgres: PostgresClient
     let logger: Logger
     let requests: SubjectKeyRequests
+    /// How long a statement may take before its registrations are answered 503 (the store
+    /// timeout): a statement caught by a server crash may never be answered (`withStatementDeadline`).
+    let statementDeadline: Duration
 
-    package init(postgres: PostgresClient, logger: Logger, maximumStatements: Int = 2) {
+    package init(postgres: PostgresClient, logger: Logger, maximumStatements: Int = 2, statementDeadline: Duration = .seconds(5)) {
         self.postgres = postgres
         self.logger = logger
         self.requests = SubjectKeyRequests(maximumStatements: maximumStatements)
+        self.statementDeadline = statementDeadline
     }
 
     /// Lowercase hex SHA-256 of the token's UTF-8 bytes; equal to `push.subscriptions.token_digest`.
@@ -44,6 +48,12 @@ package struct PersonalDataKeys: Sendable {
     /// transaction was creating at the same time is absent from the answer (this statement's
     /// snapshot does not see it): the caller asks again.
     func keys(of subjects: [SubjectKeyRequests.Subject]) async throws -> [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] {
+        // Given up past the deadline: a read, or a transaction whose key the next statement
+        // reads (created) or creates (rolled back).
+        try await withStatementDeadline(statementDeadline) { [self] in try await statement(subjects) }
+    }
+
+    private func statement(_ subjects: [SubjectKeyRequests.Subject]) async throws -> [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] {
         var keys: [SubjectKeyRequests.Subject: (id: UUID, key: SymmetricKey)] = [:]
         func add(_ rows: [(serviceId: UUID, subject: String, id: UUID, key: [UInt8])]) {
             for row in rows {

@@ -52,7 +52,7 @@ package enum RegistrationApplication {
         let router = Router(context: RegistrationRequestContext.self)
         RegistrationEndpoints(
             producer: producer, topic: configuration.topics.subscriptions.name, directory: directory,
-            keys: PersonalDataKeys(postgres: postgres, logger: logger),
+            keys: PersonalDataKeys(postgres: postgres, logger: logger, statementDeadline: .milliseconds(settings.storeTimeoutMilliseconds)),
             settings: settings, logger: logger
         )
         .addRoutes(to: router)

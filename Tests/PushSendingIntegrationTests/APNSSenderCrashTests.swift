@@ -9,7 +9,7 @@ struct APNSSenderCrashTests {
         try await APNSSenderHarness.with { h in
             // About 500 sends per second per instance, so that the stream outlasts both rebalances.
             _ = h.simulator.state.updateFaults { $0.latencyMs = 20 }
-            try await h.rebalanceScenario((0..<8_000).map { _ in h.message(token: APNSSenderHarness.token()) })
+            try await h.rebalanceScenario((0..<5_000).map { _ in h.message(token: APNSSenderHarness.token()) })
         }
     }
 
@@ -17,7 +17,7 @@ struct APNSSenderCrashTests {
     func killAndRestart() async throws {
         try await APNSSenderHarness.with { h in
             _ = h.simulator.state.updateFaults { $0.latencyMs = 5 }
-            try await h.killAndRestartScenario((0..<6_000).map { _ in h.message(token: APNSSenderHarness.token()) })
+            try await h.killAndRestartScenario((0..<4_000).map { _ in h.message(token: APNSSenderHarness.token()) })
         }
     }
 }

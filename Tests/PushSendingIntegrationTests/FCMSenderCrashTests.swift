@@ -11,7 +11,7 @@ struct FCMSenderCrashTests {
         try await FCMSenderHarness.with { h in
             // About 500 sends per second per instance, so that the stream outlasts both rebalances.
             _ = h.simulator.state.updateFaults { $0.latencyMs = 20 }
-            try await h.rebalanceScenario((0..<8_000).map { _ in h.message(token: FCMSenderHarness.token()) })
+            try await h.rebalanceScenario((0..<5_000).map { _ in h.message(token: FCMSenderHarness.token()) })
         }
     }
 
@@ -19,7 +19,7 @@ struct FCMSenderCrashTests {
     func killAndRestart() async throws {
         try await FCMSenderHarness.with { h in
             _ = h.simulator.state.updateFaults { $0.latencyMs = 5 }
-            try await h.killAndRestartScenario((0..<6_000).map { _ in h.message(token: FCMSenderHarness.token()) })
+            try await h.killAndRestartScenario((0..<4_000).map { _ in h.message(token: FCMSenderHarness.token()) })
         }
     }
 }

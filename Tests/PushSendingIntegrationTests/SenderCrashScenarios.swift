@@ -7,7 +7,9 @@ import Testing
 extension SenderHarness {
     /// A second in-process instance joins while `messages` are sent and later leaves (two
     /// cooperative rebalances): every message reaches the simulator exactly once, one result each.
-    /// The simulator should answer slowly enough (about 20 ms) for the stream to outlast both.
+    /// The simulator should answer slowly enough (about 20 ms) for the stream to outlast both:
+    /// 500 sends before the join, 2,500 with both instances, and the rest after the leave
+    /// (5,000 messages leave about 2,000 for after it).
     func rebalanceScenario(_ messages: [Message]) async throws {
         try await publish(messages)
         let settings = ["\(Self.settingsPrefix)_MAX_IN_FLIGHT": "10"]
@@ -41,6 +43,7 @@ extension SenderHarness {
     /// and SIGKILLed twice right after reading its `push_sender_resend_window`, then a last
     /// instance finishes: nothing lost, re-sends within the windows read (plus the sends in flight
     /// between the read and the kill). Each instance's operations endpoint is on its own free port.
+    /// Each phase waits for 1,000 sends: 4,000 messages leave about 1,000 for the last instance.
     func killAndRestartScenario(_ messages: [Message]) async throws {
         let opsPorts = try (0..<4).map { _ in try EphemeralPort.next() }
         try await publish(messages)

@@ -125,9 +125,9 @@ package final class ProjectionRunner<P: Projection>: Service {
     }
 
     /// How long a batch's transaction may go unanswered before it is given up and retried:
-    /// far above the slowest batch measured (a COPY-staged `broad_log` batch under the e2e
-    /// benchmark's load takes well under ten seconds), so only a transaction that will never
-    /// answer reaches it.
+    /// far above what a batch takes (`bench/indicators.sh`: a 10,000-result `broad_log` batch
+    /// with its counters, 256 ms median and 291 ms at most, docs/bench-results.md), so only a
+    /// transaction that will never answer reaches it.
     static var transactionDeadline: Duration { .seconds(120) }
 
     /// How long a batch under way when the shutdown begins may go on (PostgreSQL slow or
@@ -246,61 +246,65 @@ package final class ProjectionRunner<P: Projection>: Service {
                 ])
         }
 
+        // A transaction caught by a server crash may never answer (`withStatementDeadline`);
+        // given up, the batch is retried, and if the abandoned one commits after all, the
+        // offsets' row locks in `commit` make the retry skip what it applied.
+        let appliedCount = try await withStatementDeadline(Self.transactionDeadline) { [events, nextOffsets] in
+            try await self.commit(events, nextOffsets: nextOffsets, applying: applying)
+        }
+        if appliedCount > 0 { projection.didCommit() }
+        appliedCounter.increment(by: appliedCount)
+        deadLetterCounter.increment(by: letters.count)
+    }
+
+    /// The batch's transaction: its partitions' offsets locked, the events not yet applied
+    /// applied, the offsets advanced. Returns how many events it applied.
+    private func commit(_ events: [ProjectedEvent<P.Event>], nextOffsets: [KafkaTopicPartition: Int64], applying: Bool) async throws -> Int {
         let group = projection.name
         let topics = nextOffsets.keys.map(\.topic)
         let partitions = nextOffsets.keys.map(\.partition)
         let offsets = nextOffsets.keys.map { nextOffsets[$0]! }
         let projection = self.projection
         let logger = self.logger
-        let postgres = self.postgres
-        let decoded = events
-        // A transaction caught by a server crash may never answer (`withStatementDeadline`);
-        // given up, the batch is retried, and if the abandoned one commits after all, the
-        // offsets' row locks below make the retry skip what it applied.
-        let appliedCount = try await withStatementDeadline(Self.transactionDeadline) {
-            try await postgres.withTransaction(logger: logger) { connection -> Int in
-                // Lock this batch's partitions: a member that lost them in a rebalance (a zombie)
-                // waits here and then sees the new owner's offsets.
-                try await connection.query(
-                    """
-                    INSERT INTO push.consumer_offsets (group_id, topic, partition, next_offset)
-                    SELECT \(group), t, p, 0 FROM unnest(\(topics)::text[], \(partitions)::int[]) AS x(t, p)
-                    ON CONFLICT DO NOTHING
-                    """,
-                    logger: logger
-                )
-                let rows = try await connection.query(
-                    """
-                    SELECT o.topic, o.partition, o.next_offset FROM push.consumer_offsets o
-                    JOIN unnest(\(topics)::text[], \(partitions)::int[]) AS x(t, p) ON o.topic = x.t AND o.partition = x.p
-                    WHERE o.group_id = \(group)
-                    ORDER BY o.topic, o.partition
-                    FOR UPDATE OF o
-                    """,
-                    logger: logger
-                )
-                var stored: [KafkaTopicPartition: Int64] = [:]
-                for try await (topic, partition, offset) in rows.decode((String, Int32, Int64).self) {
-                    stored[KafkaTopicPartition(topic: topic, partition: partition)] = offset
-                }
-                let fresh = decoded.filter { $0.offset >= stored[KafkaTopicPartition(topic: $0.topic, partition: $0.partition), default: 0] }
-                if applying, !fresh.isEmpty {
-                    try await projection.apply(fresh, on: connection, logger: logger)
-                }
-                try await connection.query(
-                    """
-                    UPDATE push.consumer_offsets o SET next_offset = x.n, updated_at = now()
-                    FROM unnest(\(topics)::text[], \(partitions)::int[], \(offsets)::bigint[]) AS x(t, p, n)
-                    WHERE o.group_id = \(group) AND o.topic = x.t AND o.partition = x.p AND o.next_offset < x.n
-                    """,
-                    logger: logger
-                )
-                return applying ? fresh.count : 0
+        return try await postgres.withTransaction(logger: logger) { connection -> Int in
+            // Lock this batch's partitions: a member that lost them in a rebalance (a zombie)
+            // waits here and then sees the new owner's offsets.
+            try await connection.query(
+                """
+                INSERT INTO push.consumer_offsets (group_id, topic, partition, next_offset)
+                SELECT \(group), t, p, 0 FROM unnest(\(topics)::text[], \(partitions)::int[]) AS x(t, p)
+                ON CONFLICT DO NOTHING
+                """,
+                logger: logger
+            )
+            let rows = try await connection.query(
+                """
+                SELECT o.topic, o.partition, o.next_offset FROM push.consumer_offsets o
+                JOIN unnest(\(topics)::text[], \(partitions)::int[]) AS x(t, p) ON o.topic = x.t AND o.partition = x.p
+                WHERE o.group_id = \(group)
+                ORDER BY o.topic, o.partition
+                FOR UPDATE OF o
+                """,
+                logger: logger
+            )
+            var stored: [KafkaTopicPartition: Int64] = [:]
+            for try await (topic, partition, offset) in rows.decode((String, Int32, Int64).self) {
+                stored[KafkaTopicPartition(topic: topic, partition: partition)] = offset
             }
+            let fresh = events.filter { $0.offset >= stored[KafkaTopicPartition(topic: $0.topic, partition: $0.partition), default: 0] }
+            if applying, !fresh.isEmpty {
+                try await projection.apply(fresh, on: connection, logger: logger)
+            }
+            try await connection.query(
+                """
+                UPDATE push.consumer_offsets o SET next_offset = x.n, updated_at = now()
+                FROM unnest(\(topics)::text[], \(partitions)::int[], \(offsets)::bigint[]) AS x(t, p, n)
+                WHERE o.group_id = \(group) AND o.topic = x.t AND o.partition = x.p AND o.next_offset < x.n
+                """,
+                logger: logger
+            )
+            return applying ? fresh.count : 0
         }
-        if appliedCount > 0 { projection.didCommit() }
-        appliedCounter.increment(by: appliedCount)
-        deadLetterCounter.increment(by: letters.count)
     }
 }
 

@@ -12,8 +12,8 @@ import Testing
 ///
 /// The peak is reached while the provider is slow: that is when the fetch queues are full
 /// (unbounded, librdkafka fetches the whole backlog then). Sending the whole
-/// backlog afterwards only repeats the drain's steady state; the test sends a quarter of it,
-/// which covers the drain's own costs (answers, result events) at a quarter of the CPU.
+/// backlog afterwards only repeats the drain's steady state; the test sends a quarter of it in
+/// all, which covers the drain's own costs (answers, result events) at a quarter of the CPU.
 @Suite("Sender memory", .serialized)
 struct SenderMemoryTests {
     /// Records of the backlog: about 20 MB of record values, ten times the fetch queue and held
@@ -21,7 +21,8 @@ struct SenderMemoryTests {
     static let backlog = 40_000
     static let fetchQueueKilobytes = 1_024
     static let maxHeld = 1_000
-    /// Sent at full speed after the slow phase (see above).
+    /// Sent in all (the slow phase's included) before the peak is read; the rest goes at full
+    /// speed after the slow phase.
     static let drained = 10_000
 
     /// What the settings let the process hold on top of its footprint before the backlog, in

@@ -81,12 +81,21 @@ package actor ThrottleSlots {
 
     /// One statement: the delivery's timeline moves forward by a batch from where it is, or from
     /// now when it lies in the past (an idle delivery does not save up slots). The database's
-    /// clock is the timeline's; the slots are moved to this host's clock by the smallest
-    /// difference seen on the last answers (the clocks' skew plus the quickest one-way trip).
-    /// Taking each answer's own difference would shift each batch by that round trip's jitter,
-    /// so two batches reserved back to back by two instances could land closer than the
-    /// interval on the providers' side.
+    /// clock is the timeline's; the slots are moved to this host's clock by `ClockOffsets`: the
+    /// clocks' skew plus the quickest one-way trip seen. A process's first reservation is made
+    /// after a few clock readings of its own, so a first answer that came late (a process that
+    /// just started on a busy host) does not place the first batch late and the next ones on time
+    /// (two batches on top of each other).
     private func reserve(deliveryId: String, rate: ThrottleRate) async throws -> SlotBatch {
+        if !offsets.primed {
+            var samples: [TimeInterval] = []
+            for _ in 0..<ClockOffsets.primingReadings {
+                let rows = try await postgres.query("SELECT clock_timestamp()", logger: logger)
+                for try await databaseNow in rows.decode(Date.self) { samples.append(now().timeIntervalSince(databaseNow)) }
+            }
+            offsets.prime(samples)
+            logger.debug("Throttle clock offset", metadata: ["offset.ms": "\(Int((offsets.applied ?? 0) * 1000))"])
+        }
         let reserved = try await reserveOnTimeline(deliveryId: deliveryId, rate: rate)
         let offset = offsets.record(now().timeIntervalSince(reserved.databaseNow))
         return SlotBatch(first: reserved.batch.next.addingTimeInterval(offset), interval: reserved.batch.interval, count: reserved.batch.remaining)
@@ -116,22 +125,54 @@ package actor ThrottleSlots {
         throw ThrottleError(detail: "push.delivery_throttle returned no row for delivery \(deliveryId)")
     }
 
-    /// A sliding window of clock differences: a stepped clock is followed within `capacity`
-    /// reservations.
+    /// The offset from the database's clock to this host's, from the differences `local clock at
+    /// the answer − clock_timestamp()` of the last answers. Each is the skew plus that answer's
+    /// one-way trip, so the smallest is the closest and never early. Each answer's own difference
+    /// would shift each batch by its trip's jitter: on a loaded host two instances' back-to-back
+    /// batches landed 8 ms closer than the interval.
+    ///
+    /// The offset applied only comes down `maxStep` per batch: a batch placed with a larger
+    /// offset than the next (the first answers were slow) sends its slots later, on top of the
+    /// next batch's, and the provider sees the overlap as a burst above the rate. Coming down
+    /// slowly, such an overlap is at most `maxStep` a batch; going up (the quick answers left the
+    /// window) only leaves a gap. A step larger than a second is a stepped clock, followed at once.
     struct ClockOffsets {
         static let capacity = 32
+        static let primingReadings = 5
+        static let maxStep: TimeInterval = 0.002
         private var seen: [TimeInterval] = []
         private var index = 0
+        private(set) var applied: TimeInterval?
 
-        /// Records one difference and returns the smallest of the window.
+        var primed: Bool { applied != nil }
+
+        /// The first offset, from readings taken one after the other: the smallest is used, so
+        /// one reading delayed by the host's scheduling does not count.
+        mutating func prime(_ readings: [TimeInterval]) {
+            for reading in readings { append(reading) }
+            applied = seen.min()
+        }
+
+        /// Records one difference and returns the offset to place a batch with.
         mutating func record(_ offset: TimeInterval) -> TimeInterval {
+            append(offset)
+            let smallest = seen.min() ?? offset
+            guard let previous = applied, previous - smallest <= 1 else {
+                applied = smallest
+                return smallest
+            }
+            let next = max(smallest, previous - Self.maxStep)
+            applied = next
+            return next
+        }
+
+        private mutating func append(_ offset: TimeInterval) {
             if seen.count < Self.capacity {
                 seen.append(offset)
             } else {
                 seen[index] = offset
                 index = (index + 1) % Self.capacity
             }
-            return seen.min() ?? offset
         }
     }
 

@@ -71,7 +71,7 @@ struct APNSSenderHarness: SenderHarness {
                     clientCertificateCAs: clientCAs
                 ),
                 limits: SimulatorLimits(maxConcurrentStreams: maxConcurrentStreams, logCapacity: 200_000),
-                group: MultiThreadedEventLoopGroup.singleton,
+                group: ProviderEventLoops.group,
                 logger: Logger(label: "apns-simulator")
             )
         }

@@ -53,7 +53,7 @@ struct FCMSenderHarness: SenderHarness {
             server: SimulatorServer.Configuration(tls: try SimulatorTLS.generated()),
             fcm: FCMBehaviour.Configuration(serviceAccounts: [try FCMServiceAccount(json: accountJSON)]),
             limits: SimulatorLimits(maxConcurrentStreams: 100, logCapacity: 200_000),
-            group: MultiThreadedEventLoopGroup.singleton, logger: Logger(label: "fcm-simulator")
+            group: ProviderEventLoops.group, logger: Logger(label: "fcm-simulator")
         )
         let caFile = FileManager.default.temporaryDirectory.appendingPathComponent("fcm-ca-\(suffix).pem").path
         try #require(simulator.caCertificatePEM).write(toFile: caFile, atomically: true, encoding: .utf8)

@@ -100,17 +100,36 @@ struct ThrottleRateTests {
         #expect(ThrottleHeader.slot(in: [KafkaHeader(name: ThrottleHeader.name, string: "soon")]) == nil)
     }
 
-    @Test("the clock difference used is the smallest of the last 32 answers: a slow answer does not shift a batch, a stepped clock is followed within 32")
+    @Test("the clock difference used is the smallest of the last 32 answers: a slow answer does not shift a batch, a clock stepped ahead is followed within 32")
     func clockOffsets() {
         var offsets = ThrottleSlots.ClockOffsets()
-        #expect(offsets.record(0.004) == 0.004)
-        #expect(offsets.record(0.001) == 0.001)
-        // A round trip 12 ms slower than the quickest: the batch is placed as the quickest saw it.
-        #expect(offsets.record(0.013) == 0.001)
+        #expect(!offsets.primed)
+        // The first readings, one of them delayed by the host's scheduling: the quickest is used.
+        offsets.prime([0.150, 0.003, 0.090, 0.004, 0.120])
+        #expect(offsets.applied == 0.003)
+        // A round trip 10 ms slower than the quickest: the batch is placed as the quickest saw it.
+        #expect(offsets.record(0.013) == 0.003)
         // The host's clock stepped 2 s ahead: once the old answers left the window, it is used.
         var used: [TimeInterval] = []
-        for _ in 0..<ThrottleSlots.ClockOffsets.capacity { used.append(offsets.record(2.001)) }
-        #expect(used.first == 0.001)
-        #expect(used.last == 2.001)
+        for _ in 0..<ThrottleSlots.ClockOffsets.capacity { used.append(offsets.record(2.003)) }
+        #expect(used.first == 0.003)
+        #expect(used.last == 2.003)
+        // Stepped back by more than a second: followed at once.
+        #expect(offsets.record(0.002) == 0.002)
+    }
+
+    @Test("an offset that came down (every first reading was slow) comes down at most 2 ms a batch, so no batch is placed on top of the one before it")
+    func clockOffsetComesDownSlowly() {
+        var offsets = ThrottleSlots.ClockOffsets()
+        // A process that started on a busy host: each of its first readings came 150 ms late.
+        offsets.prime([0.151, 0.150, 0.152, 0.150, 0.153])
+        #expect(offsets.applied == 0.150)
+        var used = [0.150]
+        for _ in 0..<100 { used.append(offsets.record(0.001)) }
+        let steps = zip(used, used.dropFirst()).map { $0 - $1 }
+        #expect(steps.allSatisfy { $0 >= 0 && $0 <= ThrottleSlots.ClockOffsets.maxStep + 1e-12 })
+        // Where the quick answers put it, after 75 batches (7.5 s of one delivery's slots at most).
+        #expect(abs(used[75] - 0.001) < 1e-9)
+        #expect(abs(used.last! - 0.001) < 1e-9)
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import NIOCore
 import NIOPosix
 
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import Logging
 import PostgresNIO
 import PushRuntime
+import PushStore
 import ServiceLifecycle
 import Synchronization
 
@@ -27,6 +28,11 @@ package final class DeliveryControls: Service, Sendable {
 
     let postgres: PostgresClient
     let refresh: Duration
+    /// How long one read may wait for PostgreSQL. A statement can go unanswered for good (a
+    /// server that stopped, a connection cut without a reset, a connection lost as it was leased:
+    /// `withStatementDeadline`); without a bound the refreshes would stop there, and with them
+    /// every pause and cancel an operator makes afterwards.
+    let statementDeadline: Duration
     let logger: Logger
     /// Deliveries not active, and where the next read starts: the `xid8` (as text) of the oldest
     /// transaction running at the last read.
@@ -34,9 +40,10 @@ package final class DeliveryControls: Service, Sendable {
     /// One per task waiting in `loaded()` (each lane's sender waits; a `Wakeup` has one waiter).
     private let firstReadWaiters = Mutex<[Wakeup]>([])
 
-    package init(postgres: PostgresClient, refresh: Duration, logger: Logger) {
+    package init(postgres: PostgresClient, refresh: Duration, statementDeadline: Duration = .seconds(10), logger: Logger) {
         self.postgres = postgres
         self.refresh = refresh
+        self.statementDeadline = statementDeadline
         self.logger = logger
     }
 
@@ -57,7 +64,8 @@ package final class DeliveryControls: Service, Sendable {
     }
 
     /// Reads every `refresh` until the service group stops it. A read waiting for PostgreSQL
-    /// (unreachable) is cancelled by the stop rather than holding the shutdown up.
+    /// (unreachable) is given up at its deadline and tried again, and stops being waited for at
+    /// once when the service stops, even a statement that would never have answered.
     package func run() async throws {
         try? await cancelWhenGracefulShutdown { [self] in
             var failures = 0
@@ -80,19 +88,22 @@ package final class DeliveryControls: Service, Sendable {
     /// come from the same snapshot).
     package func read() async throws {
         let since = known.withLock { $0.horizon }
-        let rows = try await postgres.query(
-            """
-            SELECT h.horizon::text, c.delivery_id, c.state
-            FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS horizon) h
-            LEFT JOIN push.delivery_controls c ON c.writer_xid >= \(since)::xid8
-            ORDER BY c.version
-            """,
-            logger: logger)
-        var horizon = since
-        var changes: [(String, State)] = []
-        for try await (rowHorizon, deliveryId, state) in rows.decode((String, String?, String?).self) {
-            horizon = rowHorizon
-            if let deliveryId, let state { changes.append((deliveryId, State(rawValue: state) ?? .active)) }
+        let (horizon, changes) = try await withStatementDeadline(statementDeadline) { [postgres, logger] in
+            let rows = try await postgres.query(
+                """
+                SELECT h.horizon::text, c.delivery_id, c.state
+                FROM (SELECT pg_snapshot_xmin(pg_current_snapshot()) AS horizon) h
+                LEFT JOIN push.delivery_controls c ON c.writer_xid >= \(since)::xid8
+                ORDER BY c.version
+                """,
+                logger: logger)
+            var horizon = since
+            var changes: [(String, State)] = []
+            for try await (rowHorizon, deliveryId, state) in rows.decode((String, String?, String?).self) {
+                horizon = rowHorizon
+                if let deliveryId, let state { changes.append((deliveryId, State(rawValue: state) ?? .active)) }
+            }
+            return (horizon, changes)
         }
         // Only what differs from the state known: a row read again is not a change to log.
         let (first, changed) = known.withLock { known in

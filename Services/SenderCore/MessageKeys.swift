@@ -10,20 +10,28 @@ import PushStore
 /// `failed`, reason `erased`, without a send.
 package struct MessageKeys: Sendable {
     let postgres: PostgresClient
+    /// How long one read may wait: a statement can go unanswered for good (a server stopped, a
+    /// connection cut without a reset or lost as it was leased: `withStatementDeadline`), and
+    /// the lane's reading would stop there.
+    let statementDeadline: Duration
     let logger: Logger
 
-    package init(postgres: PostgresClient, logger: Logger) {
+    package init(postgres: PostgresClient, statementDeadline: Duration = .seconds(10), logger: Logger) {
         self.postgres = postgres
+        self.statementDeadline = statementDeadline
         self.logger = logger
     }
 
-    /// The keys of `subjects` that exist. PostgreSQL unreachable: tried again every second until
-    /// it answers or the task is cancelled (the batch waits; nothing is sent without its key).
+    /// The keys of `subjects` that exist. PostgreSQL unreachable, or not answering within
+    /// `statementDeadline`: tried again every second until it answers or the task is cancelled
+    /// (the batch waits; nothing is sent without its key).
     package func keys(of subjects: Set<UUID>) async throws -> [UUID: [UInt8]] {
         guard !subjects.isEmpty else { return [:] }
         while true {
             do {
-                return try await SubjectKeys.keys(subjects, postgres: postgres, logger: logger)
+                return try await withStatementDeadline(statementDeadline) { [postgres, logger] in
+                    try await SubjectKeys.keys(subjects, postgres: postgres, logger: logger)
+                }
             } catch {
                 try Task.checkCancellation()
                 logger.warning("Reading the data keys of a batch failed; trying again in 1 s", metadata: ["error": "\(error)"])

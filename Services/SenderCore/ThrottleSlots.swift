@@ -3,6 +3,7 @@ import Logging
 import Metrics
 import PostgresNIO
 import PushEvents
+import PushStore
 
 /// Slots of one delivery this process reserved and has not used yet, evenly spaced.
 package struct SlotBatch: Sendable, Equatable {
@@ -41,6 +42,9 @@ package struct SlotBatch: Sendable, Equatable {
 /// not use (it died, or they went stale) are lost. Unthrottled messages never come here.
 package actor ThrottleSlots {
     let postgres: PostgresClient
+    /// How long one statement may wait: past it the reservation fails as if PostgreSQL were
+    /// unreachable (a statement can go unanswered for good: `withStatementDeadline`).
+    let statementDeadline: Duration
     let logger: Logger
     let now: @Sendable () -> Date
     private var batches: [String: [SlotBatch]] = [:]
@@ -50,8 +54,12 @@ package actor ThrottleSlots {
     /// `push_sender_throttle_reservations_total{provider}`: statements that reserved a batch.
     private let reservations: Counter
 
-    package init(postgres: PostgresClient, provider: String, logger: Logger, now: @escaping @Sendable () -> Date = Date.init) {
+    package init(
+        postgres: PostgresClient, provider: String, statementDeadline: Duration = .seconds(10), logger: Logger,
+        now: @escaping @Sendable () -> Date = Date.init
+    ) {
         self.postgres = postgres
+        self.statementDeadline = statementDeadline
         self.logger = logger
         self.now = now
         reservations = Counter(label: "push_sender_throttle_reservations_total", dimensions: [("provider", provider)])
@@ -90,8 +98,13 @@ package actor ThrottleSlots {
         if !offsets.primed {
             var samples: [TimeInterval] = []
             for _ in 0..<ClockOffsets.primingReadings {
-                let rows = try await postgres.query("SELECT clock_timestamp()", logger: logger)
-                for try await databaseNow in rows.decode(Date.self) { samples.append(now().timeIntervalSince(databaseNow)) }
+                let databaseNow = try await withStatementDeadline(statementDeadline) { [postgres, logger] in
+                    var read: Date?
+                    for try await value in try await postgres.query("SELECT clock_timestamp()", logger: logger).decode(Date.self) { read = value }
+                    guard let read else { throw ThrottleError(detail: "SELECT clock_timestamp() returned no row") }
+                    return read
+                }
+                samples.append(now().timeIntervalSince(databaseNow))
             }
             offsets.prime(samples)
             logger.debug("Throttle clock offset", metadata: ["offset.ms": "\(Int((offsets.applied ?? 0) * 1000))"])
@@ -104,6 +117,14 @@ package actor ThrottleSlots {
     /// The statement alone: a batch of `deliveryId`'s slots on the database's clock, and that
     /// clock when it answered.
     package func reserveOnTimeline(deliveryId: String, rate: ThrottleRate) async throws -> (batch: SlotBatch, databaseNow: Date) {
+        try await withStatementDeadline(statementDeadline) { [postgres, logger, reservations] in
+            try await Self.reserve(deliveryId: deliveryId, rate: rate, postgres: postgres, logger: logger, reservations: reservations)
+        }
+    }
+
+    private static func reserve(
+        deliveryId: String, rate: ThrottleRate, postgres: PostgresClient, logger: Logger, reservations: Counter
+    ) async throws -> (batch: SlotBatch, databaseNow: Date) {
         let count = rate.batchSize
         let span = Int64(count) * rate.intervalMicroseconds
         let rows = try await postgres.query(

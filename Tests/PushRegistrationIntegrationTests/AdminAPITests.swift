@@ -23,6 +23,12 @@ struct AdminAPITests {
             throughSDKPort.adminURL = harness.baseURL
             #expect(try await throughSDKPort.admin("GET", "/services").status == 404, "the public port does not serve the admin API")
             #expect(try await throughSDKPort.admin("POST", "/services", json: #"{"name": "x\#(name)", "label": "No"}"#).status == 404)
+            // The creation answers once the catalog projection shows the service, or after 5 s
+            // with it stored and not yet visible (docs/admin-api.md); under the suite's load the
+            // projection's first group join took longer ("no service named" for the app).
+            try await eventually(within: .seconds(60), "the new service is projected") {
+                try await harness.admin("GET", "/services/\(name)").status == 200
+            }
             let created = try await harness.admin(
                 "POST", "/services/\(name)/apps", json: #"{"platform": "ios", "label": "Trips iOS", "bundleId": "com.neotrips.app"}"#)
             let key = try #require(try Self.object(created)["integrationKey"] as? String, "\(created.body)")

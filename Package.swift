@@ -34,6 +34,7 @@ let asyncHTTPClient: Target.Dependency = .product(name: "AsyncHTTPClient", packa
 let crypto: Target.Dependency = .product(name: "Crypto", package: "swift-crypto")
 let cryptoExtras: Target.Dependency = .product(name: "_CryptoExtras", package: "swift-crypto")
 let hummingbird: Target.Dependency = .product(name: "Hummingbird", package: "hummingbird")
+let bcrypt: Target.Dependency = .product(name: "HummingbirdBcrypt", package: "hummingbird-auth")
 let hummingbirdCore: Target.Dependency = .product(name: "HummingbirdCore", package: "hummingbird")
 let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
 let metrics: Target.Dependency = .product(name: "Metrics", package: "swift-metrics")
@@ -82,6 +83,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        // Operators' console passwords are bcrypt hashes (docs/admin-api.md, "Console sign-in").
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
         .package(url: "https://github.com/apple/swift-nio-http2.git", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
@@ -168,8 +171,8 @@ let package = Package(
         .target(
             name: "PushRegistration",
             dependencies: [
-                "Kafka", "PushCredentials", "PushEvents", "PushWire", "PushStore", "PushRuntime", hummingbird, postgresNIO, crypto, cryptoExtras, nioCore,
-                nioSSL, logging, metrics, serviceLifecycle,
+                "Kafka", "PushCredentials", "PushEvents", "PushWire", "PushStore", "PushRuntime", hummingbird, bcrypt, postgresNIO, crypto, cryptoExtras,
+                nioCore, nioPosix, nioSSL, logging, metrics, serviceLifecycle,
             ],
             path: "Services/Registration/PushRegistration",
             swiftSettings: swiftSettings

@@ -34,12 +34,32 @@ package struct OperatorTokenIssued: PushEvent, Hashable {
     /// Lowercase hex SHA-256 of the token's secret part.
     package var digest: String
     package var expiresAt: Date
+    /// `session` for a console sign-in (`POST /admin/v1/sessions`); absent: a personal API token.
+    package var purpose: String?
 
-    package init(tokenId: UUID, operatorName: String, digest: String, expiresAt: Date) {
+    package init(tokenId: UUID, operatorName: String, digest: String, expiresAt: Date, purpose: String? = nil) {
         self.tokenId = tokenId
         self.operatorName = operatorName
         self.digest = digest
         self.expiresAt = expiresAt
+        self.purpose = purpose
+    }
+}
+
+/// An operator's console password was set (`PUT /admin/v1/operators/{name}/password`):
+/// `push.catalog`, key `operator:<name>`. Only its bcrypt hash is in the event (a slow, salted
+/// hash: the password itself is never stored nor sent).
+package struct OperatorPasswordSet: PushEvent, Hashable {
+    package static let eventType = "OperatorPasswordSet"
+    package static let eventVersion = 1
+
+    package var name: String
+    /// `$2b$<cost>$...`: bcrypt's own format, salt included.
+    package var passwordHash: String
+
+    package init(name: String, passwordHash: String) {
+        self.name = name
+        self.passwordHash = passwordHash
     }
 }
 

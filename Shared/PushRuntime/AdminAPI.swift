@@ -108,6 +108,20 @@ package struct AdminAPI: Sendable {
         return response
     }
 
+    /// A route that takes no bearer token (the console's sign-in, `POST /admin/v1/sessions`,
+    /// which checks a password instead): refusals answered as JSON errors like every route's;
+    /// `body` records its own audit entries through the API's audit trail, when there is one.
+    package func unauthenticated(_ request: Request, _ body: (AdminAudit?) async throws -> Response) async throws -> Response {
+        guard token != nil else { return Self.error(503, "admin API disabled: set PUSH_ADMIN_TOKEN") }
+        do {
+            return try await body(audit)
+        } catch let refusal as any AdminRefusal {
+            return Self.error(refusal.status, refusal.reason, problems: refusal.problems)
+        } catch let error as DecodingError {
+            return Self.error(400, "invalid JSON body: \(Self.describe(error))")
+        }
+    }
+
     /// The request's body, at most `maximumBytes` (413 beyond).
     package static func body(_ request: Request, maximumBytes: Int = 256 * 1024) async throws -> ByteBuffer {
         do {

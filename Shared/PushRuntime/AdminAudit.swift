@@ -43,7 +43,7 @@ package struct AdminAudit: Sendable {
             permission: permission.rawValue, status: status, requestId: requestId ?? auditId.uuidString.lowercased(), service: service)
     }
 
-    func record(_ principal: AdminPrincipal, _ request: Request, _ permission: AdminPermission, status: Int) async {
+    package func record(_ principal: AdminPrincipal, _ request: Request, _ permission: AdminPermission, status: Int) async {
         guard Self.records(method: request.method, permission: permission) else { return }
         let event = Self.event(
             principal, method: request.method.rawValue, path: request.uri.path, requestId: request.headers[Self.requestIdHeader],

@@ -20,16 +20,18 @@ package enum AdminRole: String, Sendable, CaseIterable, Codable {
     package var permissions: Set<AdminPermission> {
         switch self {
         case .admin: Set(AdminPermission.allCases)
-        case .marketer: [.catalogRead, .contentWrite, .deliveriesRead, .deliveriesWrite]
-        case .analyst: [.catalogRead, .deliveriesRead]
-        case .support: [.catalogRead, .devicesRead, .devicesWrite]
-        case .privacy: [.catalogRead, .erasure]
+        case .marketer: [.session, .catalogRead, .contentWrite, .deliveriesRead, .deliveriesWrite]
+        case .analyst: [.session, .catalogRead, .deliveriesRead]
+        case .support: [.session, .catalogRead, .devicesRead, .devicesWrite]
+        case .privacy: [.session, .catalogRead, .erasure]
         }
     }
 }
 
 /// What an admin API route needs; every route declares one.
 package enum AdminPermission: String, Sendable, CaseIterable {
+    /// Read and end one's own session (every role).
+    case session
     /// Read services, apps (never a credential's secret), templates, segments, frequency caps.
     case catalogRead = "catalog:read"
     /// Create, change and delete services and apps.
@@ -149,14 +151,17 @@ package struct OperatorDirectory: Sendable {
         package var services: [String]?
         package var active: Bool
         package var definedAt: Date
+        /// Whether it has a console password (never the password nor its hash).
+        package var passwordSet: Bool
         package var tokens: [Token]
 
-        package init(name: String, role: String, services: [String]?, active: Bool, definedAt: Date, tokens: [Token]) {
+        package init(name: String, role: String, services: [String]?, active: Bool, definedAt: Date, passwordSet: Bool = false, tokens: [Token]) {
             self.name = name
             self.role = role
             self.services = services
             self.active = active
             self.definedAt = definedAt
+            self.passwordSet = passwordSet
             self.tokens = tokens
         }
     }
@@ -164,29 +169,56 @@ package struct OperatorDirectory: Sendable {
     /// A token as listed: never its secret nor its digest.
     package struct Token: Codable, Sendable, Equatable {
         package var tokenId: UUID
+        /// `api` (a personal API token) or `session` (a console sign-in).
+        package var purpose: String
         package var issuedAt: Date
         package var expiresAt: Date
         package var revokedAt: Date?
+    }
+
+    /// The bcrypt hash of an active operator's console password, with the operator; nil when
+    /// there is no such active operator or it has no password.
+    package func passwordHash(of name: String) async throws -> (hash: String, principal: AdminPrincipal)? {
+        let rows = try await postgres.query(
+            "SELECT password_hash, role, services FROM push.operators WHERE name = \(name) AND active AND password_hash IS NOT NULL",
+            logger: logger)
+        for try await (hash, role, services) in rows.decode((String, String, [String]?).self) {
+            guard let role = AdminRole(rawValue: role) else { return nil }
+            return (hash, AdminPrincipal(name: name, role: role, services: services.map(Set.init)))
+        }
+        return nil
+    }
+
+    /// The role of the operator named, active or not; nil when there is none (the audit trail
+    /// of a refused sign-in names only operators that exist).
+    package func role(of name: String) async throws -> AdminRole? {
+        let rows = try await postgres.query("SELECT role FROM push.operators WHERE name = \(name)", logger: logger)
+        for try await role in rows.decode(String.self) { return AdminRole(rawValue: role) }
+        return nil
     }
 
     /// Every operator (by name) with its tokens, or the one named.
     package func operators(named name: String? = nil) async throws -> [Operator] {
         var result: [Operator] = []
         let rows = try await postgres.query(
-            "SELECT name, role, services, active, defined_at FROM push.operators WHERE \(name)::text IS NULL OR name = \(name) ORDER BY name",
+            """
+            SELECT name, role, services, active, defined_at, password_hash IS NOT NULL FROM push.operators
+            WHERE \(name)::text IS NULL OR name = \(name) ORDER BY name
+            """,
             logger: logger)
-        for try await (name, role, services, active, definedAt) in rows.decode((String, String, [String]?, Bool, Date).self) {
-            result.append(Operator(name: name, role: role, services: services, active: active, definedAt: definedAt, tokens: []))
+        for try await (name, role, services, active, definedAt, passwordSet) in rows.decode((String, String, [String]?, Bool, Date, Bool).self) {
+            result.append(
+                Operator(name: name, role: role, services: services, active: active, definedAt: definedAt, passwordSet: passwordSet, tokens: []))
         }
         let tokens = try await postgres.query(
             """
-            SELECT operator_name, token_id, issued_at, expires_at, revoked_at FROM push.operator_tokens
+            SELECT operator_name, token_id, purpose, issued_at, expires_at, revoked_at FROM push.operator_tokens
             WHERE \(name)::text IS NULL OR operator_name = \(name) ORDER BY issued_at, token_id
             """,
             logger: logger)
-        for try await (owner, tokenId, issuedAt, expiresAt, revokedAt) in tokens.decode((String, UUID, Date, Date, Date?).self) {
+        for try await (owner, tokenId, purpose, issuedAt, expiresAt, revokedAt) in tokens.decode((String, UUID, String, Date, Date, Date?).self) {
             if let index = result.firstIndex(where: { $0.name == owner }) {
-                result[index].tokens.append(Token(tokenId: tokenId, issuedAt: issuedAt, expiresAt: expiresAt, revokedAt: revokedAt))
+                result[index].tokens.append(Token(tokenId: tokenId, purpose: purpose, issuedAt: issuedAt, expiresAt: expiresAt, revokedAt: revokedAt))
             }
         }
         return result
@@ -207,10 +239,18 @@ package struct OperatorDirectory: Sendable {
     package static func apply(_ event: OperatorTokenIssued, at: Date, on connection: PostgresConnection, logger: Logger) async throws {
         try await connection.query(
             """
-            INSERT INTO push.operator_tokens (token_id, operator_name, digest, expires_at, issued_at)
-            VALUES (\(event.tokenId), \(event.operatorName), \(event.digest), \(event.expiresAt), \(at))
+            INSERT INTO push.operator_tokens (token_id, operator_name, digest, expires_at, issued_at, purpose)
+            VALUES (\(event.tokenId), \(event.operatorName), \(event.digest), \(event.expiresAt), \(at), \(event.purpose ?? "api"))
             ON CONFLICT (token_id) DO NOTHING
             """,
+            logger: logger)
+    }
+
+    /// A password set for an operator that does not exist (yet) changes nothing: the admin API
+    /// refuses it, so only a hand-made event could do that.
+    package static func apply(_ event: OperatorPasswordSet, at: Date, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query(
+            "UPDATE push.operators SET password_hash = \(event.passwordHash), password_set_at = \(at) WHERE name = \(event.name)",
             logger: logger)
     }
 

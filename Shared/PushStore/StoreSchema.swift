@@ -99,5 +99,19 @@ package enum StoreSchema {
                     'Personal API tokens of the operators (OperatorTokenIssued, OperatorTokenRevoked): the SHA-256 digest of each token''s secret part, never the token. Not an analyst table'
                 """,
             ]),
+        Migration(
+            version: 41, name: "operators' console passwords and session tokens",
+            statements: [
+                "ALTER TABLE push.operators ADD COLUMN password_hash text, ADD COLUMN password_set_at timestamptz",
+                """
+                COMMENT ON COLUMN push.operators.password_hash IS
+                    'bcrypt hash of the operator''s console password (OperatorPasswordSet); null: the operator cannot sign in to the console'
+                """,
+                "ALTER TABLE push.operator_tokens ADD COLUMN purpose text NOT NULL DEFAULT 'api' CHECK (purpose IN ('api', 'session'))",
+                """
+                COMMENT ON COLUMN push.operator_tokens.purpose IS
+                    'api: a personal API token; session: a console sign-in, revoked at sign-out'
+                """,
+            ]),
     ]
 }

@@ -53,6 +53,24 @@ struct ConsoleSessionsTests {
         #expect(!Self.sessions.acceptsSignInFormToken(nil, now: now))
     }
 
+    @Test("a named operator's session cookie carries its session token until the token's expiry; altered, it is refused")
+    func operatorSessions() throws {
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let bearer = "pat_0123456789abcdef0123456789abcdef_" + String(repeating: "A", count: 43)
+        let cookie = Self.sessions.issue(bearer: bearer, expiresAt: start.addingTimeInterval(600))
+        #expect(cookie.hasPrefix("v2.1800000600."))
+        let session = try #require(Self.sessions.session(cookie: cookie, now: start))
+        #expect(session.bearer == bearer && session.expiresAt == 1_800_000_600)
+        #expect(Self.sessions.session(cookie: cookie, now: start.addingTimeInterval(600)) == nil, "expired with its token")
+        let other = try #require(Self.sessions.session(cookie: Self.sessions.issue(bearer: bearer + "B", expiresAt: start.addingTimeInterval(600)), now: start))
+        #expect(other.csrfToken != session.csrfToken)
+        // Another token under the first one's signature, or the admin-token form of it: refused.
+        let parts = cookie.split(separator: ".").map(String.init)
+        #expect(Self.sessions.session(cookie: "v2.\(parts[1]).\(bearer)B.\(parts[3])", now: start) == nil)
+        #expect(Self.sessions.session(cookie: "v1.\(parts[1]).\(parts[2]).\(parts[3])", now: start) == nil)
+        #expect(try #require(Self.sessions.session(cookie: Self.sessions.issue(now: start), now: start)).bearer == nil)
+    }
+
     @Test("keys derived for different purposes differ")
     func derivedKeys() {
         let a = Self.token.derivedKey(purpose: "push console sessions v1").withUnsafeBytes { Data($0) }

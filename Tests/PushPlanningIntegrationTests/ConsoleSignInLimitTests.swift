@@ -49,7 +49,7 @@ struct ConsoleSignInLimitTests {
         let locked = try await Self.signIn(port: port, token: token, client: "203.0.113.7")
         #expect(locked.status == 429, "\(locked.status)")
         #expect(locked.retryAfter.flatMap(Int.init).map { $0 > 60 && $0 <= 120 } == true, "Retry-After \(String(describing: locked.retryAfter))")
-        #expect(locked.body.contains("too many wrong admin tokens from this address"))
+        #expect(locked.body.contains("too many failed sign-ins from this address"))
         // The proxy's other clients are not held: the right token signs in (to the deliveries page).
         let other = try await Self.signIn(port: port, token: token, client: "203.0.113.8")
         #expect(other.status == 200 && other.path == "/deliveries", "\(other.status) \(String(describing: other.path))")

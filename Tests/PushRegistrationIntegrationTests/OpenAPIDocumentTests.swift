@@ -82,6 +82,8 @@ struct OpenAPIDocumentTests {
             .init(method: "GET", path: "/admin/v1/operators"), .init(method: "GET", path: "/admin/v1/operators/{name}"),
             .init(method: "PUT", path: "/admin/v1/operators/{name}"), .init(method: "POST", path: "/admin/v1/operators/{name}/tokens"),
             .init(method: "DELETE", path: "/admin/v1/operators/{name}/tokens/{tokenId}"),
+            .init(method: "PUT", path: "/admin/v1/operators/{name}/password"), .init(method: "POST", path: "/admin/v1/sessions"),
+            .init(method: "GET", path: "/admin/v1/session"), .init(method: "DELETE", path: "/admin/v1/session"),
         ]
         #expect(Set(operations.keys) == served, "the document lists exactly the routes the service serves")
 
@@ -91,6 +93,7 @@ struct OpenAPIDocumentTests {
             var appId = ""
             var integrationKey = ""
             var tokenId = ""
+            var sessionToken = ""
             // Creation first, deletion last, so every path parameter names a real resource.
             let order = [
                 "POST /admin/v1/services", "GET /admin/v1/services", "GET /admin/v1/services/{name}", "PUT /admin/v1/services/{name}",
@@ -100,7 +103,8 @@ struct OpenAPIDocumentTests {
                 "GET /admin/v1/services/{name}/segments", "GET /admin/v1/services/{name}/segments/{segment}",
                 "PUT /admin/v1/services/{name}/frequency-cap", "GET /admin/v1/services/{name}/frequency-cap",
                 "DELETE /admin/v1/services/{name}/frequency-cap",
-                "PUT /admin/v1/operators/{name}", "GET /admin/v1/operators", "GET /admin/v1/operators/{name}",
+                "PUT /admin/v1/operators/{name}", "PUT /admin/v1/operators/{name}/password", "POST /admin/v1/sessions", "GET /admin/v1/session",
+                "DELETE /admin/v1/session", "GET /admin/v1/operators", "GET /admin/v1/operators/{name}",
                 "POST /admin/v1/operators/{name}/tokens", "DELETE /admin/v1/operators/{name}/tokens/{tokenId}",
                 "GET /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}", "PUT /admin/v1/apps/{id}/credentials",
                 "GET /admin/v1/apps/{id}/credentials", "POST /nms/mobile/1/registerIOS.jssp",
@@ -121,6 +125,17 @@ struct OpenAPIDocumentTests {
                 if entry == "POST /admin/v1/services" { body = ["name": name, "label": "Documented"] }
                 // An operator named like the service, limited to it (the example names another).
                 if entry == "PUT /admin/v1/operators/{name}" { body = ["role": "marketer", "services": [name]] }
+                // The sign-in takes no bearer token: that operator, with the password just set.
+                if entry == "POST /admin/v1/sessions" {
+                    let setPassword = try #require(operations[Operation(method: "PUT", path: "/admin/v1/operators/{name}/password")])
+                    let password = try #require((Self.example(setPassword) as? [String: String])?["password"])
+                    let (status, data) = try await Self.call(harness, "POST", path, json: ["operator": name, "password": password], token: nil)
+                    #expect(status == 201 && Self.documentedStatuses(operation).contains(201), "\(entry): \(status) \(String(decoding: data, as: UTF8.self))")
+                    sessionToken = (try JSONSerialization.jsonObject(with: data) as? [String: Any])?["token"] as? String ?? ""
+                    let (wrong, _) = try await Self.call(harness, "POST", path, json: ["operator": name, "password": "not the password"], token: nil)
+                    #expect(wrong == 401 && Self.documentedStatuses(operation).contains(401))
+                    continue
+                }
                 if entry == "PUT /admin/v1/apps/{id}/credentials" {
                     // The documented example with a real key in place of the elided one.
                     var example = try #require(body as? [String: String])
@@ -136,7 +151,9 @@ struct OpenAPIDocumentTests {
                 }
                 let (unauthorized, _) = try await Self.call(harness, parts[0], path, json: body, token: nil)
                 #expect(unauthorized == 401 && documented.contains(401), "\(entry) without a token")
-                let (status, data) = try await Self.call(harness, parts[0], path, json: body, token: RegistrationHarness.adminToken)
+                // Ending a session needs one (the bootstrap token is none: 400).
+                let bearer = entry == "DELETE /admin/v1/session" ? sessionToken : RegistrationHarness.adminToken
+                let (status, data) = try await Self.call(harness, parts[0], path, json: body, token: bearer)
                 #expect(documented.contains(status), "\(entry) answered \(status), documented \(documented.sorted()): \(String(decoding: data, as: UTF8.self))")
                 if [
                     "POST /admin/v1/apps/{id}/quarantine/lift", "POST /admin/v1/services/{name}/unsubscribe", "POST /admin/v1/services/{name}/resubscribe",

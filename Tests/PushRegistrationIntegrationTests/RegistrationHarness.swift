@@ -222,7 +222,7 @@ struct RegistrationHarness: Sendable {
         request.timeoutInterval = 30
         let (data, response) = try await URLSession.shared.data(for: request)
         let http = try #require(response as? HTTPURLResponse)
-        return Answer(status: http.statusCode, body: String(decoding: data, as: UTF8.self), retryAfter: nil)
+        return Answer(status: http.statusCode, body: String(decoding: data, as: UTF8.self), retryAfter: http.value(forHTTPHeaderField: "Retry-After"))
     }
 
     func post(_ path: String, body: String, query: String? = nil, headers: [String: String] = [:]) async throws -> Answer {

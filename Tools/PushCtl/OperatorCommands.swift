@@ -6,7 +6,7 @@ import Foundation
 struct Operators: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Manage the admin APIs' operators (roles, services) and their personal tokens.",
-        subcommands: [List.self, Define.self, Issue.self, Revoke.self]
+        subcommands: [List.self, Define.self, SetPassword.self, Issue.self, Revoke.self]
     )
 
     struct List: AsyncParsableCommand {
@@ -34,6 +34,22 @@ struct Operators: AsyncParsableCommand {
         func run() async throws {
             let body = Body(role: role, services: services.isEmpty ? nil : services, active: !inactive)
             try AdminConnection.printJSON(try await connection.call("PUT", "/operators/\(Deliveries.Request.escaped(name))", body: body))
+        }
+    }
+
+    struct SetPassword: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "set-password",
+            abstract: "Set an operator's console password, read from standard input (one line; never an argument: it would show in ps and the shell's history)."
+        )
+        @OptionGroup var connection: AdminConnection
+        @Option(help: "The operator's name.") var name: String
+        func run() async throws {
+            guard let line = readLine(strippingNewline: true), !line.isEmpty else {
+                throw ValidationError("set-password reads the password from standard input (one line); got nothing")
+            }
+            _ = try await connection.call("PUT", "/operators/\(Deliveries.Request.escaped(name))/password", body: ["password": line])
+            print("password set for operator \(name)")
         }
     }
 

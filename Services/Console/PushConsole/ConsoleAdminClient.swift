@@ -22,6 +22,13 @@ package struct ConsoleAdminClient: Sendable {
         self.logger = logger
     }
 
+    /// The same client calling as `bearer` (a named operator's session token), so that the admin
+    /// APIs check its permissions and the audit trail names it.
+    package func acting(as bearer: String?) -> ConsoleAdminClient {
+        guard let bearer else { return self }
+        return ConsoleAdminClient(deliveriesURL: deliveriesURL, registrationURL: registrationURL, token: bearer, logger: logger)
+    }
+
     /// An admin API's answer: its status and, for a refusal, its `error` sentence.
     package struct Answer: Sendable {
         package var status: Int

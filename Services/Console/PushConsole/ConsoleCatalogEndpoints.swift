@@ -13,16 +13,16 @@ extension ConsoleEndpoints {
 
     func addCatalogRoutes<Context: RequestContext>(to router: Router<Context>) {
         router.get("/catalog") { request, _ in
-            try await page(request) { session in
+            try await page(request, .catalogRead) { session in
                 let done = request.uri.queryParameters.get("done").flatMap { Self.catalogDone[String($0)] }
-                return ConsoleHTML.html(.ok, ConsolePages.catalog(try await reports.catalog(), csrf: session.csrfToken, done: done))
+                return ConsoleHTML.html(.ok, ConsolePages.catalog(try await catalog(for: session.principal), csrf: session.csrfToken, done: done))
             }
         }
         router.post("/catalog/services") { request, _ in
-            try await withForm(request) { session, fields in
+            try await withForm(request, .catalogWrite) { session, fields in
                 let name = (fields["name"] ?? "").trimmingCharacters(in: .whitespaces)
                 let label = (fields["label"] ?? "").trimmingCharacters(in: .whitespaces)
-                let (answer, _) = await admin.catalog("POST", "/services", body: ["name": name, "label": label])
+                let (answer, _) = await session.admin.catalog("POST", "/services", body: ["name": name, "label": label])
                 if answer.accepted {
                     logger.info("Console: service created", metadata: ["service": "\(name)"])
                     return ConsoleHTML.redirect(to: "/catalog?done=service#service-\(ConsoleHTML.queryValue(name))")
@@ -32,29 +32,29 @@ extension ConsoleEndpoints {
         }
         router.post("/catalog/services/:name/label") { request, context in
             let name = try context.parameters.require("name")
-            return try await withForm(request) { session, fields in
+            return try await withForm(request, .catalogWrite) { session, fields in
                 let label = (fields["label"] ?? "").trimmingCharacters(in: .whitespaces)
-                let (answer, _) = await admin.catalog("PUT", "/services/\(ConsoleAdminClient.segment(name))", body: ["label": label])
+                let (answer, _) = await session.admin.catalog("PUT", "/services/\(ConsoleAdminClient.segment(name))", body: ["label": label])
                 if answer.accepted { return ConsoleHTML.redirect(to: "/catalog?done=label#service-\(ConsoleHTML.queryValue(name))") }
                 return try await catalogRefusal(session, form: "label:\(name)", answer: answer, fields: fields)
             }
         }
         router.get("/catalog/services/:name/apps/new") { request, context in
             let name = try context.parameters.require("name")
-            return try await page(request) { session in
+            return try await page(request, .catalogWrite) { session in
                 ConsoleHTML.html(.ok, ConsolePages.newApp(service: name, form: ConsoleAppForm(), problem: nil, csrf: session.csrfToken))
             }
         }
         router.post("/catalog/services/:name/apps/new") { request, context in
             let name = try context.parameters.require("name")
-            return try await withForm(request) { session, fields in
+            return try await withForm(request, .catalogWrite) { session, fields in
                 let form = ConsoleAppForm(fields: fields)
                 func refuse(_ text: String) -> Response {
                     ConsoleHTML.html(.unprocessableContent, ConsolePages.newApp(service: name, form: form, problem: text, csrf: session.csrfToken))
                 }
                 let body: [String: Any]
                 do { body = try form.body() } catch let problem as ConsoleFormProblem { return refuse(problem.text) }
-                let (answer, json) = await admin.catalog("POST", "/services/\(ConsoleAdminClient.segment(name))/apps", body: body)
+                let (answer, json) = await session.admin.catalog("POST", "/services/\(ConsoleAdminClient.segment(name))/apps", body: body)
                 guard answer.accepted, let appId = (json["appId"] as? String)?.lowercased() else { return refuse(Self.refusal(answer, of: "the catalog")) }
                 logger.info("Console: app created", metadata: ["service": "\(name)", "app": "\(appId)"])
                 return ConsoleHTML.redirect(to: "/catalog/apps/\(ConsoleHTML.queryValue(appId))?done=app")
@@ -62,18 +62,18 @@ extension ConsoleEndpoints {
         }
         router.get("/catalog/apps/:id") { request, context in
             let id = try context.parameters.require("id")
-            return try await page(request) { session in
+            return try await page(request, .catalogRead) { session in
                 let done = request.uri.queryParameters.get("done").flatMap { Self.catalogDone[String($0)] }
                 return try await appPage(id, session: session, done: done)
             }
         }
         router.post("/catalog/apps/:id") { request, context in
             let id = try context.parameters.require("id")
-            return try await withForm(request) { session, fields in
+            return try await withForm(request, .catalogWrite) { session, fields in
                 let form = ConsoleAppForm(fields: fields)
                 var problem: String
                 do {
-                    let (answer, _) = await admin.catalog("PUT", "/apps/\(ConsoleAdminClient.segment(id))", body: try form.body())
+                    let (answer, _) = await session.admin.catalog("PUT", "/apps/\(ConsoleAdminClient.segment(id))", body: try form.body())
                     if answer.accepted {
                         logger.info("Console: app settings saved", metadata: ["app": "\(id.prefix(64))"])
                         return ConsoleHTML.redirect(to: "/catalog/apps/\(ConsoleHTML.queryValue(id))?done=saved")
@@ -87,11 +87,11 @@ extension ConsoleEndpoints {
         }
         router.post("/catalog/apps/:id/credentials") { request, context in
             let id = try context.parameters.require("id")
-            return try await withUpload(request) { session, fields, files in
+            return try await withUpload(request, .credentialsWrite) { session, fields, files in
                 var problem: String
                 do {
                     let body = try ConsoleCredentialForm.body(fields: fields, file: files["file"])
-                    let (answer, _) = await admin.catalog("PUT", "/apps/\(ConsoleAdminClient.segment(id))/credentials", body: body)
+                    let (answer, _) = await session.admin.catalog("PUT", "/apps/\(ConsoleAdminClient.segment(id))/credentials", body: body)
                     if answer.accepted {
                         logger.info("Console: credentials stored", metadata: ["app": "\(id.prefix(64))", "kind": "\(body["kind"] ?? "")"])
                         return ConsoleHTML.redirect(to: "/catalog/apps/\(ConsoleHTML.queryValue(id))?done=credentials")
@@ -115,25 +115,26 @@ extension ConsoleEndpoints {
             : "the registration service refused \(what) (\(answer.status)): \(answer.error ?? "no reason given")"
     }
 
-    func catalogRefusal(_ session: ConsoleSessions.Session, form: String, answer: ConsoleAdminClient.Answer, fields: [String: String]) async throws
+    func catalogRefusal(_ session: SignedIn, form: String, answer: ConsoleAdminClient.Answer, fields: [String: String]) async throws
         -> Response
     {
         let problem = ConsolePages.FormProblem(form: form, text: Self.refusal(answer, of: "it"), fields: fields)
-        return ConsoleHTML.html(.unprocessableContent, ConsolePages.catalog(try await reports.catalog(), csrf: session.csrfToken, problem: problem))
+        return ConsoleHTML.html(
+            .unprocessableContent, ConsolePages.catalog(try await catalog(for: session.principal), csrf: session.csrfToken, problem: problem))
     }
 
     /// An app's page, read through the admin API (`GET /admin/v1/apps/{id}` and its credentials).
     func appPage(
-        _ id: String, session: ConsoleSessions.Session, done: String? = nil, edited: ConsoleAppForm? = nil, problem: String? = nil,
+        _ id: String, session: SignedIn, done: String? = nil, edited: ConsoleAppForm? = nil, problem: String? = nil,
         credentialProblem: String? = nil, credentialFields: [String: String] = [:]
     ) async throws -> Response {
-        let (answer, app) = await admin.catalog("GET", "/apps/\(ConsoleAdminClient.segment(id))")
+        let (answer, app) = await session.admin.catalog("GET", "/apps/\(ConsoleAdminClient.segment(id))")
         guard answer.accepted else {
             let text = answer.status == 404 || answer.status == 400 ? "No app \(id.prefix(64))." : Self.refusal(answer, of: "to show the app")
             return ConsoleHTML.html(
                 answer.status == 404 || answer.status == 400 ? .notFound : .badGateway, ConsolePages.notFound(text, csrf: session.csrfToken))
         }
-        let (_, listed) = await admin.catalog("GET", "/apps/\(ConsoleAdminClient.segment(id))/credentials")
+        let (_, listed) = await session.admin.catalog("GET", "/apps/\(ConsoleAdminClient.segment(id))/credentials")
         let credentials = listed["items"] as? [[String: Any]] ?? listed["credentials"] as? [[String: Any]] ?? []
         let failed = problem != nil || credentialProblem != nil
         return ConsoleHTML.html(

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import NIOCore
 import PushRuntime
+import PushStore
 import PushWire
 
 /// The console's routes. Every page but the sign-in form needs a session: without one (no
@@ -15,7 +16,7 @@ package struct ConsoleEndpoints: Sendable {
     let reports: ConsoleReports
     let settings: ConsoleSettings
     let logger: Logger
-    let signInLimiter: ConsoleSignInLimiter
+    let signInLimiter: SignInLimiter
 
     package init(
         token: AdminToken, admin: ConsoleAdminClient, sessions: ConsoleSessions, reports: ConsoleReports, settings: ConsoleSettings, logger: Logger
@@ -26,7 +27,7 @@ package struct ConsoleEndpoints: Sendable {
         self.reports = reports
         self.settings = settings
         self.logger = logger
-        self.signInLimiter = ConsoleSignInLimiter(maxFailures: settings.signInMaxFailures, window: .seconds(settings.signInLockoutSeconds))
+        self.signInLimiter = SignInLimiter(maxFailures: settings.signInMaxFailures, window: .seconds(settings.signInLockoutSeconds))
     }
 
     package func addRoutes<Context: RemoteAddressRequestContext>(to router: Router<Context>) {
@@ -35,7 +36,7 @@ package struct ConsoleEndpoints: Sendable {
         router.get("/assets/icon.svg") { _, _ in Self.asset(ConsoleAssets.icon, type: "image/svg+xml") }
         router.get("/favicon.ico") { _, _ in ConsoleHTML.redirect(to: "/assets/icon.svg") }
         router.get("/") { request, _ in
-            guard sessions.session(cookie: Self.cookie(request, ConsoleSessions.cookieName)) != nil else { return Self.toSignIn(next: "/deliveries") }
+            guard case .signedIn = await visitor(request) else { return Self.toSignIn(next: "/deliveries") }
             return ConsoleHTML.redirect(to: "/deliveries")
         }
         router.get("/signin") { request, _ in
@@ -48,22 +49,27 @@ package struct ConsoleEndpoints: Sendable {
                 trusted: settings.trustedProxies)
             return try await signIn(request, from: address)
         }
+        // A named operator's session token is revoked (the copied cookie dies with it).
         router.post("/signout") { request, _ in
-            try await withForm(request) { _, _ in
-                ConsoleHTML.redirect(to: "/signin", headers: [.setCookie: clearedCookie(request)])
+            try await withForm(request, .session) { session, _ in
+                if session.session.bearer != nil {
+                    let (answer, _) = await session.admin.catalog("DELETE", "/session")
+                    if !answer.accepted { logger.warning("Console sign-out: the session token was not revoked", metadata: ["status": "\(answer.status)"]) }
+                }
+                return ConsoleHTML.redirect(to: "/signin", headers: [.setCookie: clearedCookie(request)])
             }
         }
         router.get("/deliveries") { request, _ in
-            try await page(request) { session in
+            try await page(request, .deliveriesRead) { session in
                 let proofs = request.uri.queryParameters.get("proofs") == "1"
-                let rows = try await reports.deliveries(includeProofs: proofs)
+                let rows = try await reports.deliveries(includeProofs: proofs).filter { session.principal.mayActOn(service: $0.serviceName) }
                 return ConsoleHTML.html(.ok, ConsolePages.deliveries(rows, includeProofs: proofs, csrf: session.csrfToken))
             }
         }
         router.get("/deliveries/:id") { request, context in
             let id = try context.parameters.require("id")
-            return try await page(request) { session in
-                guard let report = try await report(id) else {
+            return try await page(request, .deliveriesRead) { session in
+                guard let report = try await report(id, for: session.principal) else {
                     return ConsoleHTML.html(.notFound, ConsolePages.notFound("No delivery \(id.prefix(64)).", csrf: session.csrfToken))
                 }
                 let query = request.uri.queryParameters
@@ -73,15 +79,16 @@ package struct ConsoleEndpoints: Sendable {
             }
         }
         router.get("/deliveries/new") { request, _ in
-            try await page(request) { session in
+            try await page(request, .deliveriesWrite) { session in
                 ConsoleHTML.html(
-                    .ok, ConsolePages.compose(ConsoleComposer(), catalog: try await composeCatalog(), preview: nil, problem: nil, csrf: session.csrfToken))
+                    .ok,
+                    ConsolePages.compose(ConsoleComposer(), catalog: try await composeCatalog(session), preview: nil, problem: nil, csrf: session.csrfToken))
             }
         }
         // Preview, proof, send: the request document goes to the deliveries' admin API, which
         // validates it, previews it (nothing published) or accepts it.
         router.post("/deliveries/new") { request, _ in
-            try await withForm(request) { session, fields in
+            try await withForm(request, .deliveriesWrite) { session, fields in
                 let form = ConsoleComposer(fields: fields)
                 let step = fields["step"] ?? "preview"
                 let requestId = "console-\(UUID().uuidString.lowercased())"
@@ -92,10 +99,10 @@ package struct ConsoleEndpoints: Sendable {
                     return ConsoleHTML.html(
                         .unprocessableContent,
                         ConsolePages.compose(
-                            form, catalog: try await composeCatalog(), preview: nil, problem: problem.description, csrf: session.csrfToken,
+                            form, catalog: try await composeCatalog(session), preview: nil, problem: problem.description, csrf: session.csrfToken,
                             problems: [problem.description]))
                 }
-                let (answer, json) = await admin.submit(document, previewOnly: step == "preview")
+                let (answer, json) = await session.admin.submit(document, previewOnly: step == "preview")
                 if answer.accepted, step != "preview", let deliveryId = json["deliveryId"] as? String {
                     logger.info("Console: delivery submitted", metadata: ["delivery": "\(deliveryId)", "proof": "\(step == "proof")"])
                     // The report needs the deliveries projection's row: wait for it a little.
@@ -106,7 +113,7 @@ package struct ConsoleEndpoints: Sendable {
                 return ConsoleHTML.html(
                     answer.accepted ? .ok : .unprocessableContent,
                     ConsolePages.compose(
-                        form, catalog: try await composeCatalog(), preview: answer.accepted ? json : nil, problem: problem, csrf: session.csrfToken,
+                        form, catalog: try await composeCatalog(session), preview: answer.accepted ? json : nil, problem: problem, csrf: session.csrfToken,
                         problems: answer.accepted ? [] : answer.problems))
             }
         }
@@ -115,7 +122,7 @@ package struct ConsoleEndpoints: Sendable {
         // Always 200 for a signed-in session with its CSRF token (an invalid draft is an answer,
         // not a failed request); the admin API's own failure (unreachable) says so in the same place.
         router.post("/deliveries/preview") { request, _ in
-            try await withForm(request) { _, fields in
+            try await withForm(request, .deliveriesWrite) { session, fields in
                 let form = ConsoleComposer(fields: fields)
                 let document: Data
                 do {
@@ -124,7 +131,7 @@ package struct ConsoleEndpoints: Sendable {
                     return ConsoleHTML.html(
                         .ok, ConsolePages.previewContent(nil, problem: problem.description, fieldProblems: form.fieldProblems([problem.description])))
                 }
-                let (answer, json) = await admin.submit(document, previewOnly: true)
+                let (answer, json) = await session.admin.submit(document, previewOnly: true)
                 let problem = answer.accepted ? nil : "\(answer.error ?? "refused") (\(answer.status))"
                 return ConsoleHTML.html(
                     .ok,
@@ -137,7 +144,7 @@ package struct ConsoleEndpoints: Sendable {
         // control is applied (docs/admin-api.md); its refusal is shown on the report page.
         router.post("/deliveries/:id/control") { request, context in
             let id = try context.parameters.require("id")
-            return try await withForm(request) { session, fields in
+            return try await withForm(request, .deliveriesWrite) { session, fields in
                 guard let control = fields["action"].flatMap(ConsolePages.Control.init(rawValue:)) else {
                     return ConsoleHTML.html(.badRequest, ConsolePages.notFound("Unknown action: cancel, pause or resume.", csrf: session.csrfToken))
                 }
@@ -145,14 +152,14 @@ package struct ConsoleEndpoints: Sendable {
                 if control == .cancel && fields["confirm"] != "yes" {
                     problem = "not cancelled: tick “Yes, cancel this delivery for good” first"
                 } else {
-                    let answer = await admin.control(control.rawValue, deliveryId: id)
+                    let answer = await session.admin.control(control.rawValue, deliveryId: id)
                     if answer.accepted {
                         logger.info("Console: delivery control", metadata: ["delivery": "\(id.prefix(64))", "control": "\(control.rawValue)"])
                         return ConsoleHTML.redirect(to: "/deliveries/\(ConsoleHTML.queryValue(id))?done=\(control.rawValue)")
                     }
                     problem = "the deliveries' admin API refused (\(answer.status)): \(answer.error ?? "no reason given")"
                 }
-                guard let report = try await report(id) else {
+                guard let report = try await report(id, for: session.principal) else {
                     return ConsoleHTML.html(.notFound, ConsolePages.notFound("No delivery \(id.prefix(64)).", csrf: session.csrfToken))
                 }
                 return ConsoleHTML.html(.conflict, ConsolePages.reportPage(report, csrf: session.csrfToken, message: .problem(problem ?? "")))
@@ -160,22 +167,23 @@ package struct ConsoleEndpoints: Sendable {
         }
         router.get("/deliveries/:id/report") { request, context in
             let id = try context.parameters.require("id")
-            guard sessions.session(cookie: Self.cookie(request, ConsoleSessions.cookieName)) != nil else {
+            guard case .signedIn(let session) = await visitor(request) else {
                 return ConsoleHTML.html(.unauthorized, ConsolePages.signedOutFragment)
             }
+            guard session.principal.has(.deliveriesRead) else { return ConsoleHTML.html(.forbidden, ConsolePages.noDeliveryFragment) }
             return try await guarded {
-                guard let report = try await report(id) else { return ConsoleHTML.html(.notFound, ConsolePages.noDeliveryFragment) }
+                guard let report = try await report(id, for: session.principal) else { return ConsoleHTML.html(.notFound, ConsolePages.noDeliveryFragment) }
                 return ConsoleHTML.html(.ok, ConsolePages.reportSection(report))
             }
         }
         addCatalogRoutes(to: router)
         router.get("/audit") { request, _ in
-            try await page(request) { session in try await auditPage(request, csrf: session.csrfToken) }
+            try await page(request, .operators) { session in try await auditPage(request, csrf: session.csrfToken) }
         }
         // Support's actions on one subscription, through the registration admin API; back to
         // the same search with what was done, or the refusal above the results.
         router.post("/devices/action") { request, _ in
-            try await withForm(request) { session, fields in
+            try await withForm(request, .devicesWrite) { session, fields in
                 let search = String((fields["q"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines).prefix(4096))
                 let (appId, service, token) = (fields["appId"] ?? "", fields["service"] ?? "", fields["token"] ?? "")
                 guard let action = fields["action"].flatMap(ConsolePages.DeviceAction.init(rawValue:)), !token.isEmpty else {
@@ -185,24 +193,25 @@ package struct ConsoleEndpoints: Sendable {
                 let (answer, _) =
                     switch action {
                     case .lift:
-                        await admin.catalog("POST", "/apps/\(ConsoleAdminClient.segment(appId))/quarantine/lift", body: ["registrationToken": token])
+                        await session.admin.catalog("POST", "/apps/\(ConsoleAdminClient.segment(appId))/quarantine/lift", body: ["registrationToken": token])
                     case .unsubscribe, .resubscribe:
-                        await admin.catalog("POST", "/services/\(ConsoleAdminClient.segment(service))/\(action.rawValue)", body: ["registrationToken": token])
+                        await session.admin.catalog(
+                            "POST", "/services/\(ConsoleAdminClient.segment(service))/\(action.rawValue)", body: ["registrationToken": token])
                     }
                 if answer.accepted {
                     logger.info("Console: device action", metadata: ["action": "\(action.rawValue)", "service": "\(service.prefix(64))"])
                     return ConsoleHTML.redirect(to: "/devices?q=\(ConsoleHTML.queryValue(search))&done=\(action.rawValue)")
                 }
                 let problem = "The registration admin API refused (\(answer.status)): \(answer.error ?? "no reason given")"
-                let results = search.isEmpty ? nil : try await reports.devices(search: search)
+                let results = search.isEmpty ? nil : try await devices(search: search, for: session.principal)
                 return ConsoleHTML.html(
                     .conflict, ConsolePages.devices(search: search, results: results, csrf: session.csrfToken, message: .problem(problem)))
             }
         }
         router.get("/devices") { request, _ in
-            try await page(request) { session in
+            try await page(request, .devicesRead) { session in
                 let search = (request.uri.queryParameters.get("q") ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
-                let results = search.isEmpty ? nil : try await reports.devices(search: String(search.prefix(4096)))
+                let results = search.isEmpty ? nil : try await devices(search: String(search.prefix(4096)), for: session.principal)
                 let done = request.uri.queryParameters.get("done").flatMap(ConsolePages.DeviceAction.init(rawValue:))
                 return ConsoleHTML.html(
                     .ok, ConsolePages.devices(search: search, results: results, csrf: session.csrfToken, message: done.map { .done($0) }))
@@ -235,13 +244,26 @@ package struct ConsoleEndpoints: Sendable {
                 limit: filter.limit, csrf: csrf))
     }
 
-    /// The services the compose page offers, and the sounds their apps declare.
-    func composeCatalog() async throws -> ConsolePages.ComposeCatalog {
-        ConsolePages.ComposeCatalog(try await reports.catalog())
+    /// The services the compose page offers (those the operator may act on), and the sounds
+    /// their apps declare.
+    func composeCatalog(_ session: SignedIn) async throws -> ConsolePages.ComposeCatalog {
+        ConsolePages.ComposeCatalog(try await catalog(for: session.principal))
     }
 
-    func report(_ id: String) async throws -> ConsolePages.Report? {
-        guard let funnel = try await reports.funnel(deliveryId: id) else { return nil }
+    /// The catalog's services that `principal` may act on.
+    func catalog(for principal: AdminPrincipal) async throws -> [ConsoleReports.CatalogApp] {
+        try await reports.catalog().filter { principal.mayActOn(service: $0.service) }
+    }
+
+    /// The devices a search finds, of the services `principal` may act on.
+    func devices(search: String, for principal: AdminPrincipal) async throws -> [ConsoleReports.Device] {
+        try await reports.devices(search: search).filter { principal.mayActOn(service: $0.service) }
+    }
+
+    /// A delivery's report; nil when there is none, or it is of a service `principal` may not
+    /// act on (answered as not found: its existence is not the operator's to know).
+    func report(_ id: String, for principal: AdminPrincipal) async throws -> ConsolePages.Report? {
+        guard let funnel = try await reports.funnel(deliveryId: id), principal.mayActOn(service: funnel.serviceName) else { return nil }
         return ConsolePages.Report(
             funnel: funnel, failures: try await reports.failures(deliveryId: id), sendsPerMinute: try await reports.sendsPerMinute(deliveryId: id),
             trackingPerHour: try await reports.trackingPerHour(deliveryId: id), perApp: try await reports.perApp(deliveryId: id),
@@ -253,18 +275,57 @@ package struct ConsoleEndpoints: Sendable {
 
     static let forwardedFor = HTTPFields.Element.Name("X-Forwarded-For")!
 
-    /// A sign-in from the client `address`: refused (429) without looking at the token while the
-    /// address is locked out after too many wrong ones (`ConsoleSignInLimiter`).
+    /// Who is signed in: the session, the operator it stands for (the bootstrap admin for an
+    /// admin-token session), and the admin APIs called as that operator.
+    package struct SignedIn: Sendable {
+        package var session: ConsoleSessions.Session
+        package var principal: AdminPrincipal
+        package var admin: ConsoleAdminClient
+        package var csrfToken: String { session.csrfToken }
+    }
+
+    enum Visitor {
+        case signedIn(SignedIn)
+        /// No session, a forged or expired cookie, or a session token the admin API refuses
+        /// (signed out elsewhere, revoked, expired, the operator deactivated).
+        case signedOut
+        /// The registration's admin API did not say who the session is.
+        case unknown(String)
+    }
+
+    /// The request's visitor. An operator's session is checked with the registration's admin
+    /// API on every page (`GET /admin/v1/session`), so that a revocation or a deactivation
+    /// holds from the next page, and its role and services are the current ones.
+    func visitor(_ request: Request) async -> Visitor {
+        guard let session = sessions.session(cookie: Self.cookie(request, ConsoleSessions.cookieName)) else { return .signedOut }
+        guard let bearer = session.bearer else { return .signedIn(SignedIn(session: session, principal: .bootstrap, admin: admin)) }
+        let client = admin.acting(as: bearer)
+        let (answer, json) = await client.catalog("GET", "/session")
+        if answer.status == 401 { return .signedOut }
+        guard answer.accepted, let name = json["name"] as? String, let role = (json["role"] as? String).flatMap(AdminRole.init(rawValue:)) else {
+            return .unknown(answer.error ?? "the registration admin API answered \(answer.status)")
+        }
+        let principal = AdminPrincipal(name: name, role: role, services: (json["services"] as? [String]).map(Set.init))
+        return .signedIn(SignedIn(session: session, principal: principal, admin: client))
+    }
+
+    /// A sign-in from the client `address`: refused (429) without looking at the secret while
+    /// the address is locked out after too many wrong ones (`SignInLimiter`). With an operator
+    /// name, its password goes to the registration's admin API (`POST /admin/v1/sessions`),
+    /// which locks that operator out after too many wrong ones; without, the secret is the
+    /// admin token.
     func signIn(_ request: Request, from address: String) async throws -> Response {
         let fields = try await Self.form(request)
         let next = Self.safeNext(fields["next"])
+        let operatorName = (fields["operator"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
         func refuse(_ problem: String, status: HTTPResponse.Status = .unauthorized, headers: HTTPFields = [:]) -> Response {
-            ConsoleHTML.html(status, ConsolePages.signIn(formToken: sessions.signInFormToken(), next: next, problem: problem), headers: headers)
+            ConsoleHTML.html(
+                status, ConsolePages.signIn(formToken: sessions.signInFormToken(), next: next, operatorName: operatorName, problem: problem), headers: headers)
         }
         if let seconds = signInLimiter.lockedFor(address) {
-            logger.notice("Console sign-in refused: too many wrong admin tokens from this address", metadata: ["client": "\(address)"])
+            logger.notice("Console sign-in refused: too many failed sign-ins from this address", metadata: ["client": "\(address)"])
             return refuse(
-                "too many wrong admin tokens from this address; try again in \((seconds + 59) / 60) minute\(seconds > 60 ? "s" : "")", status: .tooManyRequests,
+                "too many failed sign-ins from this address; try again in \((seconds + 59) / 60) minute\(seconds > 60 ? "s" : "")", status: .tooManyRequests,
                 headers: [.retryAfter: String(seconds)])
         }
         guard sessions.acceptsSignInFormToken(fields["form"]) else {
@@ -272,6 +333,30 @@ package struct ConsoleEndpoints: Sendable {
         }
         // Pasted with a trailing newline or space, as a token file holds it: trimmed.
         let typed = (fields["token"] ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        if !operatorName.isEmpty {
+            let (answer, json) = await admin.catalog(
+                "POST", "/sessions", body: ["operator": operatorName, "password": fields["token"] ?? "", "minutes": settings.sessionMinutes])
+            if answer.accepted, let bearer = json["token"] as? String,
+                let expiresAt = (json["expiresAt"] as? String).flatMap({ try? Date($0, strategy: .iso8601) })
+            {
+                logger.info("Console sign-in", metadata: ["operator": "\(operatorName)"])
+                signInLimiter.succeeded(address)
+                return ConsoleHTML.redirect(
+                    to: next, headers: [.setCookie: sessionCookie(sessions.issue(bearer: bearer, expiresAt: expiresAt), request: request)])
+            }
+            switch answer.status {
+            case 429:
+                logger.notice("Console sign-in refused: operator locked out", metadata: ["client": "\(address)"])
+                return refuse(answer.error ?? "too many wrong passwords for this operator", status: .tooManyRequests)
+            case 401, 400:
+                logger.notice("Console sign-in refused: wrong operator name or password", metadata: ["client": "\(address)"])
+                signInLimiter.failed(address)
+                try await Task.sleep(for: .seconds(1))
+                return refuse("wrong operator name or password")
+            default:
+                return refuse("the registration admin API could not sign you in (\(answer.status)): \(answer.error ?? "no reason given")", status: .badGateway)
+            }
+        }
         guard !typed.isEmpty, token.accepts(authorization: "Bearer \(typed)") else {
             logger.notice("Console sign-in refused: wrong admin token", metadata: ["client": "\(address)"])
             signInLimiter.failed(address)
@@ -279,32 +364,60 @@ package struct ConsoleEndpoints: Sendable {
             try await Task.sleep(for: .seconds(1))
             return refuse("wrong admin token")
         }
-        logger.info("Console sign-in")
+        logger.info("Console sign-in with the admin token")
         signInLimiter.succeeded(address)
         return ConsoleHTML.redirect(to: next, headers: [.setCookie: sessionCookie(sessions.issue(), request: request)])
     }
 
-    /// A page for a signed-in session; anyone else is sent to the sign-in form (which comes
-    /// back here once signed in).
-    func page(_ request: Request, _ body: (ConsoleSessions.Session) async throws -> Response) async throws -> Response {
-        let cookie = Self.cookie(request, ConsoleSessions.cookieName)
-        guard let session = sessions.session(cookie: cookie) else {
+    /// A page for a signed-in visitor holding `permission`; anyone else is sent to the sign-in
+    /// form (which comes back here once signed in), a visitor without it gets 403 naming it.
+    func page(_ request: Request, _ permission: AdminPermission, _ body: (SignedIn) async throws -> Response) async throws -> Response {
+        switch await visitor(request) {
+        case .signedOut:
             let next = request.uri.path + (request.uri.query.map { "?\($0)" } ?? "")
+            let cookie = Self.cookie(request, ConsoleSessions.cookieName)
             return Self.toSignIn(next: next, headers: cookie == nil ? [:] : [.setCookie: clearedCookie(request)])
+        case .unknown(let reason):
+            logger.error("Console: could not check a session", metadata: ["reason": "\(reason)"])
+            return ConsoleHTML.html(.badGateway, ConsolePages.failure)
+        case .signedIn(let session):
+            guard session.principal.has(permission) else { return forbidden(session, permission) }
+            return try await ConsoleTemplates.$viewer.withValue(session.principal) { try await guarded { try await body(session) } }
         }
-        return try await guarded { try await body(session) }
     }
 
-    /// A form post: a session and its CSRF token, or 403.
-    func withForm(_ request: Request, _ body: (ConsoleSessions.Session, [String: String]) async throws -> Response) async throws -> Response {
-        try await withUpload(request) { session, fields, _ in try await body(session, fields) }
+    /// 403: the operator's role does not hold `permission`.
+    func forbidden(_ session: SignedIn, _ permission: AdminPermission) -> Response {
+        let principal = session.principal
+        logger.notice("Console page refused", metadata: ["operator": "\(principal.name)", "permission": "\(permission.rawValue)"])
+        return ConsoleTemplates.$viewer.withValue(principal) {
+            ConsoleHTML.html(
+                .forbidden,
+                ConsolePages.forbidden(
+                    "Operator \(principal.name) (\(principal.role.rawValue)) does not have permission \(permission.rawValue).", csrf: session.csrfToken))
+        }
     }
 
-    /// A form post that may carry files (`multipart/form-data`): a session and its CSRF token, or 403.
-    func withUpload(
-        _ request: Request, _ body: (ConsoleSessions.Session, [String: String], [String: ConsoleMultipart.File]) async throws -> Response
+    /// A form post: a session holding `permission` and its CSRF token, or 403.
+    func withForm(
+        _ request: Request, _ permission: AdminPermission, _ body: (SignedIn, [String: String]) async throws -> Response
     ) async throws -> Response {
-        guard let session = sessions.session(cookie: Self.cookie(request, ConsoleSessions.cookieName)) else { return Self.toSignIn(next: "/deliveries") }
+        try await withUpload(request, permission) { session, fields, _ in try await body(session, fields) }
+    }
+
+    /// A form post that may carry files (`multipart/form-data`): a session holding `permission`
+    /// and its CSRF token, or 403.
+    func withUpload(
+        _ request: Request, _ permission: AdminPermission, _ body: (SignedIn, [String: String], [String: ConsoleMultipart.File]) async throws -> Response
+    ) async throws -> Response {
+        let session: SignedIn
+        switch await visitor(request) {
+        case .signedOut: return Self.toSignIn(next: "/deliveries")
+        case .unknown(let reason):
+            logger.error("Console: could not check a session", metadata: ["reason": "\(reason)"])
+            return ConsoleHTML.html(.badGateway, ConsolePages.failure)
+        case .signedIn(let signedIn): session = signedIn
+        }
         let (fields, files) = try await Self.formParts(request)
         guard let csrf = fields["csrf"], ConsoleSessions.constantTimeEqual(csrf, session.csrfToken) else {
             logger.notice("Console form refused: missing or wrong CSRF token", metadata: ["path": "\(request.uri.path)"])
@@ -314,7 +427,8 @@ package struct ConsoleEndpoints: Sendable {
                     "This form did not come from your session of the console (missing or wrong CSRF token). Reload the page and try again.",
                     csrf: session.csrfToken))
         }
-        return try await guarded { try await body(session, fields, files) }
+        guard session.principal.has(permission) else { return forbidden(session, permission) }
+        return try await ConsoleTemplates.$viewer.withValue(session.principal) { try await guarded { try await body(session, fields, files) } }
     }
 
     /// Runs `body`; a failure is logged and shown as a page saying so (no details: they may

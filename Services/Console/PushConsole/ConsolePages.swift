@@ -19,8 +19,8 @@ package enum ConsolePages {
 
     // MARK: sign-in
 
-    package static func signIn(formToken: String, next: String, problem: String?) -> String {
-        T.page("signin", title: "Sign in", csrf: nil, ["formToken": formToken, "next": next, "problem": optional(problem)])
+    package static func signIn(formToken: String, next: String, operatorName: String = "", problem: String?) -> String {
+        T.page("signin", title: "Sign in", csrf: nil, ["formToken": formToken, "next": next, "operatorName": operatorName, "problem": optional(problem)])
     }
 
     // MARK: deliveries
@@ -539,6 +539,10 @@ package enum ConsolePages {
 
     /// A page that failed: no details (they may name the database).
     package static var failure: String { T.render("error", [:]) }
+
+    package static func forbidden(_ what: String, csrf: String) -> String {
+        T.page("forbidden", title: "Not allowed", csrf: csrf, ["what": what])
+    }
 
     package static func notFound(_ what: String, csrf: String) -> String {
         T.page("not-found", title: "Not found", csrf: csrf, ["what": what])

@@ -3,11 +3,17 @@ import Foundation
 import PushRuntime
 import PushWire
 
-/// Sign-in sessions without server state: the cookie carries its expiry and a random nonce,
-/// signed with HMAC-SHA256 under a key derived from the admin token, so any replica given the
-/// same token accepts it and nothing is shared between them (docs/console.md). The CSRF token of
-/// a session is a second HMAC of its nonce: a form posted with another session's token, or
-/// none, is refused.
+/// The console's session cookies, signed with HMAC-SHA256 under a key derived from the admin
+/// token, so any replica given the same token accepts them (docs/console.md, "Signing in"):
+///
+/// - `v1.<expiry>.<random nonce>.<mac>`: signed in with the admin token; no server state.
+/// - `v2.<expiry>.<session token>.<mac>`: a named operator's session, whose token the
+///   registration's admin API issued at sign-in (`POST /admin/v1/sessions`) and checks on every
+///   page (`GET /admin/v1/session`): sign-out revokes it, and an operator deactivated or a
+///   token revoked is signed out from the next page.
+///
+/// The CSRF token of a session is a second HMAC of its nonce (or token): a form posted with
+/// another session's token, or none, is refused.
 package struct ConsoleSessions: Sendable {
     /// The cookie's name.
     package static let cookieName = "push_console_session"
@@ -26,6 +32,9 @@ package struct ConsoleSessions: Sendable {
         package var nonce: String
         /// The token every form of this session carries.
         package var csrfToken: String
+        /// A named operator's session token (a `v2` cookie), the bearer of its admin API calls;
+        /// nil: signed in with the admin token.
+        package var bearer: String?
     }
 
     /// A new session's cookie value, valid until `now + lifetime`.
@@ -36,16 +45,22 @@ package struct ConsoleSessions: Sendable {
         return "\(body).\(mac(body))"
     }
 
+    /// A named operator's session cookie: its session token, until the token's expiry.
+    package func issue(bearer: String, expiresAt: Date) -> String {
+        let body = "v2.\(Int64(expiresAt.timeIntervalSince1970)).\(bearer)"
+        return "\(body).\(mac(body))"
+    }
+
     /// The session a cookie value stands for, or nil when it is malformed, forged or expired.
     package func session(cookie: String?, now: Date = Date()) -> Session? {
-        guard let cookie, cookie.utf8.count < 200 else { return nil }
+        guard let cookie, cookie.utf8.count < 300 else { return nil }
         let parts = cookie.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4, parts[0] == "v1", let expires = Int64(parts[1]) else { return nil }
+        guard parts.count == 4, parts[0] == "v1" || parts[0] == "v2", let expires = Int64(parts[1]), !parts[2].isEmpty else { return nil }
         let body = parts[0...2].joined(separator: ".")
         guard Self.constantTimeEqual(mac(body), String(parts[3])) else { return nil }
         guard Int64(now.timeIntervalSince1970) < expires else { return nil }
         let nonce = String(parts[2])
-        return Session(expiresAt: expires, nonce: nonce, csrfToken: mac("csrf.\(nonce)"))
+        return Session(expiresAt: expires, nonce: nonce, csrfToken: mac("csrf.\(nonce)"), bearer: parts[0] == "v2" ? nonce : nil)
     }
 
     /// The sign-in form's own token (no session yet): its expiry, signed; good for an hour.

@@ -235,6 +235,50 @@ package struct AdminEndpoints: Sendable {
                 return try await Self.json(.created, operators.issueToken(operatorName: try context.parameters.require("operator"), input))
             }
         }
+        group.put("/operators/:operator/password") { request, context in
+            try await guarded(request, context, .operators) { _ in
+                let input = try await Self.decode(OperatorAdmin.PasswordInput.self, request, context)
+                try await operators.setPassword(operatorName: try context.parameters.require("operator"), input)
+                return Response(status: .noContent)
+            }
+        }
+        // The console's sign-in: a password, no bearer token (docs/admin-api.md, "Console sign-in").
+        group.post("/sessions") { request, context in
+            try await api.unauthenticated(request) { audit in
+                let input = try await Self.decode(OperatorAdmin.SignInInput.self, request, context)
+                func recorded(_ role: AdminRole?, _ status: Int) async {
+                    guard let role else { return }
+                    await audit?.record(AdminPrincipal(name: input.operator, role: role, services: nil), request, .session, status: status)
+                }
+                switch try await operators.signIn(input) {
+                case .signedIn(let session, let principal):
+                    await audit?.record(principal, request, .session, status: 201)
+                    return try Self.json(.created, session)
+                case .refused(let role):
+                    await recorded(role, 401)
+                    return AdminAPI.error(401, "wrong operator name or password")
+                case .locked(let seconds, let role):
+                    await recorded(role, 429)
+                    var response = AdminAPI.error(429, "too many wrong passwords for this operator; try again in \(seconds) s")
+                    response.headers[.retryAfter] = String(seconds)
+                    return response
+                }
+            }
+        }
+        group.get("/session") { request, context in
+            try await guarded(request, context, .session) { principal in try Self.json(.ok, OperatorAdmin.Identity(principal)) }
+        }
+        // Ends the token that calls it: a console session at sign-out (or a personal token).
+        group.delete("/session") { request, context in
+            try await guarded(request, context, .session) { principal in
+                let bearer = request.headers[.authorization].map { $0.dropFirst(7) } ?? ""
+                guard let (tokenId, _) = OperatorToken.parse(bearer), principal != .bootstrap else {
+                    throw RegistrationError.badRequest("the bootstrap token is not a session: there is nothing to end")
+                }
+                try await operators.revokeToken(operatorName: principal.name, tokenId: tokenId)
+                return Response(status: .noContent)
+            }
+        }
         group.delete("/operators/:operator/tokens/:token") { request, context in
             try await guarded(request, context, .operators) { _ in
                 let text = try context.parameters.require("token")

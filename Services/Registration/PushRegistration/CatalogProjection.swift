@@ -32,6 +32,7 @@ package struct CatalogProjection: EnvelopeProjection {
         case operatorDefined(OperatorDefined, Date)
         case operatorTokenIssued(OperatorTokenIssued, Date)
         case operatorTokenRevoked(OperatorTokenRevoked, Date)
+        case operatorPasswordSet(OperatorPasswordSet, Date)
     }
 
     package let name: String
@@ -53,6 +54,7 @@ package struct CatalogProjection: EnvelopeProjection {
         decoder.register(OperatorDefined.self) { event, metadata in .operatorDefined(event, metadata.occurredAt) }
         decoder.register(OperatorTokenIssued.self) { event, metadata in .operatorTokenIssued(event, metadata.occurredAt) }
         decoder.register(OperatorTokenRevoked.self) { event, metadata in .operatorTokenRevoked(event, metadata.occurredAt) }
+        decoder.register(OperatorPasswordSet.self) { event, metadata in .operatorPasswordSet(event, metadata.occurredAt) }
         self.decoder = decoder
     }
 
@@ -87,6 +89,8 @@ package struct CatalogProjection: EnvelopeProjection {
             case .operatorTokenIssued(let event, let at):
                 try await OperatorDirectory.apply(event, at: at, on: connection, logger: logger)
             case .operatorTokenRevoked(let event, let at):
+                try await OperatorDirectory.apply(event, at: at, on: connection, logger: logger)
+            case .operatorPasswordSet(let event, let at):
                 try await OperatorDirectory.apply(event, at: at, on: connection, logger: logger)
             case .serviceDeleted(let deleted):
                 try await connection.query("DELETE FROM push.services WHERE service_id = \(deleted.serviceId)", logger: logger)

@@ -1,4 +1,6 @@
 import Foundation
+import HummingbirdBcrypt
+import NIOPosix
 import PostgresNIO
 import PushEvents
 import PushRuntime
@@ -11,10 +13,111 @@ import PushStore
 package struct OperatorAdmin: Sendable {
     let catalog: CatalogAdmin
     let directory: OperatorDirectory
+    /// bcrypt's cost for new passwords (`REGISTRATION_BCRYPT_COST`).
+    let bcryptCost: Int
+    /// Wrong passwords per operator name (`REGISTRATION_SIGNIN_MAX_FAILURES`).
+    let signInLimiter: SignInLimiter
 
-    package init(catalog: CatalogAdmin, directory: OperatorDirectory) {
+    package init(catalog: CatalogAdmin, directory: OperatorDirectory, bcryptCost: Int = 12, signInLimiter: SignInLimiter? = nil) {
         self.catalog = catalog
         self.directory = directory
+        self.bcryptCost = bcryptCost
+        self.signInLimiter = signInLimiter ?? SignInLimiter(maxFailures: 5, window: .seconds(900))
+    }
+
+    /// Body of `PUT /admin/v1/operators/{name}/password`.
+    package struct PasswordInput: Codable, Sendable {
+        package var password: String
+    }
+
+    /// Body of `POST /admin/v1/sessions`.
+    package struct SignInInput: Codable, Sendable {
+        package var `operator`: String
+        package var password: String
+        /// Minutes until the session ends: 1 to 10,080 (a week), default 480.
+        package var minutes: Int?
+    }
+
+    /// Who a bearer token names (`GET /admin/v1/session`), and what it may do.
+    package struct Identity: Codable, Sendable, Equatable {
+        package var name: String
+        package var role: String
+        /// The services it may act on; absent: every service.
+        package var services: [String]?
+        package var permissions: [String]
+
+        package init(_ principal: AdminPrincipal) {
+            name = principal.name
+            role = principal.role.rawValue
+            services = principal.services.map { $0.sorted() }
+            permissions = AdminPermission.allCases.filter(principal.has).map(\.rawValue)
+        }
+    }
+
+    /// A console session: a token of purpose `session`, shown in this answer only.
+    package struct Session: Codable, Sendable, Equatable {
+        package var tokenId: UUID
+        package var token: String
+        package var expiresAt: Date
+        package var identity: Identity
+    }
+
+    /// What a sign-in came to. `role` is the named operator's when it exists (the audit trail
+    /// records only sign-ins of operators that exist: a password typed into the name box must
+    /// not end up in it).
+    package enum SignIn: Sendable {
+        case signedIn(Session, AdminPrincipal)
+        case refused(role: AdminRole?)
+        case locked(seconds: Int, role: AdminRole?)
+    }
+
+    /// A password: 12 to 72 bytes of UTF-8 (bcrypt reads no further than 72).
+    static func checkPassword(_ password: String) throws {
+        guard (12...72).contains(password.utf8.count) else {
+            throw RegistrationError.badRequest("a password is 12 to 72 bytes of UTF-8, got \(password.utf8.count)")
+        }
+    }
+
+    /// Sets an operator's console password: its bcrypt hash in `OperatorPasswordSet`; answered
+    /// once projected. The operator's open sessions stay open (end them by deactivating it or
+    /// revoking their tokens).
+    package func setPassword(operatorName: String, _ input: PasswordInput) async throws {
+        _ = try await self.operator(named: operatorName)
+        try Self.checkPassword(input.password)
+        let (password, cost) = (input.password, UInt8(bcryptCost))
+        // A few hundred milliseconds of CPU: off the event loops and the cooperative pool.
+        let hash = try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
+        _ = try await catalog.publish(key: "operator:\(operatorName)", OperatorPasswordSet(name: operatorName, passwordHash: hash))
+        try await catalog.awaitProjection("SELECT count(*)::int FROM push.operators WHERE name = \(operatorName) AND password_hash = \(hash)")
+    }
+
+    /// A bcrypt hash of a random password, checked when the operator named has none, so that an
+    /// unknown name costs as long as a wrong password.
+    static let decoy = Bcrypt.hash(UUID().uuidString, cost: 12)
+
+    /// Signs an operator in with its password: a session token of `minutes`, or refused. A
+    /// name locked out after too many wrong passwords is refused before its password is looked at.
+    package func signIn(_ input: SignInInput) async throws -> SignIn {
+        let name = String(input.operator.prefix(64))
+        if let seconds = signInLimiter.lockedFor(name) {
+            return .locked(seconds: seconds, role: try await directory.role(of: name))
+        }
+        let minutes = input.minutes ?? 480
+        guard (1...10_080).contains(minutes) else { throw RegistrationError.badRequest("minutes must be between 1 and 10080, got \(minutes)") }
+        let found = try await directory.passwordHash(of: name)
+        let (password, hash) = (input.password, found?.hash)
+        let matches = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash ?? Self.decoy) && hash != nil }
+        guard matches, let principal = found?.principal else {
+            signInLimiter.failed(name)
+            return .refused(role: try await directory.role(of: name))
+        }
+        signInLimiter.succeeded(name)
+        let (tokenId, token, digest) = OperatorToken.make()
+        let expiresAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + Double(minutes) * 60).rounded(.down))
+        _ = try await catalog.publish(
+            key: "operator:\(name)", OperatorTokenIssued(tokenId: tokenId, operatorName: name, digest: digest, expiresAt: expiresAt, purpose: "session"))
+        try await catalog.awaitProjection("SELECT count(*)::int FROM push.operator_tokens WHERE token_id = \(tokenId)")
+        return .signedIn(Session(tokenId: tokenId, token: token, expiresAt: expiresAt, identity: Identity(principal)), principal)
     }
 
     /// Body of `PUT /admin/v1/operators/{name}`.

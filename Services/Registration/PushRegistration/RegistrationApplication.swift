@@ -68,7 +68,10 @@ package enum RegistrationApplication {
         let adminRouter = settings.adminPort == nil ? router : Router(context: RegistrationRequestContext.self)
         let operatorDirectory = OperatorDirectory(postgres: postgres, logger: logger)
         AdminEndpoints(
-            admin: admin, devices: devices, erasure: erasure, operators: OperatorAdmin(catalog: admin, directory: operatorDirectory),
+            admin: admin, devices: devices, erasure: erasure,
+            operators: OperatorAdmin(
+                catalog: admin, directory: operatorDirectory, bcryptCost: settings.bcryptCost,
+                signInLimiter: SignInLimiter(maxFailures: settings.signInMaxFailures, window: .seconds(settings.signInLockoutSeconds))),
             api: AdminAPI(
                 token: adminToken, operators: operatorDirectory, audit: AdminAudit(producer: producer, topic: configuration.topics.audit.name, logger: logger))
         ).addRoutes(to: adminRouter)

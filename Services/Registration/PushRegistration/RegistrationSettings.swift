@@ -36,6 +36,14 @@ package struct RegistrationSettings: Sendable {
     package var purgeAfter: Duration = .seconds(30 * 86_400)
     /// `REGISTRATION_PURGE_INTERVAL_SECONDS`: how often the purge runs. Default 3600.
     package var purgeInterval: Duration = .seconds(3_600)
+    /// `REGISTRATION_SIGNIN_MAX_FAILURES` / `REGISTRATION_SIGNIN_LOCKOUT_SECONDS`: wrong console
+    /// passwords per operator (`POST /admin/v1/sessions`) before the operator is locked out, and
+    /// for how long from the first. Default 5 in 900 s; 0 failures disables the lockout.
+    package var signInMaxFailures = 5
+    package var signInLockoutSeconds = 900
+    /// `REGISTRATION_BCRYPT_COST`: bcrypt's cost for new console passwords (each step doubles
+    /// the work of a hash and of every guess). Default 12, 10 to 16.
+    package var bcryptCost = 12
 
     package init(
         host: String = "0.0.0.0", port: Int = 8080, bodyLimit: Int = 16_384, storeTimeoutMilliseconds: Int = 5_000,
@@ -72,6 +80,12 @@ package struct RegistrationSettings: Sendable {
             }
             self.adminPort = adminPort
             self.adminHost = environment.string("REGISTRATION_ADMIN_HOST", default: host)
+        }
+        signInMaxFailures = max(0, try environment.int("REGISTRATION_SIGNIN_MAX_FAILURES", default: 5))
+        signInLockoutSeconds = max(1, try environment.int("REGISTRATION_SIGNIN_LOCKOUT_SECONDS", default: 900))
+        bcryptCost = try environment.int("REGISTRATION_BCRYPT_COST", default: 12)
+        guard (10...16).contains(bcryptCost) else {
+            throw ConfigurationError("REGISTRATION_BCRYPT_COST must be between 10 and 16; got \(bcryptCost)")
         }
         purgeAfter = .seconds(try environment.int("REGISTRATION_PURGE_AFTER_DAYS", default: 30) * 86_400)
         purgeInterval = .seconds(max(1, try environment.int("REGISTRATION_PURGE_INTERVAL_SECONDS", default: 3_600)))

@@ -1,4 +1,5 @@
 import Mustache
+import PushStore
 
 /// The console's pages are Mustache templates (docs/console.md, "Templates"), held as string
 /// constants, one file per page group, and parsed once into one library when the console starts
@@ -35,13 +36,25 @@ package enum ConsoleTemplates {
 
     /// A whole page: the layout's values (title, navigation, the sign-out form's CSRF token)
     /// and the page's own. `csrf` is nil on the sign-in page (no navigation, no sign-out form).
+    /// Who the page is rendered for (set by the endpoints around a signed-in request): the
+    /// layout names them and offers only the pages their role may open.
+    @TaskLocal package static var viewer: AdminPrincipal?
+
+    /// The main navigation, each page with the permission it needs.
+    static let navigation: [(path: String, label: String, permission: AdminPermission)] = [
+        ("/deliveries", "Deliveries", .deliveriesRead), ("/catalog", "Catalog", .catalogRead), ("/devices", "Devices", .devicesRead),
+        ("/audit", "Audit", .operators),
+    ]
+
     static func page(_ name: String, title: String, csrf: String?, current: String = "", _ context: [String: Any]) -> String {
         var context = context
         context["pageTitle"] = title
         if let csrf {
+            let viewer = Self.viewer ?? .bootstrap
             context["signedIn"] = true
             context["csrf"] = csrf
-            context["navigation"] = [("/deliveries", "Deliveries"), ("/catalog", "Catalog"), ("/devices", "Devices"), ("/audit", "Audit")].map { path, label in
+            context["viewer"] = viewer == .bootstrap ? "the admin token" : "\(viewer.name) (\(viewer.role.rawValue))"
+            context["navigation"] = navigation.filter { viewer.has($0.permission) }.map { path, label, _ in
                 ["path": path, "label": label, "current": path == current] as [String: Any]
             }
         } else {
@@ -69,7 +82,7 @@ package enum ConsoleTemplates {
         {{#signedIn}}
         <header class="top"><p class="brand">Push console</p>
         <nav aria-label="Main"><ul>{{#navigation}}<li><a href="{{path}}"{{#current}} aria-current="page"{{/current}}>{{label}}</a></li>{{/navigation}}</ul></nav>
-        <form method="post" action="/signout" class="signout"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Sign out</button></form>
+        <form method="post" action="/signout" class="signout"><span class="viewer">Signed in as {{viewer}}</span> <input type="hidden" name="csrf" value="{{csrf}}"><button type="submit">Sign out</button></form>
         </header>
         {{/signedIn}}
         <main id="main" tabindex="-1">
@@ -85,12 +98,17 @@ package enum ConsoleTemplates {
         <form method="post" action="/signin" class="signin">
         <input type="hidden" name="form" value="{{formToken}}">
         <input type="hidden" name="next" value="{{next}}">
-        <p><label for="token">Admin token</label>
-        <input id="token" name="token" type="password" autocomplete="current-password" required autofocus{{#problem}} aria-describedby="signin-problem"{{/problem}}></p>
-        <p class="hint">The token the operators set as <code>PUSH_ADMIN_TOKEN</code>.</p>
+        <p><label for="operator">Operator</label>
+        <input id="operator" name="operator" type="text" autocomplete="username" value="{{operatorName}}" autofocus></p>
+        <p><label for="token">Password or admin token</label>
+        <input id="token" name="token" type="password" autocomplete="current-password" required{{#problem}} aria-describedby="signin-problem"{{/problem}}></p>
+        <p class="hint">Your operator name and console password; or, with no operator name, the token set as <code>PUSH_ADMIN_TOKEN</code>.</p>
         <p><button type="submit">Sign in</button></p>
         </form>
         {{/content}}{{/page}}
+        """#,
+        "forbidden": #"""
+        {{<page}}{{$content}}<h1>Not allowed</h1><p>{{what}}</p><p>Ask an admin for a role that has it.</p>{{/content}}{{/page}}
         """#,
         "not-found": #"""
         {{<page}}{{$content}}<h1>Not found</h1><p>{{what}}</p><p><a href="/deliveries">All deliveries</a></p>{{/content}}{{/page}}

@@ -1,11 +1,11 @@
-import PushConsole
+import PushRuntime
 import Testing
 
-@Suite("Console sign-in attempts per client address")
-struct ConsoleSignInLimiterTests {
+@Suite("Sign-in attempts per key (a client address, an operator)")
+struct SignInLimiterTests {
     @Test("three wrong tokens lock the address out until the window has passed since the first; other addresses and a success are not held")
     func lockout() {
-        let limiter = ConsoleSignInLimiter(maxFailures: 3, window: .seconds(600))
+        let limiter = SignInLimiter(maxFailures: 3, window: .seconds(600))
         let start = ContinuousClock.now
         for minute in 0..<3 {
             #expect(limiter.lockedFor("203.0.113.7", now: start + .seconds(minute * 60)) == nil, "try \(minute + 1) allowed")
@@ -27,7 +27,7 @@ struct ConsoleSignInLimiterTests {
 
     @Test("a limit of 0 never locks")
     func disabled() {
-        let limiter = ConsoleSignInLimiter(maxFailures: 0, window: .seconds(600))
+        let limiter = SignInLimiter(maxFailures: 0, window: .seconds(600))
         for _ in 0..<100 { limiter.failed("203.0.113.7") }
         #expect(limiter.lockedFor("203.0.113.7") == nil)
     }

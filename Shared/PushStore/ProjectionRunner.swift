@@ -44,6 +44,13 @@ package struct ProjectedEvent<Event: Sendable>: Sendable {
     package var partition: Int32
     package var offset: Int64
     package var event: Event
+
+    package init(topic: String, partition: Int32, offset: Int64, event: Event) {
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+        self.event = event
+    }
 }
 
 /// Runs a projection exactly once per record: each batch's changes and the partitions' next

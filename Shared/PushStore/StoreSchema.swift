@@ -113,5 +113,20 @@ package enum StoreSchema {
                     'api: a personal API token; session: a console sign-in, revoked at sign-out'
                 """,
             ]),
+        Migration(
+            version: 42, name: "the event journal keeps token digests, not registration tokens",
+            statements: [
+                """
+                UPDATE push.event_journal
+                SET aggregate_key = substr(aggregate_key, 1, 37) || encode(sha256(convert_to(substr(aggregate_key, 38), 'UTF8')), 'hex')
+                WHERE version = 1 AND substr(aggregate_key, 37, 1) = ':'
+                  AND type IN ('SubscriptionRegistered', 'SubscriptionDisabled', 'SubscriptionReenabled', 'SubscriptionPurged',
+                               'APNSMessagePlanned', 'FCMMessagePlanned')
+                """,
+                """
+                COMMENT ON COLUMN push.event_journal.aggregate_key IS
+                    'The envelope key; <appId>:<token> keys (version-1 records, unsealed messages) are kept as <appId>:<tokenDigest>'
+                """,
+            ]),
     ]
 }

@@ -279,7 +279,7 @@ let package = Package(
             name: "PushCtl",
             dependencies: [
                 "Kafka", "PushCredentials", "PushEvents", "PushWire", "PushStore", "PushRuntime", "PushRegistration", "PushPlanning", "PushTracking",
-                "PushSchema", postgresNIO, logging, serviceLifecycle, argumentParser,
+                "PushSchema", asyncHTTPClient, nioCore, nioSSL, postgresNIO, logging, serviceLifecycle, argumentParser,
             ],
             path: "Tools/PushCtl",
             swiftSettings: swiftSettings

@@ -71,48 +71,9 @@ struct ConsoleOperatorTests {
     func operators() async throws {
         let suffix = PlanningHarness.makeSuffix()
         try await PlanningHarness.run(suffix: suffix, planner: false) { h in
-            var environment = try PlanningHarness.environment(suffix: suffix)
-            for (id, name) in [("SUBSCRIPTIONS", "subscriptions"), ("CATALOG", "catalog")] {
-                environment["PUSH_TOPIC_\(id)"] = "test.\(name).\(suffix)"
-                environment["PUSH_TOPIC_\(id)_PARTITIONS"] = "1"
-            }
-            for (variable, name) in [
-                ("REGISTRATION_CATALOG_GROUP", "catalog"), ("REGISTRATION_SUBSCRIPTIONS_GROUP", "subscriptions"), ("REGISTRATION_AUDIT_GROUP", "audit"),
-            ] {
-                environment[variable] = "test.\(name).\(suffix)"
-            }
-            let token = "console-operators-\(UUID().uuidString.lowercased())"
-            environment["PUSH_ADMIN_TOKEN"] = token
-            environment["PUSH_OPS_HOST"] = "127.0.0.1"
-            environment["REGISTRATION_BCRYPT_COST"] = "10"
-            let topics = try await BuiltExecutable.run("pushctl", arguments: ["topics", "create"], environment: environment)
-            try #require(topics.status == 0, "pushctl topics create: \(topics.output)")
-
-            let (registrationPort, consolePort) = (try EphemeralPort.next(), try EphemeralPort.next())
-            var processes: [(String, BuiltExecutable, Int)] = []
-            defer { for (_, process, _) in processes { process.killIfRunning() } }
-            func start(_ name: String, _ settings: [String: String]) throws {
-                var env = environment
-                let opsPort = try EphemeralPort.next()
-                env["PUSH_OPS_PORT"] = String(opsPort)
-                for (key, value) in settings { env[key] = value }
-                processes.append((name, try BuiltExecutable(name, environment: env), opsPort))
-            }
-            try start("registration", ["REGISTRATION_HOST": "127.0.0.1", "REGISTRATION_PORT": String(registrationPort), "REGISTRATION_RATE_PER_ADDRESS": "0"])
-            try start(
-                "console",
-                [
-                    "CONSOLE_HOST": "127.0.0.1", "CONSOLE_PORT": String(consolePort),
-                    "CONSOLE_REGISTRATION_API_URL": "http://127.0.0.1:\(registrationPort)",
-                ])
-            for (name, process, opsPort) in processes {
-                do {
-                    try await process.waitUntilReady(port: opsPort, within: .seconds(90))
-                } catch {
-                    Issue.record("\(name) not ready:\n\(process.logTail(lines: 30))")
-                    throw error
-                }
-            }
+            let services = try await ConsoleServices.start(suffix: suffix)
+            defer { services.stop() }
+            let (registrationPort, consolePort, token) = (services.registrationPort, services.consolePort, services.token)
 
             // The bootstrap admin sets up two services and two operators with passwords.
             func admin(_ method: String, _ path: String, _ json: String) async throws -> Int {
@@ -193,9 +154,77 @@ struct ConsoleOperatorTests {
             #expect(try await bootstrap.send("POST", "/signin", form: ["form": form, "next": "/audit", "token": token]).status == 303)
             let auditPage = try await bootstrap.send("GET", "/audit")
             #expect(auditPage.status == 200 && auditPage.body.contains("Signed in as the admin token"))
-            for (_, process, _) in processes {
+            for process in services.processes {
                 #expect(!process.log().contains(password), "a password is never logged")
             }
         }
+    }
+}
+
+/// The `registration` and `console` executables on topics and consumer groups of the run's own
+/// (its catalog, subscriptions and audit topics), the console calling the registration's admin
+/// API, the admin token a fresh one; bcrypt at cost 10 (the tests' passwords need no more).
+struct ConsoleServices {
+    var registrationPort: Int
+    var consolePort: Int
+    var token: String
+    var environment: [String: String]
+    var processes: [BuiltExecutable]
+
+    static func start(suffix: String, console settings: [String: String] = [:]) async throws -> ConsoleServices {
+        var environment = try PlanningHarness.environment(suffix: suffix)
+        for (id, name) in [("SUBSCRIPTIONS", "subscriptions"), ("CATALOG", "catalog")] {
+            environment["PUSH_TOPIC_\(id)"] = "test.\(name).\(suffix)"
+            environment["PUSH_TOPIC_\(id)_PARTITIONS"] = "1"
+        }
+        for (variable, name) in [
+            ("REGISTRATION_CATALOG_GROUP", "catalog"), ("REGISTRATION_SUBSCRIPTIONS_GROUP", "subscriptions"), ("REGISTRATION_AUDIT_GROUP", "audit"),
+        ] {
+            environment[variable] = "test.\(name).\(suffix)"
+        }
+        let token = "console-operators-\(UUID().uuidString.lowercased())"
+        environment["PUSH_ADMIN_TOKEN"] = token
+        environment["PUSH_OPS_HOST"] = "127.0.0.1"
+        environment["REGISTRATION_BCRYPT_COST"] = "10"
+        let topics = try await BuiltExecutable.run("pushctl", arguments: ["topics", "create"], environment: environment)
+        try #require(topics.status == 0, "pushctl topics create: \(topics.output)")
+
+        let (registrationPort, consolePort) = (try EphemeralPort.next(), try EphemeralPort.next())
+        var started: [(BuiltExecutable, Int)] = []
+        func start(_ name: String, _ settings: [String: String]) throws {
+            var env = environment
+            let opsPort = try EphemeralPort.next()
+            env["PUSH_OPS_PORT"] = String(opsPort)
+            for (key, value) in settings { env[key] = value }
+            started.append((try BuiltExecutable(name, environment: env), opsPort))
+        }
+        let services = {
+            ConsoleServices(
+                registrationPort: registrationPort, consolePort: consolePort, token: token, environment: environment, processes: started.map(\.0))
+        }
+        do {
+            try start("registration", ["REGISTRATION_HOST": "127.0.0.1", "REGISTRATION_PORT": String(registrationPort), "REGISTRATION_RATE_PER_ADDRESS": "0"])
+            var console = [
+                "CONSOLE_HOST": "127.0.0.1", "CONSOLE_PORT": String(consolePort), "CONSOLE_REGISTRATION_API_URL": "http://127.0.0.1:\(registrationPort)",
+            ]
+            console.merge(settings) { _, new in new }
+            try start("console", console)
+            for (process, opsPort) in started {
+                do {
+                    try await process.waitUntilReady(port: opsPort, within: .seconds(90))
+                } catch {
+                    Issue.record("\(process) not ready:\n\(process.logTail(lines: 30))")
+                    throw error
+                }
+            }
+        } catch {
+            services().stop()
+            throw error
+        }
+        return services()
+    }
+
+    func stop() {
+        for process in processes { process.killIfRunning() }
     }
 }

@@ -1,15 +1,15 @@
 import ArgumentParser
+import AsyncHTTPClient
 import Foundation
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
+import NIOCore
+import NIOSSL
 
 /// Where the admin API is and how to authenticate. The catalog (services, apps, credentials,
 /// devices) is served by the registration service: `PUSH_ADMIN_URL` (default
 /// `http://127.0.0.1:8080`); deliveries by the delivery-planning service:
 /// `PUSH_PLANNING_ADMIN_URL` (default `http://127.0.0.1:8082`). Both take `PUSH_ADMIN_TOKEN` (or
-/// `--token-file`).
+/// `--token-file`). Behind the compose file's TLS proxy, whose certificate comes from its own CA,
+/// `PUSH_ADMIN_CA_FILE` (or `--ca-file`) names that CA's certificate, trusted besides the system's.
 struct AdminConnection: ParsableArguments {
     /// The service a command talks to.
     enum Server {
@@ -32,6 +32,9 @@ struct AdminConnection: ParsableArguments {
     @Option(help: "File holding the admin bearer token (default: PUSH_ADMIN_TOKEN).")
     var tokenFile: String?
 
+    @Option(help: "PEM file of a CA to trust besides the system's, for an HTTPS admin URL (default: PUSH_ADMIN_CA_FILE).")
+    var caFile: String?
+
     /// Sends a JSON request and returns the response body; a non-2xx answer becomes an error
     /// naming the status and the API's reason (every problem, when the API lists them).
     func call(_ method: String, _ path: String, body: (any Encodable)? = nil, rawBody: Data? = nil, on server: Server = .registration) async throws
@@ -49,20 +52,18 @@ struct AdminConnection: ParsableArguments {
         } else {
             throw ValidationError("set PUSH_ADMIN_TOKEN or pass --token-file")
         }
-        var request = URLRequest(url: endpoint)
-        request.httpMethod = method
-        request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-        request.timeoutInterval = 30
-        if let body {
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = try JSONEncoder().encode(body)
-        } else if let rawBody {
-            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-            request.httpBody = rawBody
+        var request = HTTPClientRequest(url: endpoint.absoluteString)
+        request.method = .init(rawValue: method)
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        if let document = try body.map({ try JSONEncoder().encode($0) }) ?? rawBody {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: document))
         }
-        let (data, response) = try await URLSession.shared.data(for: request)
-        guard let http = response as? HTTPURLResponse else { throw ValidationError("no HTTP answer from \(base)") }
-        guard (200..<300).contains(http.statusCode) else {
+        let (status, data) = try await Self.withClient(caFile: caFile ?? environment["PUSH_ADMIN_CA_FILE"]) { client in
+            let response = try await client.execute(request, timeout: .seconds(30))
+            return (Int(response.status.code), Data(buffer: try await response.body.collect(upTo: 256 * 1024 * 1024)))
+        }
+        guard (200..<300).contains(status) else {
             struct Refusal: Decodable {
                 var error: String
                 var problems: [String]?
@@ -73,9 +74,26 @@ struct AdminConnection: ParsableArguments {
                     guard let problems = refusal.problems, problems.count > 1 else { return refusal.error }
                     return "\(problems.count) problems:\n" + problems.map { "  - \($0)" }.joined(separator: "\n")
                 } ?? String(decoding: data, as: UTF8.self)
-            throw AdminCallError(status: http.statusCode, reason: reason)
+            throw AdminCallError(status: status, reason: reason)
         }
         return data
+    }
+
+    /// The shared HTTP client, or one trusting `caFile` too (shut down after `body`).
+    static func withClient<T>(caFile: String?, _ body: (HTTPClient) async throws -> T) async throws -> T {
+        guard let caFile else { return try await body(HTTPClient.shared) }
+        guard FileManager.default.isReadableFile(atPath: caFile) else { throw ValidationError("cannot read the CA file \(caFile)") }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.additionalTrustRoots = [.file(caFile)]
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(tlsConfiguration: tls))
+        do {
+            let result = try await body(client)
+            try await client.shutdown()
+            return result
+        } catch {
+            try? await client.shutdown()
+            throw error
+        }
     }
 
     /// Prints a JSON answer indented.

@@ -196,7 +196,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "DeliveryPlanning",
-            dependencies: ["PushRuntime", "PushPlanning"],
+            dependencies: ["PushCredentials", "PushRuntime", "PushPlanning"],
             path: "Services/DeliveryPlanning/Main",
             swiftSettings: swiftSettings,
             linkerSettings: jemalloc
@@ -307,7 +307,7 @@ let package = Package(
         .executableTarget(
             name: "MicroBench",
             dependencies: [
-                "Kafka", "PushEvents", "PushPlanning", "PushSending", "PushStore", crypto,
+                "Kafka", "PushCredentials", "PushEvents", "PushPlanning", "PushSending", "PushStore", crypto,
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ],
             path: "bench/MicroBench",
@@ -361,7 +361,7 @@ let package = Package(
         .testTarget(name: "FCMUnitTests", dependencies: ["FCM", "PushWire", "PushTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "PushRegistrationUnitTests",
-            dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushEvents", "PushTestSupport", "PushWire", crypto],
+            dependencies: ["PushRegistration", "PushCredentials", "PushRuntime", "PushEvents", "PushStore", "PushTestSupport", "PushWire", crypto],
             swiftSettings: swiftSettings),
         .testTarget(
             name: "PushPlanningUnitTests", dependencies: ["PushPlanning", "PushEvents", "PushRuntime", "Kafka", "PushTestSupport"], swiftSettings: swiftSettings
@@ -375,7 +375,9 @@ let package = Package(
         .testTarget(name: "KafkaIntegrationTests", dependencies: ["Kafka", "PushTestSupport", logging, metricsTestKit], swiftSettings: swiftSettings),
         .testTarget(
             name: "PushStoreIntegrationTests",
-            dependencies: ["PushStore", "PushSchema", "PushRuntime", "Kafka", "PushEvents", "PushTestSupport", logging, postgresNIO, serviceLifecycle],
+            dependencies: [
+                "PushStore", "PushSchema", "PushRuntime", "PushCredentials", "Kafka", "PushEvents", "PushTestSupport", logging, postgresNIO, serviceLifecycle,
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -399,8 +401,8 @@ let package = Package(
         .testTarget(
             name: "PushPlanningIntegrationTests",
             dependencies: [
-                "PushPlanning", "PushRegistration", "PushTracking", "PushConsole", "PushRuntime", "PushSchema", "PushStore", "PushEvents", "Kafka",
-                "PushTestSupport",
+                "PushPlanning", "PushRegistration", "PushTracking", "PushConsole", "PushCredentials", "PushRuntime", "PushSchema", "PushStore", "PushEvents",
+                "Kafka", "PushTestSupport",
                 serviceLifecycle,
                 logging, postgresNIO,
             ],

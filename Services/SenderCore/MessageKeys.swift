@@ -10,14 +10,17 @@ import PushStore
 /// `failed`, reason `erased`, without a send.
 package struct MessageKeys: Sendable {
     let postgres: PostgresClient
+    /// Opens keys wrapped under the key-encryption key (`PUSH_DATA_KEYS_KEY`).
+    let wrapping: (any DataKeyWrapping)?
     /// How long one read may wait: a statement can go unanswered for good (a server stopped, a
     /// connection cut without a reset or lost as it was leased: `withStatementDeadline`), and
     /// the lane's reading would stop there.
     let statementDeadline: Duration
     let logger: Logger
 
-    package init(postgres: PostgresClient, statementDeadline: Duration = .seconds(10), logger: Logger) {
+    package init(postgres: PostgresClient, wrapping: (any DataKeyWrapping)?, statementDeadline: Duration = .seconds(10), logger: Logger) {
         self.postgres = postgres
+        self.wrapping = wrapping
         self.statementDeadline = statementDeadline
         self.logger = logger
     }
@@ -29,9 +32,13 @@ package struct MessageKeys: Sendable {
         guard !subjects.isEmpty else { return [:] }
         while true {
             do {
-                return try await withStatementDeadline(statementDeadline) { [postgres, logger] in
-                    try await SubjectKeys.keys(subjects, postgres: postgres, logger: logger)
+                return try await withStatementDeadline(statementDeadline) { [postgres, wrapping, logger] in
+                    try await SubjectKeys.keys(subjects, wrapping: wrapping, postgres: postgres, logger: logger)
                 }
+            } catch let error as DataKeyUnwrapError {
+                // Not a passing failure: the process lacks the key-encryption key. Said loudly, then tried again.
+                logger.error("A data key of a batch cannot be unwrapped; trying again in 5 s", metadata: ["error": "\(error)"])
+                try await Task.sleep(for: .seconds(5))
             } catch {
                 try Task.checkCancellation()
                 logger.warning("Reading the data keys of a batch failed; trying again in 1 s", metadata: ["error": "\(error)"])

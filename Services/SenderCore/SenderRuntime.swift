@@ -42,6 +42,8 @@ struct SenderAssembly: Sendable {
     let now: @Sendable () -> Date
     let credentials: AppCredentialCache
     let suspensions = CredentialSuspensions()
+    /// The data keys' key-encryption key ring (`PUSH_DATA_KEYS_KEY`), to open sealed records.
+    let dataKeys: (any DataKeyWrapping)?
 
     init(
         configuration: RuntimeConfiguration, settings: SenderSettings, environment: EnvironmentSettings, postgres: PostgresClient,
@@ -55,6 +57,7 @@ struct SenderAssembly: Sendable {
         self.now = now
         let store = CredentialStore(postgres: postgres, cipher: try SenderRuntime.cipher(environment), logger: logger)
         credentials = AppCredentialCache(store: store, lifetime: .milliseconds(settings.credentialCacheMilliseconds))
+        dataKeys = try CredentialCipher.dataKeys(fromEnvironment: environment.values)
     }
 
     /// One lane of a sender: its transport (a provider client of its own, so that the lanes
@@ -85,7 +88,7 @@ struct SenderAssembly: Sendable {
                     messages: (reading ?? lane.messages).name, retries: lane.retries.name, throttled: throttled.name, results: topics.messageResults.name,
                     subscriptions: topics.subscriptions.name),
                 producer: producer, deadLetters: DeadLetterPublisher(producer: producer, catalog: topics, group: settings.group),
-                suspensions: suspensions, controls: controls, throttle: throttle, keys: MessageKeys(postgres: postgres, logger: logger),
+                suspensions: suspensions, controls: controls, throttle: throttle, keys: MessageKeys(postgres: postgres, wrapping: dataKeys, logger: logger),
                 consumer: configuration.consumer(group: settings.group), logger: logger,
                 now: now
             )

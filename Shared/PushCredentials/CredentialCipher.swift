@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import PushRuntime
+import PushStore
 
 /// Seals provider secrets with AES-256-GCM under the current key of the credentials key ring
 /// and opens them under whichever key sealed them, so the key can be rotated without downtime
@@ -36,28 +37,59 @@ package struct CredentialCipher: Sendable {
 
     /// nil when no current key is set (credential routes then answer 503; senders refuse to start).
     package static func fromEnvironment(_ environment: [String: String]) throws(ConfigurationError) -> CredentialCipher? {
-        let previous = try previousKeys(environment)
-        let current: CredentialKey
-        if let path = environment["PUSH_CREDENTIALS_KEY_FILE"], !path.isEmpty {
-            current = try CredentialKey(base64: try read(path, setting: "PUSH_CREDENTIALS_KEY_FILE"), setting: "PUSH_CREDENTIALS_KEY_FILE (\(path))")
-        } else if let key = environment["PUSH_CREDENTIALS_KEY"], !key.isEmpty {
-            current = try CredentialKey(base64: key, setting: "PUSH_CREDENTIALS_KEY")
+        try ring(
+            current: Setting("PUSH_CREDENTIALS_KEY", environment["PUSH_CREDENTIALS_KEY"]),
+            currentFile: Setting("PUSH_CREDENTIALS_KEY_FILE", environment["PUSH_CREDENTIALS_KEY_FILE"]),
+            previous: Setting("PUSH_CREDENTIALS_PREVIOUS_KEYS", environment["PUSH_CREDENTIALS_PREVIOUS_KEYS"]),
+            previousFile: Setting("PUSH_CREDENTIALS_PREVIOUS_KEYS_FILE", environment["PUSH_CREDENTIALS_PREVIOUS_KEYS_FILE"]))
+    }
+
+    /// The data keys' key-encryption key ring (`PUSH_DATA_KEYS_KEY` or `PUSH_DATA_KEYS_KEY_FILE`,
+    /// and `PUSH_DATA_KEYS_PREVIOUS_KEYS` or `PUSH_DATA_KEYS_PREVIOUS_KEYS_FILE`); nil when no
+    /// current key is set (data keys are then stored as they are).
+    package static func dataKeys(fromEnvironment environment: [String: String]) throws(ConfigurationError) -> CredentialCipher? {
+        try ring(
+            current: Setting("PUSH_DATA_KEYS_KEY", environment["PUSH_DATA_KEYS_KEY"]),
+            currentFile: Setting("PUSH_DATA_KEYS_KEY_FILE", environment["PUSH_DATA_KEYS_KEY_FILE"]),
+            previous: Setting("PUSH_DATA_KEYS_PREVIOUS_KEYS", environment["PUSH_DATA_KEYS_PREVIOUS_KEYS"]),
+            previousFile: Setting("PUSH_DATA_KEYS_PREVIOUS_KEYS_FILE", environment["PUSH_DATA_KEYS_PREVIOUS_KEYS_FILE"]))
+    }
+
+    /// A setting's name (for errors) and its value.
+    struct Setting {
+        var name: String
+        var value: String?
+        init(_ name: String, _ value: String?) {
+            self.name = name
+            self.value = value.flatMap { $0.isEmpty ? nil : $0 }
+        }
+    }
+
+    /// The ring of the current key (the file's, when both are set) and the previous keys (the
+    /// file's one per line, or the list's comma-separated).
+    static func ring(current: Setting, currentFile: Setting, previous: Setting, previousFile: Setting) throws(ConfigurationError) -> CredentialCipher? {
+        let previousKeys = try previousKeys(list: previous, file: previousFile)
+        let key: CredentialKey
+        if let path = currentFile.value {
+            key = try CredentialKey(base64: try read(path, setting: currentFile.name), setting: "\(currentFile.name) (\(path))")
+        } else if let text = current.value {
+            key = try CredentialKey(base64: text, setting: current.name)
         } else {
-            guard previous.isEmpty else {
-                throw ConfigurationError("PUSH_CREDENTIALS_PREVIOUS_KEYS is set without a current key: set PUSH_CREDENTIALS_KEY or PUSH_CREDENTIALS_KEY_FILE")
+            guard previousKeys.isEmpty else {
+                throw ConfigurationError("\(previous.name) is set without a current key: set \(current.name) or \(currentFile.name)")
             }
             return nil
         }
-        return CredentialCipher(current: current, previous: previous)
+        return CredentialCipher(current: key, previous: previousKeys)
     }
 
-    private static func previousKeys(_ environment: [String: String]) throws(ConfigurationError) -> [CredentialKey] {
+    private static func previousKeys(list: Setting, file: Setting) throws(ConfigurationError) -> [CredentialKey] {
         var entries: [(text: Substring, setting: String)] = []
-        if let path = environment["PUSH_CREDENTIALS_PREVIOUS_KEYS_FILE"], !path.isEmpty {
-            let lines = try read(path, setting: "PUSH_CREDENTIALS_PREVIOUS_KEYS_FILE").split(whereSeparator: \.isNewline)
-            entries = lines.enumerated().map { ($1, "line \($0 + 1) of PUSH_CREDENTIALS_PREVIOUS_KEYS_FILE (\(path))") }
-        } else if let list = environment["PUSH_CREDENTIALS_PREVIOUS_KEYS"] {
-            entries = list.split(separator: ",").enumerated().map { ($1, "entry \($0 + 1) of PUSH_CREDENTIALS_PREVIOUS_KEYS") }
+        if let path = file.value {
+            let lines = try read(path, setting: file.name).split(whereSeparator: \.isNewline)
+            entries = lines.enumerated().map { ($1, "line \($0 + 1) of \(file.name) (\(path))") }
+        } else if let text = list.value {
+            entries = text.split(separator: ",").enumerated().map { ($1, "entry \($0 + 1) of \(list.name)") }
         }
         var keys: [CredentialKey] = []
         for entry in entries where !entry.text.trimmingCharacters(in: .whitespaces).isEmpty {
@@ -119,5 +151,24 @@ package struct CredentialCipher: Sendable {
     /// with the apns-sender's token store, because `pushctl credentials reseal` opens those too.
     package static func apnsProviderTokenContext(teamId: String, keyId: String, keyFingerprint: String) -> String {
         "apns-provider-token:\(teamId):\(keyId):\(keyFingerprint)"
+    }
+}
+
+/// The data keys' key-encryption key ring (`CredentialCipher.dataKeys(fromEnvironment:)`): a data
+/// key is sealed with AES-256-GCM under the current key, bound to its row's subject id.
+extension CredentialCipher: DataKeyWrapping {
+    static func dataKeyContext(_ subjectId: UUID) -> String { "push-data-key:\(subjectId.uuidString.lowercased())" }
+
+    package func wrap(_ key: [UInt8], subjectId: UUID) throws -> (bytes: [UInt8], keyId: String) {
+        let sealed = try seal(Data(key), context: Self.dataKeyContext(subjectId))
+        return (Array(sealed.ciphertext), sealed.keyId)
+    }
+
+    package func unwrap(_ bytes: [UInt8], keyId: String, subjectId: UUID) throws -> [UInt8] {
+        do {
+            return Array(try open(Data(bytes), keyId: keyId, context: Self.dataKeyContext(subjectId)))
+        } catch {
+            throw DataKeyUnwrapError(subjectId: subjectId, keyId: keyId, configured: true)
+        }
     }
 }

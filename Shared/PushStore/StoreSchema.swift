@@ -128,5 +128,19 @@ package enum StoreSchema {
                     'The envelope key; <appId>:<token> keys (version-1 records, unsealed messages) are kept as <appId>:<tokenDigest>'
                 """,
             ]),
+        Migration(
+            version: 43, name: "data keys wrapped by a key-encryption key held outside the database",
+            statements: [
+                "ALTER TABLE push.subject_keys ADD COLUMN wrap_key_id text",
+                "ALTER TABLE push.subject_keys DROP CONSTRAINT subject_keys_data_key_check",
+                """
+                ALTER TABLE push.subject_keys ADD CONSTRAINT subject_keys_data_key_check
+                    CHECK ((wrap_key_id IS NULL AND octet_length(data_key) = 32) OR (wrap_key_id IS NOT NULL AND octet_length(data_key) = 60))
+                """,
+                """
+                COMMENT ON COLUMN push.subject_keys.wrap_key_id IS
+                    'Id of the key-encryption key (PUSH_DATA_KEYS_KEY) that wrapped data_key (AES-256-GCM, 60 bytes, bound to subject_id); null: data_key is the key itself (32 bytes)'
+                """,
+            ]),
     ]
 }

@@ -2,6 +2,7 @@ import Foundation
 import Kafka
 import Logging
 import PostgresNIO
+import PushCredentials
 import PushEvents
 import PushPlanning
 import PushRuntime
@@ -88,7 +89,8 @@ struct PlanningHarness: Sendable {
             planner
             ? try PlanningApplication.build(
                 configuration: configuration, settings: settings, postgres: postgres, producer: producer,
-                adminToken: try AdminToken(adminToken), logger: logger, groups: .init(environment: EnvironmentSettings(environment(suffix: suffix)))
+                adminToken: try AdminToken(adminToken), dataKeys: try CredentialCipher.dataKeys(fromEnvironment: TestStack.environment), logger: logger,
+                groups: .init(environment: EnvironmentSettings(environment(suffix: suffix)))
             ) : []
         let extra = try more(configuration, postgres, producer, logger)
         let group = ServiceGroup(configuration: .init(services: ([postgres, producer] + parts + extra).map { .init(service: $0) }, logger: logger))
@@ -216,7 +218,9 @@ struct PlanningHarness: Sendable {
                 sealed[index] = sealing
             }
         }
-        let keys = try await SubjectKeys.keys(Set(sealed.values.map(\.subjectId)), postgres: postgres, logger: logger)
+        let keys = try await SubjectKeys.keys(
+            Set(sealed.values.map(\.subjectId)), wrapping: try CredentialCipher.dataKeys(fromEnvironment: TestStack.environment), postgres: postgres,
+            logger: logger)
         var result = records
         for (index, sealing) in sealed {
             guard var envelope = try JSONSerialization.jsonObject(with: Data(records[index].value)) as? [String: Any],

@@ -59,18 +59,20 @@ struct ErasureTests {
         // Alice's old phone: registered, then purged from quarantine (its subscription gone),
         // its log rows still there.
         let oldPhone = RegistrationEndpointTests.hexToken()
+        // An anonymous device purged the same way, erased afterwards by its token.
+        let anonymousOld = RegistrationEndpointTests.hexToken()
         let (app, live) = try await RegistrationHarness.run(suffix: suffix) { h in
             let app = try await h.defineApp(platform: .ios)
             let service = try await h.serviceName(of: app.appId)
-            for (token, user) in [(phone, alice), (tablet, alice), (anonymous, ""), (bobs, bob), (oldPhone, alice)] {
+            for (token, user) in [(phone, alice), (tablet, alice), (anonymous, ""), (bobs, bob), (oldPhone, alice), (anonymousOld, "")] {
                 let body = DeviceAdminTests.body(key: app.integrationKey, token: token, userKey: user)
                 #expect(try await h.post("/nms/mobile/1/registerIOS.jssp", body: body).status == 200)
             }
             try await eventually("registered") {
-                try await h.count("SELECT count(*)::int FROM push.subscriptions WHERE app_id = \(app.appId)") == 5
+                try await h.count("SELECT count(*)::int FROM push.subscriptions WHERE app_id = \(app.appId)") == 6
             }
-            // What the quarantine purge leaves of the old phone: no subscription.
-            try await h.postgres.query("DELETE FROM push.subscriptions WHERE registration_token = \(oldPhone)", logger: h.logger)
+            // What the quarantine purge leaves of the old phone and the old anonymous device: no subscription.
+            try await h.postgres.query("DELETE FROM push.subscriptions WHERE registration_token IN (\(oldPhone), \(anonymousOld))", logger: h.logger)
             #expect(
                 try await h.count("SELECT count(*)::int FROM push.subject_keys WHERE subject IN (\("user:\(alice)"), \("user:\(bob)"))") == 2,
                 "one data key per person")
@@ -78,7 +80,10 @@ struct ErasureTests {
 
             // What the planning and tracking projections would hold of a delivery to them.
             let delivery = "erase-\(suffix)"
-            let messages = [(phone, UUID(), Int32.random(in: 1_000...1_000_000)), (anonymous, UUID(), 7), (bobs, UUID(), 8), (oldPhone, UUID(), 9)]
+            let messages = [
+                (phone, UUID(), Int32.random(in: 1_000...1_000_000)), (anonymous, UUID(), 7), (bobs, UUID(), 8), (oldPhone, UUID(), 9),
+                (anonymousOld, UUID(), 10),
+            ]
             for (token, message, broadLogId) in messages {
                 try await h.postgres.query(
                     """
@@ -129,6 +134,12 @@ struct ErasureTests {
                 "pushctl", arguments: ["users", "erase", "--url", h.baseURL.absoluteString, "--service", service, "--token", anonymous],
                 environment: environment)
             #expect(pushctl.status == 0 && pushctl.output.contains("\"subscriptions\" : 1"), "\(pushctl.output)")
+            // The purged anonymous device, by its token: found through its own data key.
+            let purged = try UnsubscribeTests.object(
+                try await h.admin("POST", "/services/\(service)/erase", json: #"{"registrationToken": "\#(anonymousOld)"}"#))
+            #expect(purged["subscriptions"] as? Int == 0 && purged["dataKeys"] as? Int == 1, "\(purged)")
+            #expect(purged["broadLogRows"] as? Int == 1 && purged["trackingLogRows"] as? Int == 1, "its log rows: \(purged)")
+            #expect(try await h.admin("POST", "/services/\(service)/erase", json: #"{"registrationToken": "\#(anonymousOld)"}"#).status == 404)
 
             #expect(try await h.count("SELECT count(*)::int FROM push.subscriptions WHERE app_id = \(app.appId)") == 1, "bob's device only")
             #expect(
@@ -145,10 +156,10 @@ struct ErasureTests {
                     "SELECT (to_deliver + excluded + sent + impressions)::int FROM push.delivery_indicator_counts WHERE delivery_id = \(delivery)")
                     == 3 + 1 + 3 + 3, "the indicators keep their counts")
 
-            // The audit: two events that name nobody.
+            // The audit: three events that name nobody.
             let records = try await h.records(h.configuration.topics.subscriptions.name)
             let audits = records.filter { Self.contains($0.value, "\"PersonErased\"") }
-            #expect(audits.count == 2)
+            #expect(audits.count == 3)
             for audit in audits {
                 for secret in [alice, phone, tablet, anonymous, PersonalDataKeys.tokenDigest(phone), PersonalDataKeys.tokenDigest(anonymous)] {
                     #expect(!Self.contains(audit.value, secret) && !Self.contains(audit.key ?? [], secret), "the audit event names nobody")
@@ -161,6 +172,7 @@ struct ErasureTests {
             #expect(count >= 9, "two catalog records, four registrations, an unsubscription, two audits")
             for (what, secret) in [
                 ("alice's user key", alice), ("her phone", phone), ("her tablet", tablet), ("her old phone", oldPhone), ("the anonymous device", anonymous),
+                ("the purged anonymous device", anonymousOld),
             ] {
                 #expect(!Self.contains(bytes, secret), "\(what) in the topics' bytes")
             }

@@ -2,6 +2,7 @@ import Foundation
 import Kafka
 import Logging
 import PostgresNIO
+import PushCredentials
 import PushEvents
 import PushRegistration
 import PushRuntime
@@ -126,7 +127,9 @@ struct HistoryUpgradeTests {
                 decoder.register(SealedSubscriptionRegistered.self) { event, _ in event }
                 guard case .known(let sealed, _) = try decoder.decode(record.value) else { continue }
                 let key = try await h.postgres.withConnection { connection in
-                    try await PersonalDataKeys.keys([sealed.subjectId], on: connection, logger: h.logger)[sealed.subjectId]
+                    try await PersonalDataKeys.keys(
+                        [sealed.subjectId], wrapping: try CredentialCipher.dataKeys(fromEnvironment: TestStack.environment), on: connection, logger: h.logger)[
+                            sealed.subjectId]
                 }
                 let dataKey = try #require(key, "the subject's key")
                 let registration = try #require(PersonalDataKeys.open(sealed, key: dataKey))

@@ -84,7 +84,8 @@ struct RegistrationHarness: Sendable {
         let producer = try KafkaProducer(configuration: configuration.producer, logger: logger)
         let parts = try RegistrationApplication.build(
             configuration: configuration, settings: settings, postgres: postgres, deadLetterProducer: producer, adminToken: try AdminToken(adminToken),
-            credentialCipher: try CredentialCipher(keyBase64: credentialKey), logger: logger,
+            credentialCipher: try CredentialCipher(keyBase64: credentialKey), dataKeys: try CredentialCipher.dataKeys(fromEnvironment: overrides),
+            logger: logger,
             projections: .init(
                 catalog: "test.catalog-projection.\(suffix)", subscriptions: "test.subscriptions-projection.\(suffix)",
                 audit: "test.audit-projection.\(suffix)")

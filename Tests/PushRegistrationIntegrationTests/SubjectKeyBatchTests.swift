@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import PostgresNIO
+import PushCredentials
 import PushRegistration
 import PushTestSupport
 import Testing
@@ -15,8 +16,9 @@ struct SubjectKeyBatchTests {
         try await RegistrationHarness.run { h in
             let serviceId = UUID()
             let subjects = (0..<20).map { "user:batch-\($0)-\(UUID().uuidString.prefix(6))" }
-            let first = PersonalDataKeys(postgres: h.postgres, logger: h.logger)
-            let second = PersonalDataKeys(postgres: h.postgres, logger: h.logger, maximumStatements: 1)
+            let wrapping = try CredentialCipher.dataKeys(fromEnvironment: TestStack.environment)
+            let first = PersonalDataKeys(postgres: h.postgres, wrapping: wrapping, logger: h.logger)
+            let second = PersonalDataKeys(postgres: h.postgres, wrapping: wrapping, logger: h.logger, maximumStatements: 1)
             let answers = try await withThrowingTaskGroup(of: (String, UUID, [UInt8]).self) { group in
                 for index in 0..<400 {
                     let keys = index.isMultiple(of: 2) ? first : second

@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import Logging
 import PostgresNIO
+import PushCredentials
 import PushEvents
 import PushRegistration
 import PushRuntime
@@ -169,7 +170,8 @@ final class HistoryUpgrade: Sendable {
     init(postgres: PostgresClient, logger: Logger, partitions: some Sequence<Int32>) async throws {
         self.postgres = postgres
         self.logger = logger
-        self.keys = PersonalDataKeys(postgres: postgres, logger: logger)
+        self.keys = PersonalDataKeys(
+            postgres: postgres, wrapping: try CredentialCipher.dataKeys(fromEnvironment: ProcessInfo.processInfo.environment), logger: logger)
         self.merge = Mutex(Merge(open: Set(partitions)))
         var services: [UUID: UUID] = [:]
         for try await (app, service) in try await postgres.query("SELECT app_id, service_id FROM push.apps", logger: logger).decode((UUID, UUID).self) {

@@ -3,6 +3,7 @@ import Foundation
 import Kafka
 import Logging
 import PostgresNIO
+import PushCredentials
 import PushEvents
 import PushPlanning
 import PushRegistration
@@ -80,9 +81,12 @@ struct Projections: AsyncParsableCommand {
             // A broker group of its own per run: the services keep their partitions, and a
             // replay started again after a kill does not wait for its dead predecessor's session.
             let run = UUID().uuidString.prefix(8).lowercased()
+            // The subscriptions' registrations open with the data keys, wrapped under PUSH_DATA_KEYS_KEY.
+            let dataKeys = try CredentialCipher.dataKeys(fromEnvironment: ProcessInfo.processInfo.environment)
             let runners = kinds.map {
                 $0.runner(
-                    configuration: configuration, postgres: postgres, deadLetterProducer: producer, brokerGroup: "\($0.group()).replay.\(run)", logger: logger)
+                    configuration: configuration, postgres: postgres, deadLetterProducer: producer, brokerGroup: "\($0.group()).replay.\(run)",
+                    dataKeys: dataKeys, logger: logger)
             }
             let serviceGroup = ServiceGroup(
                 configuration: .init(
@@ -196,7 +200,7 @@ enum ProjectionKind: String, CaseIterable, ExpressibleByArgument, Sendable {
     func topics(_ catalog: TopicCatalog) -> [String] {
         switch self {
         case .catalog: [catalog.catalog.name]
-        case .subscriptions: SubscriptionProjection(name: group(), topic: catalog.subscriptions.name, catalogTopic: catalog.catalog.name).topics
+        case .subscriptions: SubscriptionProjection(name: group(), topic: catalog.subscriptions.name, catalogTopic: catalog.catalog.name, wrapping: nil).topics
         case .deliveries: [catalog.deliveryEvents.name]
         case .broadLog: BroadLogProjection(name: group(), catalog: catalog).topics
         case .trackingLog: [catalog.tracking.name]
@@ -205,9 +209,10 @@ enum ProjectionKind: String, CaseIterable, ExpressibleByArgument, Sendable {
 
     /// The runner the owning service starts (same projection, same positions), consuming under
     /// the broker group `brokerGroup` so that it takes no partitions from the services.
-    func runner(configuration: RuntimeConfiguration, postgres: PostgresClient, deadLetterProducer: KafkaProducer, brokerGroup: String, logger: Logger)
-        -> any Service
-    {
+    func runner(
+        configuration: RuntimeConfiguration, postgres: PostgresClient, deadLetterProducer: KafkaProducer, brokerGroup: String,
+        dataKeys: (any DataKeyWrapping)?, logger: Logger
+    ) -> any Service {
         let topics = configuration.topics
         let name = group()
         func make<P: Projection>(_ projection: P) -> any Service {
@@ -219,7 +224,7 @@ enum ProjectionKind: String, CaseIterable, ExpressibleByArgument, Sendable {
         }
         return switch self {
         case .catalog: make(CatalogProjection(name: name, topic: topics.catalog.name))
-        case .subscriptions: make(SubscriptionProjection(name: name, topic: topics.subscriptions.name, catalogTopic: topics.catalog.name))
+        case .subscriptions: make(SubscriptionProjection(name: name, topic: topics.subscriptions.name, catalogTopic: topics.catalog.name, wrapping: dataKeys))
         case .deliveries: make(DeliveryProjection(name: name, topic: topics.deliveryEvents.name))
         case .broadLog: make(BroadLogProjection(name: name, catalog: topics))
         case .trackingLog: make(TrackingLogProjection(name: name, topic: topics.tracking.name))

@@ -18,7 +18,8 @@ struct PushCtlCommand: AsyncParsableCommand {
         abstract:
             "Operate the push channel: migrations, topics, services and apps, credentials, templates, segments, deliveries, devices, users (erasure), operators and their audit trail, projections, smoke run.",
         subcommands: [
-            Migrate.self, Topics.self, Services.self, Apps.self, Credentials.self, Templates.self, Segments.self, Deliveries.self, Devices.self, Users.self,
+            Migrate.self, Topics.self, Services.self, Apps.self, Credentials.self, DataKeys.self, Templates.self, Segments.self, Deliveries.self, Devices.self,
+            Users.self,
             Operators.self, Audit.self,
             Journal.self,
             Projections.self, Logs.self, Smoke.self, Report.self,

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Kafka
+import PushCredentials
 import PushEvents
 import PushPlanning
 import PushSending
@@ -56,6 +57,10 @@ struct Fixture {
         let plain = [UInt8](repeating: 0x61, count: 5 + message.registrationToken.utf8.count + message.content.utf8.count)
         let symmetric = SymmetricKey(data: key)
         let json = try JSONSerialization.jsonObject(with: Data(record))
+        // The data key as migration 43 stores it, wrapped under a key-encryption key.
+        let ring = try CredentialCipher(keyBase64: Data((0..<32).map { UInt8(($0 * 5 + 9) % 256) }).base64EncodedString(), setting: "micro-bench")
+        let wrapped = try ring.wrap(key, subjectId: subjectId)
+        let ringKey = SymmetricKey(data: (0..<32).map { UInt8(($0 * 5 + 9) % 256) })
         return [
             MicroBenchCommand.Case(
                 name: "plan.message", what: "the planner: personalize and build one APNs payload (MessageFactory.message)",
@@ -75,6 +80,15 @@ struct Fixture {
                 reference: "JSONSerialization.jsonObject",
                 run: { _ = try APNSMessagePlanned.decodeRecord(record) },
                 runReference: { _ = try JSONSerialization.jsonObject(with: Data(record)) }),
+            MicroBenchCommand.Case(
+                name: "key.unwrap", what: "the planner and the senders: a data key wrapped under PUSH_DATA_KEYS_KEY opened (once per row read)",
+                reference: "AES-GCM open of 32 bytes",
+                run: { _ = try SubjectKeys.opened(wrapped.bytes, keyId: wrapped.keyId, subjectId: subjectId, wrapping: ring) },
+                runReference: {
+                    _ = try AES.GCM.open(
+                        AES.GCM.SealedBox(combined: Data(wrapped.bytes)), using: ringKey,
+                        authenticating: Data("push-data-key:\(subjectId.uuidString.lowercased())".utf8))
+                }),
             MicroBenchCommand.Case(
                 name: "open", what: "the sender: open the box (base64, AES-GCM, the token's digest checked)",
                 run: { _ = read.opened(with: key) }),

@@ -1,3 +1,4 @@
+import PushCredentials
 import PushPlanning
 import PushRuntime
 
@@ -16,6 +17,7 @@ enum DeliveryPlanningMain {
                 postgres: runtime.postgres,
                 producer: runtime.producer,
                 adminToken: try AdminToken.fromEnvironment(environment.values),
+                dataKeys: try CredentialCipher.dataKeys(fromEnvironment: environment.values),
                 logger: runtime.logger,
                 groups: .init(environment: environment)
             )

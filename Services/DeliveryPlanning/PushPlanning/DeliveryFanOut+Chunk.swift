@@ -72,7 +72,7 @@ extension DeliveryFanOut {
         try await TargetingQuery.next(
             delivery: fanOut.delivery, after: state.cursor, through: state.pending?.end ?? state.end,
             limit: state.pending == nil ? chunkSize(of: fanOut.delivery) : Int(Int32.max),
-            withParams: fanOut.factory.needsParams, withLanguage: fanOut.factory.needsLanguage, on: connection, logger: fanOut.logger
+            withParams: fanOut.factory.needsParams, withLanguage: fanOut.factory.needsLanguage, dataKeys: dataKeys, on: connection, logger: fanOut.logger
         )
     }
 

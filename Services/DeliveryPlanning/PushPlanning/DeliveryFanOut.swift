@@ -42,6 +42,8 @@ package final class DeliveryFanOut: Service {
     let reader: KafkaLogReader
     let catalog: TopicCatalog
     let settings: PlanningSettings
+    /// Wraps and opens the data keys the records are sealed under (`PUSH_DATA_KEYS_KEY`).
+    let dataKeys: (any DataKeyWrapping)?
     /// The deliveries this fan-out plans: those of this priority.
     let lane: DeliveryPriority
     let logger: Logger
@@ -61,8 +63,10 @@ package final class DeliveryFanOut: Service {
 
     package init(
         postgres: PostgresClient, producer: KafkaProducer, reader: KafkaLogReader, catalog: TopicCatalog, settings: PlanningSettings,
-        lane: DeliveryPriority = .bulk, deliveriesAccepted: Wakeup = Wakeup(), outboxWritten: Wakeup = Wakeup(), logger: Logger
+        dataKeys: (any DataKeyWrapping)?, lane: DeliveryPriority = .bulk, deliveriesAccepted: Wakeup = Wakeup(), outboxWritten: Wakeup = Wakeup(),
+        logger: Logger
     ) {
+        self.dataKeys = dataKeys
         self.postgres = postgres
         self.producer = producer
         self.reader = reader

@@ -67,7 +67,7 @@ package enum PlanningApplication {
     /// answers 503).
     package static func build(
         configuration: RuntimeConfiguration, settings: PlanningSettings, postgres: PostgresClient,
-        producer: KafkaProducer, adminToken: AdminToken?, logger: Logger, groups: GroupNames = GroupNames()
+        producer: KafkaProducer, adminToken: AdminToken?, dataKeys: (any DataKeyWrapping)?, logger: Logger, groups: GroupNames = GroupNames()
     ) throws -> [any Service] {
         let topics = configuration.topics
         let consumer = configuration.consumer(group: "")
@@ -112,12 +112,14 @@ package enum PlanningApplication {
             // is planned at once, whatever bulk delivery is being fanned out (docs/planning.md).
             DeliveryFanOut(
                 postgres: postgres, producer: producer, reader: KafkaLogReader(configuration: configuration.kafka, logger: logger),
-                catalog: topics, settings: settings, lane: .transactional, deliveriesAccepted: transactionalAccepted, outboxWritten: outboxWritten,
+                catalog: topics, settings: settings, dataKeys: dataKeys, lane: .transactional, deliveriesAccepted: transactionalAccepted,
+                outboxWritten: outboxWritten,
                 logger: logger
             ),
             DeliveryFanOut(
                 postgres: postgres, producer: producer, reader: KafkaLogReader(configuration: configuration.kafka, logger: logger),
-                catalog: topics, settings: settings, lane: .bulk, deliveriesAccepted: bulkAccepted, outboxWritten: outboxWritten, logger: logger
+                catalog: topics, settings: settings, dataKeys: dataKeys, lane: .bulk, deliveriesAccepted: bulkAccepted, outboxWritten: outboxWritten,
+                logger: logger
             ),
             runner(DeliveryProjection(name: groups.deliveries, topic: topics.deliveryEvents.name)),
             runner(BroadLogProjection(name: groups.broadLog, catalog: topics)),

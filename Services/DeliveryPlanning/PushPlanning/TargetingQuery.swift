@@ -14,7 +14,7 @@ import PushWire
 enum TargetingQuery {
     static func next(
         delivery: DeliveryAccepted, after cursor: DeliveryFanOut.Cursor, through end: DeliveryFanOut.Cursor?,
-        limit: Int, withParams: Bool, withLanguage: Bool = false, on connection: PostgresConnection, logger: Logger
+        limit: Int, withParams: Bool, withLanguage: Bool = false, dataKeys: (any DataKeyWrapping)?, on connection: PostgresConnection, logger: Logger
     ) async throws -> [TargetedSubscription] {
         let filter = try AudienceQuery(delivery)
         // Bounds: strictly after the cursor, and up to `end` (the recorded end of an interrupted
@@ -35,17 +35,17 @@ enum TargetingQuery {
             guard remaining > 0 else { break }
             result += try await page(
                 of: app, after: app == cursor.appId ? cursor.token : "", through: app == end?.appId ? end?.token : nil,
-                limit: remaining, filter: filter, withParams: withParams, withLanguage: withLanguage, serviceId: delivery.serviceId, on: connection,
-                logger: logger)
+                limit: remaining, filter: filter, withParams: withParams, withLanguage: withLanguage, serviceId: delivery.serviceId, dataKeys: dataKeys,
+                on: connection, logger: logger)
         }
-        return try await withKeys(result, serviceId: delivery.serviceId, on: connection, logger: logger)
+        return try await withKeys(result, serviceId: delivery.serviceId, dataKeys: dataKeys, on: connection, logger: logger)
     }
 
     /// The page with a data key for every enabled device: those registered before data keys
     /// existed (or inserted by other means) get theirs created here, committed before any message
     /// is sealed under it.
     private static func withKeys(
-        _ rows: [TargetedSubscription], serviceId: UUID, on connection: PostgresConnection, logger: Logger
+        _ rows: [TargetedSubscription], serviceId: UUID, dataKeys: (any DataKeyWrapping)?, on connection: PostgresConnection, logger: Logger
     ) async throws -> [TargetedSubscription] {
         func subject(_ row: TargetedSubscription) -> String {
             SubjectKeys.subject(userKey: row.userKey, appId: row.appId, tokenDigest: TokenDigest.of(row.registrationToken))
@@ -55,7 +55,8 @@ enum TargetingQuery {
             let missing = rows.indices.filter { !rows[$0].disabled && rows[$0].subjectKey == nil }
             guard !missing.isEmpty else { return rows }
             let subjects = missing.map { subject(rows[$0]) }
-            let keys = try await SubjectKeys.create(serviceId: serviceId, subjects: Array(Set(subjects)), on: connection, logger: logger)
+            let keys = try await SubjectKeys.create(
+                serviceId: serviceId, subjects: Array(Set(subjects)), wrapping: dataKeys, on: connection, logger: logger)
             for (index, subject) in zip(missing, subjects) {
                 rows[index].subjectKey = keys[subject].map { TargetedSubscription.SubjectKey(id: $0.id, key: $0.key) }
             }
@@ -69,16 +70,17 @@ enum TargetingQuery {
     /// `through`, in token order. Every token is non-empty, so `after: ""` is the app's start.
     private static func page(
         of app: UUID, after: String, through: String?, limit: Int, filter: AudienceQuery, withParams: Bool, withLanguage: Bool, serviceId: UUID,
-        on connection: PostgresConnection, logger: Logger
+        dataKeys: (any DataKeyWrapping)?, on connection: PostgresConnection, logger: Logger
     ) async throws -> [TargetedSubscription] {
         let rows = try await connection.query(
             """
             SELECT app_id, registration_token, user_key, CASE WHEN \(withParams) THEN params::text ELSE '{}' END,
                    disabled OR unsubscribed_at IS NOT NULL,
                    CASE WHEN unsubscribed_at IS NOT NULL THEN 'unsubscribed' ELSE 'quarantined: ' || coalesce(disabled_reason, 'disabled') END,
-                   -- The data key of an enabled device's subject: its id and key as one text.
+                   -- The data key of an enabled device's subject as one text: its id, the id of
+                   -- the key-encryption key that wrapped it (empty: not wrapped), '.', the key.
                    CASE WHEN NOT (disabled OR unsubscribed_at IS NOT NULL) THEN (
-                       SELECT k.subject_id::text || encode(k.data_key, 'hex') FROM push.subject_keys k
+                       SELECT k.subject_id::text || coalesce(k.wrap_key_id, '') || '.' || encode(k.data_key, 'hex') FROM push.subject_keys k
                        WHERE k.service_id = \(serviceId) AND k.subject = \(unescaped: SubjectKeys.subjectOfSubscription)) END,
                    CASE WHEN \(withLanguage) THEN coalesce(os_language, '') ELSE '' END
             FROM push.subscriptions s CROSS JOIN (SELECT \(filter.filter.values)::text[] AS v) f
@@ -105,15 +107,19 @@ enum TargetingQuery {
             result.append(
                 TargetedSubscription(
                     appId: appId, registrationToken: token, userKey: userKey, params: values, disabled: disabled, exclusionReason: disabled ? reason : nil,
-                    subjectKey: key.flatMap(subjectKey), osLanguage: language))
+                    subjectKey: try key.flatMap { try subjectKey($0, dataKeys: dataKeys) }, osLanguage: language))
         }
         return result
     }
 
-    /// `<subject id><key in hex>` as the page query gives it.
-    private static func subjectKey(_ text: String) -> TargetedSubscription.SubjectKey? {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 36 + 64, let id = UUID(utf8: bytes[..<36]) else { return nil }
+    /// `<subject id><key-encryption key id>.<key in hex>` as the page query gives it, the key
+    /// opened when it is wrapped.
+    private static func subjectKey(_ text: String, dataKeys: (any DataKeyWrapping)?) throws -> TargetedSubscription.SubjectKey? {
+        let utf8 = Array(text.utf8)
+        guard utf8.count > 37, let id = UUID(utf8: utf8[..<36]), let dot = utf8[36...].firstIndex(of: UInt8(ascii: ".")) else { return nil }
+        let wrapKeyId = dot > 36 ? String(decoding: utf8[36..<dot], as: UTF8.self) : nil
+        let bytes = Array(utf8[(dot + 1)...])
+        guard bytes.count == (wrapKeyId == nil ? 64 : 120) else { return nil }
         func nibble(_ c: UInt8) -> UInt8? {
             switch c {
             case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
@@ -122,13 +128,13 @@ enum TargetingQuery {
             }
         }
         var key: [UInt8] = []
-        key.reserveCapacity(32)
-        var index = 36
+        key.reserveCapacity(bytes.count / 2)
+        var index = 0
         while index < bytes.count {
             guard let high = nibble(bytes[index]), let low = nibble(bytes[index + 1]) else { return nil }
             key.append(high << 4 | low)
             index += 2
         }
-        return TargetedSubscription.SubjectKey(id: id, key: key)
+        return TargetedSubscription.SubjectKey(id: id, key: try SubjectKeys.opened(key, keyId: wrapKeyId, subjectId: id, wrapping: dataKeys))
     }
 }

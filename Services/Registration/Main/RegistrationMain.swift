@@ -17,6 +17,7 @@ enum RegistrationMain {
                 deadLetterProducer: runtime.producer,
                 adminToken: try AdminToken.fromEnvironment(environment.values),
                 credentialCipher: try CredentialCipher.fromEnvironment(environment.values),
+                dataKeys: try CredentialCipher.dataKeys(fromEnvironment: environment.values),
                 logger: runtime.logger,
                 projections: .init(environment: environment)
             )

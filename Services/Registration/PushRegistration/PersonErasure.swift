@@ -13,7 +13,8 @@ import PushStore
 /// unsealed registrations ignores them), and their subscriptions and every `broad_log`,
 /// `exclusion_log`, `tracking_log` and `tracking_firsts` row of their devices are deleted, also
 /// of the devices whose subscription is already gone (purged, or of a deleted app), found in
-/// `push.subject_devices`. The
+/// `push.subject_devices` (for an anonymous device erased by its token, through its own key,
+/// found by the token's digest). The
 /// delivery indicators are counters and keep their counts. Then a `PersonErased` audit event,
 /// which names nobody, is published.
 package struct PersonErasure: Sendable {
@@ -107,6 +108,10 @@ package struct PersonErasure: Sendable {
             }
             var subjects = zip(apps, digests).map { PersonalDataKeys.subject(userKey: "", appId: $0, tokenDigest: $1) }
             if let userKey { subjects.append(PersonalDataKeys.subject(userKey: userKey, appId: UUID(), tokenDigest: "")) }
+            // An anonymous device whose subscription is gone: its own key, found by the digest.
+            if let token, apps.isEmpty {
+                subjects += try await SubjectKeys.deviceSubjects(serviceId: serviceId, tokenDigest: TokenDigest.of(token), on: connection, logger: logger)
+            }
             let keyIds = try await SubjectKeys.delete(serviceId: serviceId, subjects: subjects, on: connection, logger: logger)
             let keys = keyIds.count
             let plans = try await scrubDeliveryPlans(serviceId: serviceId, userKey: userKey, tokens: tokens, on: connection)

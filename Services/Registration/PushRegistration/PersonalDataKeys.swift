@@ -15,14 +15,19 @@ import PushStore
 /// whichever registration instance serves it. What is shared is the statement, not the key.
 package struct PersonalDataKeys: Sendable {
     let postgres: PostgresClient
+    /// The key-encryption key ring (`PUSH_DATA_KEYS_KEY`); nil: keys stored as they are.
+    let wrapping: (any DataKeyWrapping)?
     let logger: Logger
     let requests: SubjectKeyRequests
     /// How long a statement may take before its registrations are answered 503 (the store
     /// timeout): a statement caught by a server crash may never be answered (`withStatementDeadline`).
     let statementDeadline: Duration
 
-    package init(postgres: PostgresClient, logger: Logger, maximumStatements: Int = 2, statementDeadline: Duration = .seconds(5)) {
+    package init(
+        postgres: PostgresClient, wrapping: (any DataKeyWrapping)?, logger: Logger, maximumStatements: Int = 2, statementDeadline: Duration = .seconds(5)
+    ) {
         self.postgres = postgres
+        self.wrapping = wrapping
         self.logger = logger
         self.requests = SubjectKeyRequests(maximumStatements: maximumStatements)
         self.statementDeadline = statementDeadline
@@ -62,21 +67,23 @@ package struct PersonalDataKeys: Sendable {
         }
         // Most registrations are of a person or device whose key exists (an app registers again
         // at every launch): one plain read, no transaction. Only the others create theirs.
-        add(try await SubjectKeys.read(subjects.map { ($0.serviceId, $0.subject) }, postgres: postgres, logger: logger))
+        add(try await SubjectKeys.read(subjects.map { ($0.serviceId, $0.subject) }, wrapping: wrapping, postgres: postgres, logger: logger))
         let missing = subjects.filter { keys[$0] == nil }
         guard !missing.isEmpty else { return keys }
         // In an explicit transaction: a key is returned only once COMMIT has answered (chaos/run
         // found a key lost with a crash of the server while its registration was stored).
         add(
-            try await postgres.withTransaction(logger: logger) { connection in
-                try await SubjectKeys.createOrRead(missing.map { ($0.serviceId, $0.subject) }, on: connection, logger: logger)
+            try await postgres.withTransaction(logger: logger) { [wrapping] connection in
+                try await SubjectKeys.createOrRead(missing.map { ($0.serviceId, $0.subject) }, wrapping: wrapping, on: connection, logger: logger)
             })
         return keys
     }
 
     /// The keys of `ids` that still exist (an erased subject's is gone), in one query.
-    package static func keys(_ ids: Set<UUID>, on connection: PostgresConnection, logger: Logger) async throws -> [UUID: SymmetricKey] {
-        try await SubjectKeys.keys(ids, on: connection, logger: logger).mapValues { SymmetricKey(data: $0) }
+    package static func keys(
+        _ ids: Set<UUID>, wrapping: (any DataKeyWrapping)?, on connection: PostgresConnection, logger: Logger
+    ) async throws -> [UUID: SymmetricKey] {
+        try await SubjectKeys.keys(ids, wrapping: wrapping, on: connection, logger: logger).mapValues { SymmetricKey(data: $0) }
     }
 
     /// The registration as version 2, sealed under its subject's key in `serviceId` (created on

@@ -39,8 +39,8 @@ package enum RegistrationApplication {
     /// projections, then the registration producer flushes).
     package static func build(
         configuration: RuntimeConfiguration, settings: RegistrationSettings, postgres: PostgresClient,
-        deadLetterProducer: KafkaProducer, adminToken: AdminToken?, credentialCipher: CredentialCipher?, logger: Logger,
-        projections: ProjectionNames = ProjectionNames()
+        deadLetterProducer: KafkaProducer, adminToken: AdminToken?, credentialCipher: CredentialCipher?, dataKeys: (any DataKeyWrapping)?,
+        logger: Logger, projections: ProjectionNames = ProjectionNames()
     ) throws -> [any Service] {
         // Its own producer, so that the delivery timeout is the registration's store timeout:
         // a registration the broker did not store in time is not stored later either.
@@ -52,7 +52,8 @@ package enum RegistrationApplication {
         let router = Router(context: RegistrationRequestContext.self)
         RegistrationEndpoints(
             producer: producer, topic: configuration.topics.subscriptions.name, directory: directory,
-            keys: PersonalDataKeys(postgres: postgres, logger: logger, statementDeadline: .milliseconds(settings.storeTimeoutMilliseconds)),
+            keys: PersonalDataKeys(
+                postgres: postgres, wrapping: dataKeys, logger: logger, statementDeadline: .milliseconds(settings.storeTimeoutMilliseconds)),
             settings: settings, logger: logger
         )
         .addRoutes(to: router)
@@ -105,7 +106,8 @@ package enum RegistrationApplication {
         )
         let subscriptions = ProjectionRunner(
             projection: SubscriptionProjection(
-                name: projections.subscriptions, topic: configuration.topics.subscriptions.name, catalogTopic: configuration.topics.catalog.name),
+                name: projections.subscriptions, topic: configuration.topics.subscriptions.name, catalogTopic: configuration.topics.catalog.name,
+                wrapping: dataKeys),
             postgres: postgres, consumer: consumer,
             deadLetters: DeadLetterPublisher(producer: deadLetterProducer, catalog: configuration.topics, group: projections.subscriptions),
             logger: logger

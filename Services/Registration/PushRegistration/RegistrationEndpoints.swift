@@ -126,6 +126,10 @@ package struct RegistrationEndpoints: Sendable {
         let sealed: SealedSubscriptionRegistered
         do {
             sealed = try await keys.sealed(event, serviceId: app.serviceId)
+        } catch let error as DataKeyUnwrapError {
+            // Not a passing failure: this process lacks the key-encryption key (names no one).
+            logger.error("A data key cannot be unwrapped", metadata: ["app.id": "\(app.appId)", "error": "\(error)"])
+            throw Refusal(error: RegistrationError(status: 503, reason: "the registration could not be stored in time; retry later"))
         } catch {
             logger.warning("No data key for a registration", metadata: ["app.id": "\(app.appId)", "error": "\(String(reflecting: type(of: error)))"])
             throw Refusal(error: RegistrationError(status: 503, reason: "the registration could not be stored in time; retry later"))

@@ -50,13 +50,16 @@ package struct SubscriptionProjection: EnvelopeProjection {
     package let topics: [String]
     package let decoder: EventDecoder<Event>
     let catalogTopic: String
+    /// Opens the data keys the sealed registrations name (`PUSH_DATA_KEYS_KEY`).
+    let wrapping: (any DataKeyWrapping)?
     /// Up to 5,000 records a batch (the consumer's default is 500): consecutive registrations
     /// are one `COPY` and one merge, paid per batch (a replay, a registration burst).
     package var batchSize: Int? { 5_000 }
 
     /// `topic` is `push.subscriptions`, `catalogTopic` `push.catalog` (read for `AppDeleted`).
-    package init(name: String = "push-subscriptions-projection", topic: String, catalogTopic: String) {
+    package init(name: String = "push-subscriptions-projection", topic: String, catalogTopic: String, wrapping: (any DataKeyWrapping)?) {
         self.name = name
+        self.wrapping = wrapping
         self.topics = [topic, catalogTopic]
         self.catalogTopic = catalogTopic
         var decoder = EventDecoder<Event>()
@@ -100,7 +103,7 @@ package struct SubscriptionProjection: EnvelopeProjection {
         var pending: [String: SubscriptionRegistered] = [:]
         var order: [String] = []
         let subjects = Set(events.compactMap { if case .sealed(let sealed) = $0.event { sealed.subjectId } else { nil } })
-        let keys = try await PersonalDataKeys.keys(subjects, on: connection, logger: logger)
+        let keys = try await PersonalDataKeys.keys(subjects, wrapping: wrapping, on: connection, logger: logger)
         // The devices each subject registered, kept past a purge or an app's deletion, so that
         // an erasure of the person still finds their log rows (`push.subject_devices`).
         var devices: [(subjectId: UUID, appId: UUID, tokenDigest: String)] = []

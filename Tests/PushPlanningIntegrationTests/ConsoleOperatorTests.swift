@@ -1,4 +1,5 @@
 import Foundation
+import PushStore
 import PushTestSupport
 import Testing
 
@@ -161,6 +162,94 @@ struct ConsoleOperatorTests {
     }
 }
 
+extension ConsoleOperatorTests {
+    /// docs/console.md's table of the permission each page and form needs, as `METHOD /path`.
+    static func documentedPermissions() throws -> [(route: String, permission: AdminPermission)] {
+        let text = try String(contentsOf: ConsoleBrowserTests.root.appendingPathComponent("docs/console.md"), encoding: .utf8)
+        var rows: [(String, AdminPermission)] = []
+        for line in text.split(separator: "\n") where line.hasPrefix("| `GET /") || line.hasPrefix("| `POST /") {
+            let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "`")) }
+            guard cells.count == 2, let permission = AdminPermission(rawValue: cells[1]) else { continue }
+            rows.append((cells[0], permission))
+        }
+        return rows
+    }
+
+    @Test("the matrix: every console page and form, every role, as docs/console.md's table says; another service's app refused")
+    func matrix() async throws {
+        let routes = try Self.documentedPermissions()
+        // Every route the console serves behind a session is in the table, and nothing else.
+        #expect(
+            Set(routes.map(\.route)) == [
+                "GET /deliveries", "GET /deliveries/{id}", "GET /deliveries/{id}/report", "GET /deliveries/new", "POST /deliveries/new",
+                "POST /deliveries/preview", "POST /deliveries/{id}/control", "GET /catalog", "GET /catalog/apps/{id}", "POST /catalog/services",
+                "POST /catalog/services/{name}/label", "GET /catalog/services/{name}/apps/new", "POST /catalog/services/{name}/apps/new",
+                "POST /catalog/apps/{id}", "POST /catalog/apps/{id}/credentials", "GET /devices", "POST /devices/action", "GET /audit", "POST /signout",
+            ])
+        let suffix = PlanningHarness.makeSuffix()
+        try await PlanningHarness.run(suffix: suffix, planner: false) { _ in
+            let services = try await ConsoleServices.start(suffix: suffix)
+            defer { services.stop() }
+            func admin(_ method: String, _ path: String, _ json: String) async throws -> (Int, [String: Any]) {
+                var request = URLRequest(url: URL(string: "http://127.0.0.1:\(services.registrationPort)/admin/v1\(path)")!)
+                request.httpMethod = method
+                request.setValue("Bearer \(services.token)", forHTTPHeaderField: "Authorization")
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                request.httpBody = Data(json.utf8)
+                let (data, response) = try await URLSession.shared.data(for: request)
+                return ((response as? HTTPURLResponse)?.statusCode ?? 0, (try? JSONSerialization.jsonObject(with: data) as? [String: Any]) ?? [:])
+            }
+            let (own, other) = ("own-\(suffix)", "other-\(suffix)")
+            var apps: [String: String] = [:]
+            for service in [own, other] {
+                #expect(try await admin("POST", "/services", #"{"name": "\#(service)", "label": "L"}"#).0 == 201)
+                let (status, app) = try await admin("POST", "/services/\(service)/apps", #"{"platform": "android", "label": "A", "fcmProjectId": "p"}"#)
+                #expect(status == 201)
+                apps[service] = try #require(app["appId"] as? String)
+            }
+            let password = "the matrix's long password"
+            var checked = 0
+            for role in AdminRole.allCases {
+                let name = "\(role.rawValue)-\(suffix)"
+                #expect(try await admin("PUT", "/operators/\(name)", #"{"role": "\#(role.rawValue)", "services": ["\#(own)"]}"#).0 == 200)
+                #expect(try await admin("PUT", "/operators/\(name)/password", #"{"password": "\#(password)"}"#).0 == 204)
+                let browser = Client(port: services.consolePort)
+                #expect(try await browser.signIn(operator: name, password: password).status == 303, "\(role) signs in")
+                // Every signed-in page, a refused one too, carries the session's CSRF token.
+                let csrf = try Client.hidden("csrf", in: try await browser.send("GET", "/audit").body)
+                // The sign-out last: it ends the session.
+                for (route, permission) in routes.sorted(by: { ($0.route == "POST /signout" ? 1 : 0) < ($1.route == "POST /signout" ? 1 : 0) }) {
+                    let parts = route.split(separator: " ", maxSplits: 1).map(String.init)
+                    let path = parts[1].replacingOccurrences(of: "{id}", with: route.contains("/apps/") ? apps[own]! : "no-such-delivery")
+                        .replacingOccurrences(of: "{name}", with: own)
+                    let answer = try await browser.send(parts[0], path, form: parts[0] == "POST" ? ["csrf": csrf] : nil)
+                    let allowed = role.permissions.contains(permission)
+                    if route == "POST /signout" {
+                        #expect(answer.status == 303 && answer.location == "/signin", "\(role) signs out: \(answer.status)")
+                    } else if allowed {
+                        #expect(![403, 401].contains(answer.status) && answer.location?.hasPrefix("/signin") != true, "\(role) \(route): \(answer.status)")
+                    } else {
+                        #expect(answer.status == 403, "\(role) \(route): \(answer.status)")
+                        if answer.status == 403 && !path.hasSuffix("/report") {
+                            #expect(answer.body.contains("does not have permission \(permission.rawValue)"), "\(role) \(route) names the permission")
+                        }
+                    }
+                    checked += 1
+                }
+                // Another service's app: refused for every role (limited to its own service).
+                let again = Client(port: services.consolePort)
+                _ = try await again.signIn(operator: name, password: password)
+                let foreign = try await again.send("GET", "/catalog/apps/\(apps[other]!)")
+                #expect(foreign.status == 403, "\(role): another service's app answered \(foreign.status)")
+                if role.permissions.contains(.catalogRead) {
+                    #expect(try await again.send("GET", "/catalog/apps/\(apps[own]!)").status == 200, "\(role): its own service's app")
+                }
+            }
+            #expect(checked == routes.count * AdminRole.allCases.count)
+        }
+    }
+}
+
 /// The `registration` and `console` executables on topics and consumer groups of the run's own
 /// (its catalog, subscriptions and audit topics), the console calling the registration's admin
 /// API, the admin token a fresh one; bcrypt at cost 10 (the tests' passwords need no more).
@@ -204,8 +293,11 @@ struct ConsoleServices {
         }
         do {
             try start("registration", ["REGISTRATION_HOST": "127.0.0.1", "REGISTRATION_PORT": String(registrationPort), "REGISTRATION_RATE_PER_ADDRESS": "0"])
+            // No planner here: the deliveries' admin API calls get the registration's 404 at once,
+            // rather than waiting out their deadline on a port nobody listens on.
             var console = [
                 "CONSOLE_HOST": "127.0.0.1", "CONSOLE_PORT": String(consolePort), "CONSOLE_REGISTRATION_API_URL": "http://127.0.0.1:\(registrationPort)",
+                "CONSOLE_DELIVERIES_API_URL": "http://127.0.0.1:\(registrationPort)",
             ]
             console.merge(settings) { _, new in new }
             try start("console", console)

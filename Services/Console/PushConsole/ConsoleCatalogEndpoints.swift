@@ -130,6 +130,10 @@ extension ConsoleEndpoints {
     ) async throws -> Response {
         let (answer, app) = await session.admin.catalog("GET", "/apps/\(ConsoleAdminClient.segment(id))")
         guard answer.accepted else {
+            // The admin API's 403: an app of a service the operator may not act on.
+            if answer.status == 403 {
+                return ConsoleHTML.html(.forbidden, ConsolePages.forbidden(answer.error ?? "Not allowed.", csrf: session.csrfToken))
+            }
             let text = answer.status == 404 || answer.status == 400 ? "No app \(id.prefix(64))." : Self.refusal(answer, of: "to show the app")
             return ConsoleHTML.html(
                 answer.status == 404 || answer.status == 400 ? .notFound : .badGateway, ConsolePages.notFound(text, csrf: session.csrfToken))

@@ -53,10 +53,14 @@ extension MessageSender {
                 updateGauges()
                 return nil
             case .takeSlot(let perSecond):
+                updateGauges()  // the slot may be a database round trip away: see `waitForRoom`
                 let slot = try await throttle.slot(deliveryId: work.message.deliveryId, rate: ThrottleRate(perSecond: perSecond))
                 step = life.paced(slot: slot, now: now())
             case .send:
-                try await inFlight.acquire()
+                if !inFlight.tryAcquire() {
+                    updateGauges()  // about to wait: see `waitForRoom`
+                    try await inFlight.acquire()
+                }
                 // Waiting for a permit made it late: its slot is not used, or it would reach the
                 // provider together with the slots after it. The slot rides with the request:
                 // checked again when it is written (`send`).

@@ -1,6 +1,7 @@
 import Foundation
 import Kafka
 import Logging
+import Metrics
 import PushEvents
 import PushRuntime
 import PushStore
@@ -198,7 +199,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         transport: Transport, settings: SenderSettings, topics: Topics, producer: any SenderEventSink,
         deadLetters: any SenderDeadLetters, suspensions: CredentialSuspensions, controls: any SenderControls, throttle: any SenderThrottle,
         keys: any SenderKeys, consumer: KafkaConsumerConfiguration, makeConsumer: @escaping SenderConsumerFactory = KafkaConsumer.senderConsumer,
-        logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+        logger: Logger, now: @escaping @Sendable () -> Date = Date.init, metricsFactory: any MetricsFactory = MetricsSystem.factory
     ) {
         self.transport = transport
         self.settings = settings
@@ -219,7 +220,7 @@ package final class MessageSender<Transport: MessageTransport>: Service {
         logger[metadataKey: "lane"] = .string(settings.lane.rawValue)
         self.logger = logger
         self.now = now
-        self.metrics = SenderMetrics(provider: transport.provider, lane: settings.lane.rawValue)
+        self.metrics = SenderMetrics(provider: transport.provider, lane: settings.lane.rawValue, factory: metricsFactory)
         held = AsyncSemaphore(permits: settings.maxHeld)
         inFlight = AsyncSemaphore(permits: settings.maxInFlight)
         (wakeups, wakeUp) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -314,6 +315,9 @@ package final class MessageSender<Transport: MessageTransport>: Service {
     private func waitForRoom() async throws -> Bool {
         if Task.isShuttingDownGracefully { return false }
         if held.tryAcquire() { return true }
+        // About to wait (for the publisher, perhaps): the gauges show what is held now, or a
+        // SIGKILL during the wait would find `push_sender_resend_window` as the batch found it.
+        updateGauges()
         do {
             try await held.acquire()
             return true

@@ -7,6 +7,7 @@ import Synchronization
 final class SenderMetrics: Sendable {
     let provider: String
     let lane: String
+    private let factory: any MetricsFactory
     let sendLatency: Metrics.Timer
     /// From a message's planning to its final status stored (sent, failed, expired, cancelled).
     let plannedToFinal: Metrics.Timer
@@ -20,23 +21,25 @@ final class SenderMetrics: Sendable {
     private let projectQuotas: Counter
     private let throttleWaits: [ThrottleWait: Counter]
 
-    init(provider: String, lane: String) {
+    /// - Parameter factory: the process's metrics system; a test passes its own to read them.
+    init(provider: String, lane: String, factory: any MetricsFactory = MetricsSystem.factory) {
+        self.factory = factory
         self.provider = provider
         self.lane = lane
         let dimensions = [("provider", provider), ("lane", lane)]
-        sendLatency = Metrics.Timer(label: "push_sender_send_duration_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds)
-        plannedToFinal = Metrics.Timer(label: "push_sender_planned_to_final_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds)
-        inFlight = Gauge(label: "push_sender_in_flight", dimensions: dimensions)
-        held = Gauge(label: "push_sender_held_records", dimensions: dimensions)
-        waitingRetries = Gauge(label: "push_sender_retries_waiting", dimensions: dimensions)
-        resendWindow = Gauge(label: "push_sender_resend_window", dimensions: dimensions)
-        credentialErrors = Counter(label: "push_sender_credential_errors_total", dimensions: dimensions)
-        deadLetters = Counter(label: "push_sender_dead_letters_total", dimensions: dimensions)
-        deviceQuotas = Counter(label: "push_sender_quota_exceeded_total", dimensions: dimensions + [("scope", "device")])
-        projectQuotas = Counter(label: "push_sender_quota_exceeded_total", dimensions: dimensions + [("scope", "project")])
+        sendLatency = Metrics.Timer(label: "push_sender_send_duration_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory)
+        plannedToFinal = Metrics.Timer(label: "push_sender_planned_to_final_seconds", dimensions: dimensions, preferredDisplayUnit: .seconds, factory: factory)
+        inFlight = Gauge(label: "push_sender_in_flight", dimensions: dimensions, factory: factory)
+        held = Gauge(label: "push_sender_held_records", dimensions: dimensions, factory: factory)
+        waitingRetries = Gauge(label: "push_sender_retries_waiting", dimensions: dimensions, factory: factory)
+        resendWindow = Gauge(label: "push_sender_resend_window", dimensions: dimensions, factory: factory)
+        credentialErrors = Counter(label: "push_sender_credential_errors_total", dimensions: dimensions, factory: factory)
+        deadLetters = Counter(label: "push_sender_dead_letters_total", dimensions: dimensions, factory: factory)
+        deviceQuotas = Counter(label: "push_sender_quota_exceeded_total", dimensions: dimensions + [("scope", "device")], factory: factory)
+        projectQuotas = Counter(label: "push_sender_quota_exceeded_total", dimensions: dimensions + [("scope", "project")], factory: factory)
         throttleWaits = Dictionary(
             uniqueKeysWithValues: ThrottleWait.allCases.map {
-                ($0, Counter(label: "push_sender_throttle_waits_total", dimensions: dimensions + [("wait", $0.rawValue)]))
+                ($0, Counter(label: "push_sender_throttle_waits_total", dimensions: dimensions + [("wait", $0.rawValue)], factory: factory))
             })
     }
 
@@ -78,7 +81,7 @@ final class SenderMetrics: Sendable {
                 label: "push_sender_messages_total",
                 dimensions: [
                     ("provider", provider), ("lane", lane), ("outcome", outcome), ("reason", reason), ("failure_type", failureType),
-                ])
+                ], factory: factory)
             counters[key] = counter
             return counter
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Kafka
 import Logging
+import Metrics
 import PushEvents
 import PushStore
 import ServiceLifecycle
@@ -51,13 +52,16 @@ final class MemoryConsumer: SenderConsumer, @unchecked Sendable {
     }
 }
 
-/// The producer: every record stored, in order; `failing` records fail first (then succeed).
+/// The producer: every record stored, in order; `failing` records fail first (then succeed);
+/// while `stalled`, a store waits (a broker that does not acknowledge).
 final class MemorySink: SenderEventSink {
     let records = Mutex<[KafkaProducerRecord]>([])
     let failing = Mutex(0)
+    let stalled = Mutex(false)
 
     func store(_ batch: [KafkaProducerRecord]) async -> [KafkaError?] {
-        batch.map { record in
+        while stalled.withLock({ $0 }) { try? await Task.sleep(for: .milliseconds(2)) }
+        return batch.map { record in
             let fail = failing.withLock { remaining in
                 guard remaining > 0 else { return false }
                 remaining -= 1
@@ -157,7 +161,10 @@ final class InMemorySender: Sendable {
     let group: ServiceGroup
     private let offsets = Mutex<[Int32: Int64]>([:])
 
-    init(transport: MemoryTransport = MemoryTransport(), keys: MemoryKeys = MemoryKeys(), settings: SenderSettings? = nil) {
+    init(
+        transport: MemoryTransport = MemoryTransport(), keys: MemoryKeys = MemoryKeys(), settings: SenderSettings? = nil,
+        metrics: any MetricsFactory = MetricsSystem.factory
+    ) {
         self.transport = transport
         var settings = settings ?? SenderSettings(group: "test-sender", maxInFlight: 16, maxHeld: 64, retryBaseMilliseconds: 1_000)
         settings.commitIntervalMilliseconds = 20
@@ -167,7 +174,7 @@ final class InMemorySender: Sendable {
             transport: transport, settings: settings, topics: Self.topics, producer: sink, deadLetters: deadLetters,
             suspensions: CredentialSuspensions(), controls: controls, throttle: MemoryThrottle(), keys: keys,
             consumer: KafkaConsumerConfiguration(client: KafkaClientConfiguration(bootstrapServers: "memory"), groupID: "test-sender", topics: []),
-            makeConsumer: { _, _, _ in consumer }, logger: logger)
+            makeConsumer: { _, _, _ in consumer }, logger: logger, metricsFactory: metrics)
         group = ServiceGroup(configuration: .init(services: [.init(service: sender)], logger: logger))
     }
 

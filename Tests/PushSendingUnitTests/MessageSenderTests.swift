@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import MetricsTestKit
 import PushEvents
 import Synchronization
 import Testing
@@ -172,6 +173,49 @@ struct MessageSenderTests {
         let results = sender.results()
         for message in messages { #expect(results[message.messageId] == ["MessageSent"]) }
         #expect(sender.transport.sent.withLock { $0.count } == 3, "sent once each: publishing again does not send again")
+    }
+
+    /// `push_sender_resend_window` as the sender's metrics show it (what an operator, and chaos,
+    /// read just before a SIGKILL).
+    static func resendWindow(_ metrics: TestMetrics) -> Double? {
+        try? metrics.expectGauge("push_sender_resend_window", [("provider", "apns"), ("lane", "bulk")]).lastValue
+    }
+
+    @Test("while the broker does not acknowledge the results, push_sender_resend_window shows every record sent and held, not what the batch found")
+    func resendWindowWhileThePublisherWaits() async throws {
+        let metrics = TestMetrics()
+        let settings = SenderSettings(group: "test-sender", maxInFlight: 16, maxHeld: 8, retryBaseMilliseconds: 1_000)
+        let sender = InMemorySender(settings: settings, metrics: metrics)
+        sender.sink.stalled.withLock { $0 = true }
+        try await withSender(sender) { sender in
+            // One batch of 20: 8 are sent (answered at once) and held, their results unpublished;
+            // the reader waits for room.
+            try sender.deliver((0..<20).map { _ in InMemorySender.message() })
+            try await sender.until("8 sent") { sender.transport.sent.withLock { $0.count } == 8 }
+            try await sender.until("a window of 8") { Self.resendWindow(metrics) == 8 }
+            #expect(sender.stored() == nil, "nothing is finished while the results wait")
+            sender.sink.stalled.withLock { $0 = false }
+            try await sender.until("20 results") { sender.results().count == 20 }
+            try await sender.until("the window back to 0 once committed") { Self.resendWindow(metrics) == 0 }
+        }
+    }
+
+    @Test("while every in-flight permit waits for an answer, push_sender_resend_window counts the sends in flight")
+    func resendWindowWhileSendsWait() async throws {
+        let metrics = TestMetrics()
+        let transport = MemoryTransport { _ in nil }
+        let settings = SenderSettings(group: "test-sender", maxInFlight: 4, maxHeld: 64, retryBaseMilliseconds: 1_000)
+        let sender = InMemorySender(transport: transport, settings: settings, metrics: metrics)
+        try await withSender(sender) { sender in
+            try sender.deliver((0..<10).map { _ in InMemorySender.message() })
+            try await sender.until("4 in flight") { transport.inFlight.withLock { $0.count } == 4 }
+            // The four sent and the fifth, begun and waiting for a permit.
+            try await sender.until("a window of 5") { Self.resendWindow(metrics) == 5 }
+            while sender.results().count < 10 {
+                transport.release(.sent(providerMessageId: "ok"))
+                try await Task.sleep(for: .milliseconds(2))
+            }
+        }
     }
 
     @Test("stopping with sends in flight waits for their answers and publishes them; a retry waiting in memory is handed back unchanged; all committed")

@@ -368,7 +368,9 @@ let package = Package(
         ),
         .testTarget(
             name: "PushSendingUnitTests",
-            dependencies: ["PushSending", "PushCredentials", "PushRuntime", "PushEvents", "PushStore", "Kafka", logging, metrics, metricsTestKit, serviceLifecycle],
+            dependencies: [
+                "PushSending", "PushCredentials", "PushRuntime", "PushEvents", "PushStore", "Kafka", logging, metrics, metricsTestKit, serviceLifecycle,
+            ],
             swiftSettings: swiftSettings),
         .testTarget(name: "PushConsoleUnitTests", dependencies: ["PushConsole", "PushRuntime", crypto], swiftSettings: swiftSettings),
         .testTarget(name: "PushTrackingUnitTests", dependencies: ["PushTracking", "PushEvents"], swiftSettings: swiftSettings),

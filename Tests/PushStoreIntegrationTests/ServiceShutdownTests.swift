@@ -44,10 +44,8 @@ struct ServiceShutdownTests {
 
         // A tracking hit waiting for the broker when the stop begins is answered, not dropped:
         // 503, since its event was not stored.
-        async let hit: Int? =
-            service == "tracking-ingestion" && unreachable == .broker
-            ? running.get(port: running.publicPort, "/r/?id=hd7e15e5c,\(Int.random(in: 1...1_000_000)),1")
-            : nil
+        let delivery = service == "tracking-ingestion" && unreachable == .broker ? try await Self.issuedDeliveryId() : nil
+        async let hit: Int? = if let delivery { running.get(port: running.publicPort, "/r/?id=hd7e15e5c,\(delivery),1") } else { nil }
         if service == "tracking-ingestion" && unreachable == .broker { try await Task.sleep(for: .milliseconds(300)) }
 
         let clock = ContinuousClock()
@@ -143,7 +141,8 @@ struct ServiceShutdownTests {
             ])
         defer { running.kill() }
         try await running.waitUntilLive()
-        async let hit = running.get(port: running.publicPort, "/r/?id=hd7e15e5c,\(Int.random(in: 1...1_000_000)),1")
+        let delivery = try await Self.issuedDeliveryId()
+        async let hit = running.get(port: running.publicPort, "/r/?id=hd7e15e5c,\(delivery),1")
         try await Task.sleep(for: .milliseconds(500))
 
         let clock = ContinuousClock()
@@ -157,6 +156,21 @@ struct ServiceShutdownTests {
         #expect(status == .exit(70), "a forced shutdown is reported as such:\n\(log.suffix(3_000))")
         #expect(log.contains("Graceful shutdown did not finish in time"), "\(log.suffix(3_000))")
         #expect(await hit != 200, "the hit was never stored, so never answered 200")
+    }
+
+    /// A delivery id as the planner issues one (`push.delivery_plans`): the tracking endpoint
+    /// sends hits to the broker only for such ids.
+    static func issuedDeliveryId() async throws -> String {
+        try await StoreTestSupport.withPostgres { postgres in
+            let id = String(Int32.random(in: 1_000_000_000...Int32.max))
+            try await postgres.query(
+                """
+                INSERT INTO push.delivery_plans (delivery_id, request_id, accepted, status, send_at)
+                VALUES (\(id), \("shutdown-test-" + id), '{}', 'planned', now()) ON CONFLICT DO NOTHING
+                """,
+                logger: StoreTestSupport.logger)
+            return id
+        }
     }
 }
 

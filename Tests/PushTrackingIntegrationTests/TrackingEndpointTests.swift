@@ -1,7 +1,10 @@
 import Foundation
 import Kafka
+import PostgresNIO
 import PushEvents
 import PushRuntime
+import PushSchema
+import PushStore
 import PushTestSupport
 import PushTracking
 import ServiceLifecycle
@@ -9,14 +12,15 @@ import Testing
 
 @Suite("Tracking endpoint against the real broker and PostgreSQL", .serialized)
 struct TrackingEndpointTests {
-    @Test("the SDKs' literal URLs answer 200 and each is one event on push.tracking with the right fields")
+    @Test("the SDKs' URLs (their literal message ids, a delivery the channel issued) answer 200 and each is one event on push.tracking with the right fields")
     func literalURLs() async throws {
         try await TrackingHarness.run { harness in
+            let (first, second) = (try await harness.issueDeliveryId(), try await harness.issueDeliveryId())
             let queries = [
-                "id=hd828,deliveryId,2",
-                "id=h3039,testDeliveryId,1",
-                "id=h6b6499a8-9d43-4bc5-acf0-b6aeb96846f6,testDeliveryId,2",
-                "id=hd7e15e5c,testDeliveryId,1",
+                "id=hd828,\(first),2",
+                "id=h3039,\(second),1",
+                "id=h6b6499a8-9d43-4bc5-acf0-b6aeb96846f6,\(second),2",
+                "id=hd7e15e5c,\(second),1",
             ]
             for query in queries {
                 let answer = try await harness.get(query)
@@ -25,16 +29,16 @@ struct TrackingEndpointTests {
             }
             // `/r` without the slash, an upper-case UUID, and an unknown parameter (a signature
             // is never checked) are accepted too.
-            #expect(try await harness.get("id=h6B6499A8-9D43-4BC5-ACF0-B6AEB96846F6,upperCase,1", path: "/r").status == 200)
-            #expect(try await harness.get("id=hD828,signed,2&sig=ignored").status == 200)
+            #expect(try await harness.get("id=h6B6499A8-9D43-4BC5-ACF0-B6AEB96846F6,\(first),1", path: "/r").status == 200)
+            #expect(try await harness.get("id=hD828,\(second),2&sig=ignored").status == 200)
 
             let records = try await harness.read(harness.topic) { $0.count >= 6 }
             let hits = try TrackingHarness.hits(records)
             #expect(hits.count == 6)
-            let byDelivery = Dictionary(grouping: hits, by: { "\($0.hit.deliveryId):\($0.hit.messageId)" })
+            let byDelivery = Dictionary(grouping: hits, by: { "\($0.hit.deliveryId):\($0.hit.messageId):\($0.hit.tagId)" })
             func expectHit(_ deliveryId: String, _ messageId: String, form: String, tag: Int32, kind: String) {
-                guard let hit = byDelivery["\(deliveryId):\(messageId)"]?.first else {
-                    Issue.record("no event for \(deliveryId) \(messageId)")
+                guard let hit = byDelivery["\(deliveryId):\(messageId):\(tag)"]?.first else {
+                    Issue.record("no event for \(deliveryId) \(messageId) \(tag)")
                     return
                 }
                 #expect(hit.key == messageId, "key = the normalised message id")
@@ -43,17 +47,39 @@ struct TrackingEndpointTests {
                 #expect(hit.metadata.key == messageId)
                 #expect(hit.metadata.id == hit.hit.trackingId, "the envelope id is the tracking id")
                 #expect(hit.hit.messageIdForm == form)
-                #expect(hit.hit.tagId == tag)
                 #expect(hit.hit.kind == kind)
                 #expect(abs(hit.hit.occurredAt.timeIntervalSinceNow) < 120)
             }
-            expectHit("deliveryId", "55336", form: "decimal", tag: 2, kind: "opened")
-            expectHit("testDeliveryId", "12345", form: "decimal", tag: 1, kind: "received")
-            expectHit("testDeliveryId", "6b6499a8-9d43-4bc5-acf0-b6aeb96846f6", form: "uuid", tag: 2, kind: "opened")
-            expectHit("testDeliveryId", "-673096100", form: "decimal", tag: 1, kind: "received")
-            expectHit("upperCase", "6b6499a8-9d43-4bc5-acf0-b6aeb96846f6", form: "uuid", tag: 1, kind: "received")
-            expectHit("signed", "55336", form: "decimal", tag: 2, kind: "opened")
+            expectHit(first, "55336", form: "decimal", tag: 2, kind: "opened")
+            expectHit(second, "12345", form: "decimal", tag: 1, kind: "received")
+            expectHit(second, "6b6499a8-9d43-4bc5-acf0-b6aeb96846f6", form: "uuid", tag: 2, kind: "opened")
+            expectHit(second, "-673096100", form: "decimal", tag: 1, kind: "received")
+            expectHit(first, "6b6499a8-9d43-4bc5-acf0-b6aeb96846f6", form: "uuid", tag: 1, kind: "received")
+            expectHit(second, "55336", form: "decimal", tag: 2, kind: "opened")
             #expect(Set(hits.map(\.hit.trackingId)).count == 6, "one tracking id per hit")
+        }
+    }
+
+    @Test("a hit for a delivery the channel never issued answers 200 as the SDK expects and is not stored; one issued meanwhile is")
+    func neverIssued() async throws {
+        try await TrackingHarness.run(partitions: 1) { harness in
+            // The SDKs' sample ids, the preview's "0", forms the planner never writes, and a
+            // number it has not given (yet).
+            let later = String(Int32.random(in: 100_000_000..<1_000_000_000))
+            let made = ["testDeliveryId", "deliveryId", "0", "007", "+42", "-42", "2147483648", "1e3", later]
+            for delivery in made {
+                let answer = try await harness.get("id=h3039,\(delivery),1")
+                #expect(answer.status == 200, "\(delivery): \(answer.body)")
+                #expect(answer.body == "OK\n")
+            }
+            // The number is issued now: its next hit (a new reading of the plans) is stored.
+            _ = try await harness.issueDeliveryId(later)
+            #expect(try await harness.get("id=h3039,\(later),2").status == 200)
+            let records = try await harness.read(harness.topic) { read in read.contains { $0.keyString == "12345" } }
+            let hits = try TrackingHarness.hits(records)
+            #expect(hits.map { "\($0.hit.deliveryId) \($0.hit.tagId)" } == ["\(later) 2"], "only the hit after the id was issued")
+            try await eventually("the hit is projected") { try await harness.rows(deliveryId: later).count == 1 }
+            #expect(try await harness.count("SELECT count(*)::int FROM push.tracking_log WHERE delivery_id IN ('testDeliveryId', '0', '007')") == 0)
         }
     }
 
@@ -78,7 +104,7 @@ struct TrackingEndpointTests {
                 #expect(answer.body.split(separator: "\n").count == 1, "one line")
             }
             // A good hit afterwards is the first and only record on the (single-partition) topic.
-            let sentinel = "sentinel-\(harness.suffix)"
+            let sentinel = try await harness.issueDeliveryId()
             #expect(try await harness.get("id=h3039,\(sentinel),1").status == 200)
             let records = try await harness.read(harness.topic) { read in
                 read.contains { $0.keyString == "12345" }
@@ -97,9 +123,12 @@ struct TrackingEndpointTests {
         let configuration = try TrackingHarness.configuration(suffix: TrackingHarness.uniqueSuffix(), brokers: "127.0.0.1:9")
         let settings = TrackingSettings(host: "127.0.0.1", port: try TrackingHarness.port(), storeTimeoutMilliseconds: 1_500)
         let logger = TrackingHarness.logger
+        let postgres = PostgresClient(configuration: configuration.postgres.clientConfiguration, backgroundLogger: logger)
         let producer = try TrackingApplication.makeProducer(configuration: configuration, settings: settings, logger: logger)
-        let http = TrackingApplication.httpServer(producer: producer, configuration: configuration, settings: settings, logger: logger)
-        let group = ServiceGroup(configuration: .init(services: [.init(service: producer), .init(service: http)], logger: logger))
+        let http = TrackingApplication.httpServer(
+            producer: producer, issued: IssuedDeliveries(postgres: postgres, logger: logger), configuration: configuration, settings: settings,
+            logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [.init(service: postgres), .init(service: producer), .init(service: http)], logger: logger))
         let baseURL = URL(string: "http://127.0.0.1:\(settings.port)")!
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await group.run() }
@@ -107,10 +136,14 @@ struct TrackingEndpointTests {
             while (try? await TrackingHarness.get(baseURL: baseURL, path: "/not-a-route", query: "")) == nil, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(100))
             }
+            try await Migrator(client: postgres, logger: logger).migrate(SchemaMigrations.all)
+            let delivery = try await TrackingHarness.issueDeliveryId(postgres)
+            // A delivery never issued is answered at once: nothing is sent to the broker.
+            #expect(try await TrackingHarness.get(baseURL: baseURL, query: "id=hd828,testDeliveryId,2").status == 200)
             let clock = ContinuousClock()
             let started = clock.now
-            async let first = TrackingHarness.get(baseURL: baseURL, query: "id=hd828,deliveryId,2")
-            async let second = TrackingHarness.get(baseURL: baseURL, query: "id=h6b6499a8-9d43-4bc5-acf0-b6aeb96846f6,testDeliveryId,1")
+            async let first = TrackingHarness.get(baseURL: baseURL, query: "id=hd828,\(delivery),2")
+            async let second = TrackingHarness.get(baseURL: baseURL, query: "id=h6b6499a8-9d43-4bc5-acf0-b6aeb96846f6,\(delivery),1")
             let answers = try await [first, second]
             let waited = clock.now - started
             for answer in answers {

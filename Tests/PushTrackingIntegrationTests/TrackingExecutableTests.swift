@@ -24,13 +24,13 @@ struct TrackingExecutableTests {
     @Test("serves GET /r/ and /health/ready; killed with SIGKILL mid-stream twice and restarted, every hit is one row")
     func killAndRestart() async throws {
         let suffix = TrackingHarness.uniqueSuffix()
-        let delivery = "crash-\(suffix)"
         let total = 20_000
         // No in-process service here: the executable's projection is the only writer.
         let configuration = try TrackingHarness.configuration(suffix: suffix, partitions: 4)
         try await TrackingHarness.createTopics(configuration)
         try await TrackingHarness.withPostgres { postgres in
             try await Migrator(client: postgres, logger: TrackingHarness.logger).migrate(SchemaMigrations.all)
+            let delivery = try await TrackingHarness.issueDeliveryId(postgres)
             let harness = TrackingHarness(
                 suffix: suffix, baseURL: URL(string: "http://127.0.0.1:1")!, postgres: postgres, configuration: configuration,
                 settings: TrackingSettings(projectionName: "test.tracking-log-exe.\(suffix)"), logger: TrackingHarness.logger

@@ -223,6 +223,25 @@ struct TrackingHarness: Sendable {
         return 0
     }
 
+    /// A delivery id the channel issued, as the planner records one (`push.delivery_plans`):
+    /// `GET /r/` stores hits only for such ids. Drawn far above the planner's own sequence.
+    /// `id`, when given, is issued as it is.
+    func issueDeliveryId(_ id: String? = nil) async throws -> String { try await Self.issueDeliveryId(postgres, id: id) }
+
+    static func issueDeliveryId(_ postgres: PostgresClient, id given: String? = nil) async throws -> String {
+        while true {
+            let id = given ?? String(Int32.random(in: 1_000_000_000...Int32.max))
+            let rows = try await postgres.query(
+                """
+                INSERT INTO push.delivery_plans (delivery_id, request_id, accepted, status, send_at)
+                VALUES (\(id), \("tracking-test-" + id), '{}', 'planned', now()) ON CONFLICT DO NOTHING RETURNING delivery_id
+                """,
+                logger: logger)
+            for try await _ in rows { return id }
+            if given != nil { return id }
+        }
+    }
+
     /// The `tracking_log` rows of `deliveryId`, as (message_id, message_id_form, tag_id, kind, tracking_id).
     func rows(deliveryId: String) async throws -> [Row] {
         let rows = try await postgres.query(

@@ -18,9 +18,9 @@ struct TrackingLogProjectionTests {
     @Test("hits through the endpoint end as one row each; duplicate hits stay rows; a replay adds nothing")
     func rowsExactlyOnce() async throws {
         let suffix = TrackingHarness.uniqueSuffix()
-        let delivery = "delivery-\(suffix)"
         let messages = (0..<10).map { _ in UUID().uuidString }  // upper case, as some SDKs send
-        let expected = try await TrackingHarness.run(suffix: suffix) { harness in
+        let (delivery, expected) = try await TrackingHarness.run(suffix: suffix) { harness in
+            let delivery = try await harness.issueDeliveryId()
             var accepted = 0
             for message in messages {
                 for tag in [1, 2] {
@@ -64,7 +64,7 @@ struct TrackingLogProjectionTests {
                 #expect(received == 11)
                 #expect(opened == 10)
             }
-            return rows
+            return (delivery, rows)
         }
 
         // Throw the projection's positions away (not its rows) and start again: every record is

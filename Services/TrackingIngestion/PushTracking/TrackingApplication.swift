@@ -19,7 +19,8 @@ package enum TrackingApplication {
         deadLetterProducer: KafkaProducer, logger: Logger
     ) throws -> [any Service] {
         let producer = try makeProducer(configuration: configuration, settings: settings, logger: logger)
-        let http = httpServer(producer: producer, configuration: configuration, settings: settings, logger: logger)
+        let issued = IssuedDeliveries(postgres: postgres, logger: logger)
+        let http = httpServer(producer: producer, issued: issued, configuration: configuration, settings: settings, logger: logger)
         let projection = ProjectionRunner(
             projection: TrackingLogProjection(name: settings.projectionName, topic: configuration.topics.tracking.name),
             postgres: postgres, consumer: configuration.consumer(group: ""),
@@ -40,9 +41,11 @@ package enum TrackingApplication {
     }
 
     /// The HTTP server answering `GET /r/`.
-    package static func httpServer(producer: KafkaProducer, configuration: RuntimeConfiguration, settings: TrackingSettings, logger: Logger) -> some Service {
+    package static func httpServer(
+        producer: KafkaProducer, issued: IssuedDeliveries, configuration: RuntimeConfiguration, settings: TrackingSettings, logger: Logger
+    ) -> some Service {
         let router = Router()
-        TrackingEndpoints(producer: producer, topic: configuration.topics.tracking.name, logger: logger).addRoutes(to: router)
+        TrackingEndpoints(producer: producer, topic: configuration.topics.tracking.name, issued: issued, logger: logger).addRoutes(to: router)
         return Application(
             router: router,
             server: configuration.httpServer,

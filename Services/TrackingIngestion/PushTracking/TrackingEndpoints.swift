@@ -9,20 +9,24 @@ import PushStore
 
 /// `GET /r/?id=<letter><messageId>,<deliveryId>,<tagId>`, exactly as the Campaign SDKs call it
 /// (docs/tracking.md). A hit is answered 200 only once its `TrackingHitRecorded` event is stored
-/// by the broker; a malformed id is a 400 with a one-line reason and writes nothing; a broker
-/// that cannot confirm within the store timeout is a 503. Tracking URLs are unsigned: nothing
+/// by the broker; a malformed id is a 400 with a one-line reason and writes nothing; a hit for a
+/// delivery the channel never issued is answered 200, as the SDK expects, and not stored; a
+/// broker that cannot confirm within the store timeout is a 503. Tracking URLs are unsigned: nothing
 /// but the `id` is read, and nothing about the caller is kept.
 package struct TrackingEndpoints: Sendable {
     let producer: KafkaProducer
     let topic: String
+    let issued: IssuedDeliveries
     let logger: Logger
     /// `push_tracking_hits_total` of the hot paths, made once (a lookup per request costs a lock).
     let stored: [TrackingKind: Counter]
     let notStored: [TrackingKind: Counter]
+    let neverIssued: [TrackingKind: Counter]
 
-    package init(producer: KafkaProducer, topic: String, logger: Logger) {
+    package init(producer: KafkaProducer, topic: String, issued: IssuedDeliveries, logger: Logger) {
         self.producer = producer
         self.topic = topic
+        self.issued = issued
         self.logger = logger
         func counters(status: String, reason: String) -> [TrackingKind: Counter] {
             Dictionary(
@@ -32,6 +36,7 @@ package struct TrackingEndpoints: Sendable {
         }
         stored = counters(status: "200", reason: "none")
         notStored = counters(status: "503", reason: "not_stored")
+        neverIssued = counters(status: "200", reason: "unknown_delivery")
     }
 
     /// Routes `/r/` (and `/r`: the router ignores a trailing slash).
@@ -52,6 +57,11 @@ package struct TrackingEndpoints: Sendable {
             return Self.text(.badRequest, error.reason)
         }
         let kind = url.kind
+        if await issued.check(url.deliveryID) == .neverIssued {
+            neverIssued[kind]?.increment()
+            logger.debug("Tracking hit for a delivery never issued, not stored", metadata: ["delivery.id": "\(url.deliveryID.prefix(40))"])
+            return Self.text(.ok, "OK")
+        }
         let hit = Self.event(for: url, trackingId: UUID(), at: Date())
         let envelope = EventEnvelope(key: hit.messageId, payload: hit, id: hit.trackingId, occurredAt: hit.occurredAt)
         do {

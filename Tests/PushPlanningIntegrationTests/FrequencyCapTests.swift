@@ -79,4 +79,64 @@ struct FrequencyCapTests {
             #expect(users == 1, "the fourth delivery went to user1 only")
         }
     }
+
+    /// A real `delivery-planning` executable on the run's topics, with small chunks and shards
+    /// so that two of them interleave the chunks of two deliveries.
+    static func startPlanner(suffix: String) throws -> BuiltExecutable {
+        var environment = try PlanningHarness.environment(suffix: suffix)
+        environment["PUSH_OPS_PORT"] = String(try EphemeralPort.next())
+        environment["LOG_LEVEL"] = "warning"
+        environment["PLANNER_CHUNK_SIZE"] = "25"
+        environment["PLANNER_SHARD_SIZE"] = "100"
+        environment["PLANNER_POLL_INTERVAL_MS"] = "50"
+        environment["PLANNER_IDLE_WAIT_MS"] = "200"
+        environment["PUSH_SHUTDOWN_GRACE_MS"] = "20000"
+        return try BuiltExecutable("delivery-planning", environment: environment)
+    }
+
+    @Test("two planners fan out two bulk deliveries at once under a cap of 1: every person gets exactly one of them, the other logs them as capped")
+    func twoPlannersOverlappingDeliveries() async throws {
+        let suffix = PlanningHarness.makeSuffix()
+        let people = 300
+        try await PlanningHarness.run(suffix: suffix, planner: false) { h in
+            let (service, apps) = try await h.defineService()
+            // users 1-300 on both apps: 300 people with two devices each.
+            for app in apps { try await h.addSubscriptions(app, count: people) }
+            try await h.postgres.query(
+                "UPDATE push.services SET frequency_cap_messages = 1, frequency_cap_period_hours = 24 WHERE name = \(service)", logger: h.logger)
+            let planners = try [Self.startPlanner(suffix: suffix), Self.startPlanner(suffix: suffix)]
+            defer { for planner in planners { planner.killIfRunning() } }
+
+            let requests = ["left-\(h.suffix)", "right-\(h.suffix)"]
+            // Both due at the same moment and paced at 150 messages a second, so that their
+            // fan-outs (four seconds each) run side by side.
+            let sendAt = Date().addingTimeInterval(8).iso
+            for requestId in requests { try await h.publishRequest(requestJSON(requestId: requestId, service: service, sendAt: sendAt, throttle: 150)) }
+            var persons: [String: Set<String>] = [:]
+            var deliveries: [String: String] = [:]
+            for requestId in requests {
+                let deliveryId = try await h.waitPlanned(requestId, within: .seconds(120))
+                let messages = try await h.plannedMessages(deliveryId)
+                let users = try await h.postgres.query(
+                    "SELECT user_key FROM push.subscriptions WHERE token_digest = ANY(\(messages.map(\.tokenDigest)))", logger: h.logger)
+                var keys: [String] = []
+                for try await key in users.decode(String.self) { keys.append(key) }
+                #expect(keys.count == messages.count, "each message is one device of the service")
+                persons[requestId] = Set(keys)
+                deliveries[requestId] = deliveryId
+            }
+            let (left, right) = (persons[requests[0]] ?? [], persons[requests[1]] ?? [])
+            print("frequency cap, two planners: \(left.count) and \(right.count) of \(people) people")
+            #expect(left.intersection(right).isEmpty, "people who got both deliveries: \(left.intersection(right).sorted().prefix(10))")
+            #expect(left.count + right.count == people, "everyone got one of them")
+            // Each delivery logs the devices of the people the other one got as capped.
+            for (requestId, others) in [(requests[0], right.count), (requests[1], left.count)] {
+                let deliveryId = deliveries[requestId] ?? ""
+                try await eventually("\(2 * others) devices of \(deliveryId) logged as capped") {
+                    try await h.int("SELECT count(*)::int FROM push.exclusion_log WHERE delivery_id = \(deliveryId) AND reason = 'frequency-cap'") == 2 * others
+                }
+            }
+            for planner in planners { await planner.terminate() }
+        }
+    }
 }

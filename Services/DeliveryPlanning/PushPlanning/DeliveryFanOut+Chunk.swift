@@ -80,23 +80,49 @@ extension DeliveryFanOut {
     /// the device without one) already got `cap.messages` other bulk deliveries of the service
     /// in the last `cap.periodHours` becomes an exclusion, reason `frequency-cap`; except a row
     /// whose message the broker already stored (a resumed chunk: it was sent, it stays a
-    /// message). One statement per chunk.
+    /// message). The people left are recorded against the cap (`push.frequency_log`) in the same
+    /// transaction, before anything is published, and the transactions of one service's capped
+    /// chunks take turns (a transaction-level advisory lock on the service): two planners fanning
+    /// out two deliveries of the service at once each see what the other admitted, so nobody
+    /// gets more than the cap (docs/delivery-requests.md, "Frequency cap").
     func applyFrequencyCap(to rows: [TargetedSubscription], of fanOut: FanOutContext, stored: StoredMessages, on connection: PostgresConnection)
         async throws -> [TargetedSubscription]
     {
         guard let cap = fanOut.cap else { return rows }
         let subjects = Array(Set(rows.compactMap { $0.disabled ? nil : $0.subjectKey?.id }))
         guard !subjects.isEmpty else { return rows }
-        let capped = try await connection.query(
-            """
-            SELECT subject_id FROM push.frequency_log
-            WHERE service_id = \(fanOut.delivery.serviceId) AND subject_id = ANY(\(subjects))
-              AND planned_at > now() - \(cap.periodHours)::int * interval '1 hour' AND delivery_id <> \(fanOut.deliveryId)
-            GROUP BY subject_id HAVING count(*) >= \(cap.messages)
-            """,
-            logger: fanOut.logger)
-        var over: Set<UUID> = []
-        for try await subject in capped.decode(UUID.self) { over.insert(subject) }
+        let (serviceId, deliveryId, logger) = (fanOut.delivery.serviceId, fanOut.deliveryId, fanOut.logger)
+        // The subjects whose messages the broker already stored count whatever the cap says.
+        let sent = Array(
+            Set(
+                rows.compactMap { row -> UUID? in
+                    guard !row.disabled, let subject = row.subjectKey?.id, stored.messageIds.contains(fanOut.factory.messageId(for: row)) else { return nil }
+                    return subject
+                }))
+        let over = try await connection.withTransaction(logger: logger) { connection -> Set<UUID> in
+            try await connection.query(
+                "SELECT pg_advisory_xact_lock(hashtextextended('push.frequency_log:' || \(serviceId)::text, 0))", logger: logger)
+            let capped = try await connection.query(
+                """
+                WITH over AS (
+                    SELECT subject_id FROM push.frequency_log
+                    WHERE service_id = \(serviceId) AND subject_id = ANY(\(subjects))
+                      AND planned_at > now() - \(cap.periodHours)::int * interval '1 hour' AND delivery_id <> \(deliveryId)
+                    GROUP BY subject_id HAVING count(*) >= \(cap.messages)
+                ), admitted AS (
+                    INSERT INTO push.frequency_log (service_id, subject_id, delivery_id, planned_at)
+                    SELECT \(serviceId), s, \(deliveryId), now() FROM unnest(\(subjects)::uuid[]) AS s
+                    WHERE s NOT IN (SELECT subject_id FROM over) OR s = ANY(\(sent)::uuid[])
+                    ORDER BY s
+                    ON CONFLICT DO NOTHING
+                )
+                SELECT subject_id FROM over
+                """,
+                logger: logger)
+            var over: Set<UUID> = []
+            for try await subject in capped.decode(UUID.self) { over.insert(subject) }
+            return over
+        }
         guard !over.isEmpty else { return rows }
         return rows.map { row in
             guard !row.disabled, let subject = row.subjectKey?.id, over.contains(subject),
@@ -271,19 +297,6 @@ extension DeliveryFanOut {
                 logger: logger
             )
             try await PlannerOutbox.insert(outbox, on: connection, logger: logger)
-            if fanOut.cap != nil {
-                // The people this chunk sent to count against the cap from now on (once per
-                // delivery: a person's second device, or a resumed chunk, adds nothing).
-                let subjects = Array(Set(chunk.messages.compactMap(\.subjectId)))
-                try await connection.query(
-                    """
-                    INSERT INTO push.frequency_log (service_id, subject_id, delivery_id, planned_at)
-                    SELECT \(fanOut.delivery.serviceId), s, \(deliveryId), \(chunk.plannedAt) FROM unnest(\(subjects)::uuid[]) AS s
-                    ORDER BY s
-                    ON CONFLICT DO NOTHING
-                    """,
-                    logger: logger)
-            }
         }
         if !outbox.isEmpty { outboxWritten.signal() }
         return counts

@@ -91,15 +91,12 @@ package struct AdminAPI: Sendable {
         }
         let response: Response
         do {
-            if principal.has(permission) {
-                response = try await body(principal)
-            } else {
-                response = Self.error(403, "operator '\(principal.name)' (\(principal.role.rawValue)) does not have permission \(permission.rawValue)")
+            response = try await Self.answering {
+                guard principal.has(permission) else {
+                    return Self.error(403, "operator '\(principal.name)' (\(principal.role.rawValue)) does not have permission \(permission.rawValue)")
+                }
+                return try await body(principal)
             }
-        } catch let refusal as any AdminRefusal {
-            response = Self.error(refusal.status, refusal.reason, problems: refusal.problems)
-        } catch let error as DecodingError {
-            response = Self.error(400, "invalid JSON body: \(Self.describe(error))")
         } catch {
             await audit?.record(principal, request, permission, status: 500)
             throw error
@@ -113,12 +110,18 @@ package struct AdminAPI: Sendable {
     /// `body` records its own audit entries through the API's audit trail, when there is one.
     package func unauthenticated(_ request: Request, _ body: (AdminAudit?) async throws -> Response) async throws -> Response {
         guard token != nil else { return Self.error(503, "admin API disabled: set PUSH_ADMIN_TOKEN") }
+        return try await Self.answering { try await body(audit) }
+    }
+
+    /// `body`'s answer, with a refusal (`AdminRefusal`) or a body that did not decode answered as
+    /// a JSON error; other errors are thrown.
+    private static func answering(_ body: () async throws -> Response) async throws -> Response {
         do {
-            return try await body(audit)
+            return try await body()
         } catch let refusal as any AdminRefusal {
-            return Self.error(refusal.status, refusal.reason, problems: refusal.problems)
-        } catch let error as DecodingError {
-            return Self.error(400, "invalid JSON body: \(Self.describe(error))")
+            return error(refusal.status, refusal.reason, problems: refusal.problems)
+        } catch let decoding as DecodingError {
+            return error(400, "invalid JSON body: \(describe(decoding))")
         }
     }
 

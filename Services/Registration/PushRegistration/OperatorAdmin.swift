@@ -5,6 +5,7 @@ import PostgresNIO
 import PushEvents
 import PushRuntime
 import PushStore
+import Synchronization
 
 /// `/admin/v1/operators` (docs/admin-api.md, "Operators and roles"): operators and their
 /// personal tokens, as events on `push.catalog` that the catalog projection applies to
@@ -17,6 +18,14 @@ package struct OperatorAdmin: Sendable {
     let bcryptCost: Int
     /// Wrong passwords per operator name (`REGISTRATION_SIGNIN_MAX_FAILURES`).
     let signInLimiter: SignInLimiter
+    /// A bcrypt hash of a random password at `bcryptCost`, made at the first sign-in and checked
+    /// when the operator named has no password, so that an unknown name costs as long as a wrong
+    /// password (at the same cost: a decoy at another cost would tell the two apart).
+    private let decoy = Decoy()
+
+    private final class Decoy: Sendable {
+        let hash = Mutex<String?>(nil)
+    }
 
     package init(catalog: CatalogAdmin, directory: OperatorDirectory, bcryptCost: Int = 12, signInLimiter: SignInLimiter? = nil) {
         self.catalog = catalog
@@ -91,9 +100,16 @@ package struct OperatorAdmin: Sendable {
         try await catalog.awaitProjection("SELECT count(*)::int FROM push.operators WHERE name = \(operatorName) AND password_hash = \(hash)")
     }
 
-    /// A bcrypt hash of a random password, checked when the operator named has none, so that an
-    /// unknown name costs as long as a wrong password.
-    static let decoy = Bcrypt.hash(UUID().uuidString, cost: 12)
+    /// The decoy hash (`decoy`), made on first use: called off the event loops.
+    private func decoyHash() -> String {
+        if let hash = decoy.hash.withLock({ $0 }) { return hash }
+        let hash = Bcrypt.hash(UUID().uuidString, cost: UInt8(bcryptCost))
+        return decoy.hash.withLock { stored in
+            if let stored { return stored }
+            stored = hash
+            return hash
+        }
+    }
 
     /// Signs an operator in with its password: a session token of `minutes`, or refused. A
     /// name locked out after too many wrong passwords is refused before its password is looked at.
@@ -106,7 +122,7 @@ package struct OperatorAdmin: Sendable {
         guard (1...10_080).contains(minutes) else { throw RegistrationError.badRequest("minutes must be between 1 and 10080, got \(minutes)") }
         let found = try await directory.passwordHash(of: name)
         let (password, hash) = (input.password, found?.hash)
-        let matches = try await NIOThreadPool.singleton.runIfActive { Bcrypt.verify(password, hash: hash ?? Self.decoy) && hash != nil }
+        let matches = try await NIOThreadPool.singleton.runIfActive { [self] in Bcrypt.verify(password, hash: hash ?? decoyHash()) && hash != nil }
         guard matches, let principal = found?.principal else {
             signInLimiter.failed(name)
             return .refused(role: try await directory.role(of: name))

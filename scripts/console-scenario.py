@@ -246,6 +246,26 @@ def run(args, token, problems, result, expect, shot):
             expect(status == 200, "registration answered %s" % status)
         result["deadToken"] = dead
 
+        # A segment, defined through the registration's admin API as an upstream tool would, and
+        # its live count on the console's Segments page: the four iOS devices, none left out yet.
+        request = urllib.request.Request(
+            "%s/admin/v1/services/%s/segments/iphones" % (args.registration, args.service), method="PUT",
+            data=json.dumps({"filter": {"device": "platform", "op": "=", "value": "ios"}, "description": "Every iPhone"}).encode(),
+            headers={"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            expect(response.status == 200, "defining the segment answered %s" % response.status)
+        # The registrations are projected meanwhile: the page is read again until it counts them.
+        deadline = time.time() + 60
+        while True:
+            goto("/segments")
+            row = page.locator("tr[data-segment='%s/iphones']" % args.service)
+            result["segmentDevices"] = row.locator("[data-figure=segment-devices]").inner_text() if row.count() == 1 else ""
+            if result["segmentDevices"] == "4" or time.time() > deadline:
+                break
+            page.wait_for_timeout(500)
+        expect(row.count() == 1, "the segment is not on the Segments page")
+        shot(page, "s09b-segments")
+
         # Compose: the live preview follows the typing.
         goto("/deliveries/new")
         page.get_by_label("Service", exact=True).select_option(args.service)

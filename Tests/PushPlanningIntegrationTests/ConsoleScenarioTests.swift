@@ -190,6 +190,8 @@ struct ConsoleScenarioTests {
             #expect(android.count == 1 && android[0][0].hasPrefix("fcm-service-account") && android[0][2].contains(project), "\(android)")
             #expect(result["credentialCells"] as? [String] == ["set", "set"])
 
+            #expect(result["segmentDevices"] as? String == "4", "the Segments page counts the segment's four iPhones: \(result["segmentDevices"] ?? "")")
+
             // The delivery: live preview, then the report's final figures against the SQL.
             #expect(result["livePreviewTargeted"] as? String == "7", "the live preview's audience")
             let samples = try #require(result["livePreviewSamples"] as? [[Any]])

@@ -177,6 +177,9 @@ package struct ConsoleEndpoints: Sendable {
             }
         }
         addCatalogRoutes(to: router)
+        router.get("/segments") { request, _ in
+            try await page(request, .catalogRead) { session in ConsoleHTML.html(.ok, try await segmentsPage(session)) }
+        }
         router.get("/audit") { request, _ in
             try await page(request, .operators) { session in try await auditPage(request, csrf: session.csrfToken) }
         }
@@ -216,6 +219,48 @@ package struct ConsoleEndpoints: Sendable {
                 return ConsoleHTML.html(
                     .ok, ConsolePages.devices(search: search, results: results, csrf: session.csrfToken, message: done.map { .done($0) }))
             }
+        }
+    }
+
+    /// The segments page: each segment of the services the operator may act on (the catalog
+    /// admin API's list, latest versions), counted with the deliveries' preview when the
+    /// operator may preview deliveries (a delivery to the segment, nothing sent).
+    func segmentsPage(_ session: SignedIn) async throws -> String {
+        let services = Set(try await catalog(for: session.principal).map(\.service)).sorted()
+        let counting = session.principal.has(.deliveriesWrite)
+        var rows: [ConsolePages.SegmentRow] = []
+        var problems: [String] = []
+        for service in services {
+            let (answer, json) = await session.admin.catalog("GET", "/services/\(ConsoleAdminClient.segment(service))/segments")
+            guard answer.accepted else {
+                problems.append("The segments of \(service) could not be read (\(answer.status)): \(answer.error ?? "no reason given")")
+                continue
+            }
+            for item in json["items"] as? [[String: Any]] ?? [] {
+                guard let name = item["name"] as? String else { continue }
+                let filter = (item["filter"]).flatMap { try? JSONSerialization.data(withJSONObject: $0, options: [.sortedKeys, .withoutEscapingSlashes]) }
+                var row = ConsolePages.SegmentRow(
+                    service: service, name: name, version: item["version"] as? Int ?? 0, description: item["description"] as? String ?? "",
+                    filter: filter.map { String(decoding: $0, as: UTF8.self) } ?? "")
+                if counting { try await count(&row, session) }
+                rows.append(row)
+            }
+        }
+        return ConsolePages.segments(rows, problems: problems, countsHidden: !counting && !rows.isEmpty, csrf: session.csrfToken)
+    }
+
+    /// How many devices a delivery to the segment would target now: the deliveries' preview of
+    /// a request naming it (no sample, nothing sent).
+    private func count(_ row: inout ConsolePages.SegmentRow, _ session: SignedIn) async throws {
+        let document = try JSONSerialization.data(withJSONObject: [
+            "type": "DeliveryRequested", "version": 1, "requestId": "console-segment-count-\(UUID().uuidString.lowercased())", "service": row.service,
+            "audience": ["segment": ["name": row.name]], "content": ["title": "Segment count", "body": "Segment count"],
+        ])
+        let (answer, json) = await session.admin.submit(document, previewOnly: true)
+        if answer.accepted {
+            (row.devices, row.excluded) = (json["targeted"] as? Int, json["excluded"] as? Int)
+        } else {
+            row.countProblem = "not counted (\(answer.status))"
         }
     }
 

@@ -525,6 +525,38 @@ package enum ConsolePages {
             ])
     }
 
+    /// One segment's row of the segments page; `devices` and `excluded` nil when not counted.
+    package struct SegmentRow: Sendable {
+        package var service, name, description, filter: String
+        package var version: Int
+        package var devices, excluded: Int?
+        /// Why it was not counted (the preview's refusal), shown in the count's place.
+        package var countProblem: String?
+
+        package init(
+            service: String, name: String, version: Int, description: String, filter: String, devices: Int? = nil, excluded: Int? = nil,
+            countProblem: String? = nil
+        ) {
+            (self.service, self.name, self.version, self.description, self.filter) = (service, name, version, description, filter)
+            (self.devices, self.excluded, self.countProblem) = (devices, excluded, countProblem)
+        }
+    }
+
+    package static func segments(_ rows: [SegmentRow], problems: [String], countsHidden: Bool, csrf: String) -> String {
+        let items = rows.map { row -> [String: Any] in
+            [
+                "service": row.service, "name": row.name, "version": row.version, "description": row.description.isEmpty ? "—" : row.description,
+                "filter": row.filter, "devices": row.devices.map { "\($0)" } ?? row.countProblem ?? "—", "excluded": row.excluded.map { "\($0)" } ?? "—",
+            ]
+        }
+        return T.page(
+            "segments", title: "Segments", csrf: csrf, current: "/segments",
+            [
+                "problems": problems, "countsHidden": countsHidden, "none": rows.isEmpty && problems.isEmpty,
+                "table": items.isEmpty ? false : ["rows": items] as Any,
+            ])
+    }
+
     /// A device's system as one reads it: the SDKs send the name in the version too (`iOS`,
     /// `iOS 18.1`), which is then shown once; otherwise name and version (`Android 14`).
     package static func system(osName: String, osVersion: String) -> String {

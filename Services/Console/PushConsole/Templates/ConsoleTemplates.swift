@@ -14,6 +14,7 @@ package enum ConsoleTemplates {
     static let all: [String: String] = layoutTemplates.merging(deliveryTemplates) { first, _ in first }
         .merging(composeTemplates) { first, _ in first }.merging(catalogTemplates) { first, _ in first }
         .merging(deviceTemplates) { first, _ in first }.merging(auditTemplates) { first, _ in first }
+        .merging(segmentTemplates) { first, _ in first }
 
     /// Parsed once; a template that does not parse stops the console at start-up (and every page
     /// test), never a request.
@@ -42,8 +43,8 @@ package enum ConsoleTemplates {
 
     /// The main navigation, each page with the permission it needs.
     static let navigation: [(path: String, label: String, permission: AdminPermission)] = [
-        ("/deliveries", "Deliveries", .deliveriesRead), ("/catalog", "Catalog", .catalogRead), ("/devices", "Devices", .devicesRead),
-        ("/audit", "Audit", .operators),
+        ("/deliveries", "Deliveries", .deliveriesRead), ("/catalog", "Catalog", .catalogRead), ("/segments", "Segments", .catalogRead),
+        ("/devices", "Devices", .devicesRead), ("/audit", "Audit", .operators),
     ]
 
     static func page(_ name: String, title: String, csrf: String?, current: String = "", _ context: [String: Any]) -> String {

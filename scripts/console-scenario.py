@@ -264,6 +264,18 @@ def run(args, token, problems, result, expect, shot):
                 break
             page.wait_for_timeout(500)
         expect(row.count() == 1, "the segment is not on the Segments page")
+
+        # The service's frequency cap, set and lifted on the catalog page.
+        goto("/catalog")
+        section = page.locator("section[data-service='%s']" % args.service)
+        section.get_by_label("At most").fill("2")
+        section.get_by_label("bulk deliveries per person in (hours)").fill("24")
+        submit(section.get_by_role("button", name="Set the cap"))
+        section = page.locator("section[data-service='%s']" % args.service)
+        result["capSet"] = [page.locator("#form-message").inner_text(), section.locator("[data-frequency-cap]").inner_text()]
+        submit(section.get_by_role("button", name="Lift the cap"))
+        section = page.locator("section[data-service='%s']" % args.service)
+        result["capLifted"] = [page.locator("#form-message").inner_text(), section.locator("[data-frequency-cap]").inner_text()]
         shot(page, "s09b-segments")
 
         # Compose: the live preview follows the typing.

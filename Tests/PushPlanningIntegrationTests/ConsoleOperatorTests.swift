@@ -184,7 +184,8 @@ extension ConsoleOperatorTests {
                 "GET /deliveries", "GET /deliveries/{id}", "GET /deliveries/{id}/report", "GET /deliveries/new", "POST /deliveries/new",
                 "POST /deliveries/preview", "POST /deliveries/{id}/control", "GET /catalog", "GET /segments", "GET /catalog/apps/{id}",
                 "POST /catalog/services",
-                "POST /catalog/services/{name}/label", "GET /catalog/services/{name}/apps/new", "POST /catalog/services/{name}/apps/new",
+                "POST /catalog/services/{name}/label", "POST /catalog/services/{name}/frequency-cap", "GET /catalog/services/{name}/apps/new",
+                "POST /catalog/services/{name}/apps/new",
                 "POST /catalog/apps/{id}", "POST /catalog/apps/{id}/credentials", "GET /devices", "POST /devices/action", "GET /audit", "POST /signout",
             ])
         let suffix = PlanningHarness.makeSuffix()

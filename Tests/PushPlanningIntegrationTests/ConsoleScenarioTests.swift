@@ -190,6 +190,13 @@ struct ConsoleScenarioTests {
             #expect(android.count == 1 && android[0][0].hasPrefix("fcm-service-account") && android[0][2].contains(project), "\(android)")
             #expect(result["credentialCells"] as? [String] == ["set", "set"])
 
+            #expect(
+                result["capSet"] as? [String] == ["Frequency cap set.", "Frequency cap of \(service): at most 2 bulk deliveries per person in 24 h"],
+                "\(result["capSet"] ?? "")")
+            #expect(result["capLifted"] as? [String] == ["Frequency cap lifted.", "Frequency cap of \(service): none"], "\(result["capLifted"] ?? "")")
+            #expect(
+                try await h.text("SELECT coalesce(frequency_cap_messages::text, 'none') FROM push.services WHERE name = \(service)") == "none",
+                "lifted in push.services")
             #expect(result["segmentDevices"] as? String == "4", "the Segments page counts the segment's four iPhones: \(result["segmentDevices"] ?? "")")
 
             // The delivery: live preview, then the report's final figures against the SQL.

@@ -9,6 +9,7 @@ extension ConsoleEndpoints {
     static let catalogDone: [String: String] = [
         "service": "Service created.", "label": "Label saved.", "app": "App created: upload its provider credentials below.",
         "saved": "Settings saved.", "credentials": "Credentials stored and active: shown by kind and fingerprint only.",
+        "cap": "Frequency cap set.", "capLifted": "Frequency cap lifted.",
     ]
 
     func addCatalogRoutes<Context: RequestContext>(to router: Router<Context>) {
@@ -37,6 +38,34 @@ extension ConsoleEndpoints {
                 let (answer, _) = await session.admin.catalog("PUT", "/services/\(ConsoleAdminClient.segment(name))", body: ["label": label])
                 if answer.accepted { return ConsoleHTML.redirect(to: "/catalog?done=label#service-\(ConsoleHTML.queryValue(name))") }
                 return try await catalogRefusal(session, form: "label:\(name)", answer: answer, fields: fields)
+            }
+        }
+        // A service's frequency cap: set (`action=set`, `messages`, `periodHours`) or lifted
+        // (`action=lift`) through `PUT`/`DELETE /admin/v1/services/{name}/frequency-cap`.
+        router.post("/catalog/services/:name/frequency-cap") { request, context in
+            let name = try context.parameters.require("name")
+            return try await withForm(request, .contentWrite) { session, fields in
+                let path = "/services/\(ConsoleAdminClient.segment(name))/frequency-cap"
+                let answer: ConsoleAdminClient.Answer
+                switch fields["action"] {
+                case "lift":
+                    answer = await session.admin.catalog("DELETE", path).0
+                case "set":
+                    let (messages, hours) = (Int(fields["messages"] ?? ""), Int(fields["periodHours"] ?? ""))
+                    guard let messages, let hours else {
+                        answer = ConsoleAdminClient.Answer(status: 400, error: "the cap needs a whole number of deliveries and of hours")
+                        break
+                    }
+                    answer = await session.admin.catalog("PUT", path, body: ["messages": messages, "periodHours": hours]).0
+                default:
+                    answer = ConsoleAdminClient.Answer(status: 400, error: "choose to set the cap or to lift it")
+                }
+                if answer.accepted {
+                    let done = fields["action"] == "lift" ? "capLifted" : "cap"
+                    logger.info("Console: frequency cap changed", metadata: ["service": "\(name)", "action": "\(fields["action"] ?? "")"])
+                    return ConsoleHTML.redirect(to: "/catalog?done=\(done)#service-\(ConsoleHTML.queryValue(name))")
+                }
+                return try await catalogRefusal(session, form: "cap:\(name)", answer: answer, fields: fields)
             }
         }
         router.get("/catalog/services/:name/apps/new") { request, context in

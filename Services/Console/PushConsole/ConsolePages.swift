@@ -386,9 +386,15 @@ package enum ConsolePages {
             }
             let label = entries.first?.serviceLabel ?? service
             let relabel = problem?.form == "label:\(service)" ? problem : nil
+            let cap = entries.first?.frequencyCap
+            let capProblem = problem?.form == "cap:\(service)" ? problem : nil
             return [
                 "index": index, "service": service, "serviceQuery": H.queryValue(service), "label": label, "apps": apps, "hasApps": !apps.isEmpty,
                 "relabelProblem": problemLine(relabel?.text, id: "label-problem-\(index)"), "labelValue": relabel?.fields["label"] ?? label,
+                "cap": cap.map { "at most \($0.messages) bulk \($0.messages == 1 ? "delivery" : "deliveries") per person in \($0.periodHours) h" } ?? "none",
+                "hasCap": cap != nil, "capProblem": problemLine(capProblem?.text, id: "cap-problem-\(index)"),
+                "capMessages": capProblem?.fields["messages"] ?? cap.map { "\($0.messages)" } ?? "",
+                "capHours": capProblem?.fields["periodHours"] ?? cap.map { "\($0.periodHours)" } ?? "24",
             ]
         }
         let create = problem?.form == "new-service" ? problem : nil

@@ -280,6 +280,9 @@ package struct ConsoleReports: Sendable {
     package struct CatalogApp: Sendable {
         package var service, serviceLabel: String
         package var app: App?
+        /// The service's frequency cap (`push.services.frequency_cap_*`): at most `messages` bulk
+        /// deliveries per person in `periodHours`; nil without one.
+        package var frequencyCap: (messages: Int, periodHours: Int)?
 
         package init(service: String, serviceLabel: String, app: App?) {
             self.service = service
@@ -325,7 +328,8 @@ package struct ConsoleReports: Sendable {
             """
             SELECT s.name, s.label, a.label, a.platform, a.environment, a.integration_key, a.bundle_id, a.fcm_project_id,
                    a.variables::text, a.sounds::text, a.subscription_parameters::text,
-                   a.credential_kind, a.credential_fingerprint, a.credential_updated_at, c.metadata->>'expiresAt', a.app_id::text
+                   a.credential_kind, a.credential_fingerprint, a.credential_updated_at, c.metadata->>'expiresAt', a.app_id::text,
+                   s.frequency_cap_messages, s.frequency_cap_period_hours
             FROM push.services s
             LEFT JOIN push.apps a ON a.service_id = s.service_id
             LEFT JOIN push.app_credentials c ON c.credential_id = a.credential_id
@@ -338,6 +342,7 @@ package struct ConsoleReports: Sendable {
         for try await row in rows {
             let r = row.makeRandomAccess()
             var entry = CatalogApp(service: try r[0].decode(String.self), serviceLabel: try r[1].decode(String.self), app: nil)
+            if let messages = try r[16].decode(Int?.self), let hours = try r[17].decode(Int?.self) { entry.frequencyCap = (messages, hours) }
             if let label = try r[2].decode(String?.self) {
                 entry.app = CatalogApp.App(
                     appId: try r[15].decode(String.self), label: label, platform: try r[3].decode(String.self), environment: try r[4].decode(String.self),

@@ -47,6 +47,15 @@ extension ConsoleTemplates {
         <label for="label-{{index}}">Label of {{service}}</label>
         <input id="label-{{index}}" name="label" type="text" required maxlength="200" value="{{labelValue}}"{{#relabelProblem}} aria-describedby="{{problemId}}"{{/relabelProblem}}>
         <button type="submit">Rename</button></form>
+        <p data-frequency-cap="{{service}}">Frequency cap of {{service}}: {{cap}}</p>
+        {{#capProblem}}{{> problem-line}}{{/capProblem}}
+        <form method="post" action="/catalog/services/{{serviceQuery}}/frequency-cap" class="inline"><input type="hidden" name="csrf" value="{{csrf}}">
+        <label for="cap-messages-{{index}}">At most</label>
+        <input id="cap-messages-{{index}}" name="messages" type="number" min="1" max="1000" required value="{{capMessages}}"{{#capProblem}} aria-describedby="{{problemId}}"{{/capProblem}}>
+        <label for="cap-hours-{{index}}">bulk deliveries per person in (hours)</label>
+        <input id="cap-hours-{{index}}" name="periodHours" type="number" min="1" max="720" required value="{{capHours}}">
+        <button type="submit" name="action" value="set">Set the cap</button></form>
+        {{#hasCap}}<form method="post" action="/catalog/services/{{serviceQuery}}/frequency-cap" class="inline"><input type="hidden" name="csrf" value="{{csrf}}"><button type="submit" name="action" value="lift">Lift the cap</button></form>{{/hasCap}}
         </section>
         {{/services}}
         {{/content}}{{/page}}

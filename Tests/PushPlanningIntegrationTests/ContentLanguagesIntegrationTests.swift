@@ -3,6 +3,8 @@ import PushEvents
 import PushTestSupport
 import Testing
 
+@testable import PushConsole
+
 /// `content.languages` through the real planner, PostgreSQL and broker: each device's message
 /// carries its language's texts, and the preview counts the devices per language.
 @Suite("Content per language, planned and previewed", .serialized)
@@ -95,6 +97,22 @@ struct ContentLanguagesIntegrationTests {
                     "\($0["language"] as? String ?? "default") \($0["messages"] as? Int ?? -1) \($0["sent"] as? Int ?? -1) \($0["failed"] as? Int ?? -1)"
                 }
                     == ["fr 4 3 1", "default 4 4 0", "de 2 2 0"])
+
+            // The console's report: a row per language texts, the failed French message counted.
+            let reports = ConsoleReports(postgres: h.postgres, logger: h.logger)
+            let languages = try await reports.perLanguage(deliveryId: deliveryId)
+            #expect(languages.map { "\($0.language) \($0.messages) \($0.sent) \($0.failed)" } == [" 4 4 0", "fr 4 3 1", "de 2 2 0"])
+            let funnel = try #require(try await reports.funnel(deliveryId: deliveryId))
+            let section = ConsolePages.reportSection(
+                ConsolePages.Report(
+                    funnel: funnel, failures: [], sendsPerMinute: [], trackingPerHour: [], perApp: [], perLanguage: languages, refreshSeconds: 5,
+                    readAt: Date()))
+            #expect(
+                section.contains(
+                    #"<tr data-language="fr"><th scope="row">fr</th><td class="n">4</td><td class="n">3</td><td class="n">1</td><td class="n">0</td><td class="n">0</td><td class="n">0.0 %</td></tr>"#
+                ), "\(section)")
+            #expect(section.contains(#"<th scope="row">default texts</th>"#), "\(section)")
+            #expect(try await reports.perLanguage(deliveryId: "no-such-delivery").isEmpty)
         }
     }
 }

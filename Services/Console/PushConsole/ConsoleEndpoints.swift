@@ -312,7 +312,8 @@ package struct ConsoleEndpoints: Sendable {
         return ConsolePages.Report(
             funnel: funnel, failures: try await reports.failures(deliveryId: id), sendsPerMinute: try await reports.sendsPerMinute(deliveryId: id),
             trackingPerHour: try await reports.trackingPerHour(deliveryId: id), perApp: try await reports.perApp(deliveryId: id),
-            perVariant: try await reports.perVariant(deliveryId: id), refreshSeconds: settings.refreshSeconds, readAt: Date()
+            perVariant: try await reports.perVariant(deliveryId: id), perLanguage: try await reports.perLanguage(deliveryId: id),
+            refreshSeconds: settings.refreshSeconds, readAt: Date()
         )
     }
 

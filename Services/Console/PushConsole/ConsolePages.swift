@@ -47,6 +47,8 @@ package enum ConsolePages {
         package var perApp: [ConsoleReports.AppFigures]
         /// Empty for a delivery without A/B variants (the table is then left out).
         package var perVariant: [ConsoleReports.VariantFigures] = []
+        /// Empty for a delivery without language texts (the table is then left out).
+        package var perLanguage: [ConsoleReports.LanguageFigures] = []
         package var refreshSeconds: Int
         package var readAt: Date
     }
@@ -155,6 +157,14 @@ package enum ConsolePages {
                 [
                     "app": $0.app, "platform": $0.platform, "environment": $0.environment, "messages": $0.messages, "sent": $0.sent, "failed": $0.failed,
                     "expired": $0.expired, "cancelled": $0.cancelled, "pending": $0.pending, "received": $0.received, "opened": $0.opened,
+                ] as [String: Any]
+            },
+            "hasLanguages": !report.perLanguage.isEmpty,
+            "languages": report.perLanguage.map {
+                [
+                    "language": $0.language.isEmpty ? "default texts" : $0.language, "code": $0.language, "messages": $0.messages, "sent": $0.sent,
+                    "failed": $0.failed, "received": $0.received, "opened": $0.opened,
+                    "openRate": $0.sent > 0 ? String(format: "%.1f %%", Double($0.opened) * 100 / Double($0.sent)) : "—",
                 ] as [String: Any]
             },
             "hasVariants": !report.perVariant.isEmpty,

@@ -275,6 +275,34 @@ package struct ConsoleReports: Sendable {
         return result
     }
 
+    package struct LanguageFigures: Sendable {
+        /// The `content.languages` tag the messages carried; empty for the default texts.
+        package var language: String
+        package var messages, sent, failed, received, opened: Int
+    }
+
+    /// A delivery with `content.languages`, by the texts its messages carried (`broad_log.language`,
+    /// docs/analysts.md "Opens per language"); empty for a delivery without languages.
+    package func perLanguage(deliveryId: String) async throws -> [LanguageFigures] {
+        let rows = try await postgres.query(
+            """
+            SELECT coalesce(b.language, ''), count(*)::int, count(*) FILTER (WHERE b.status = 'sent')::int,
+                   count(*) FILTER (WHERE b.status = 'failed')::int, count(r.message_id)::int, count(o.message_id)::int
+            FROM push.broad_log b
+            LEFT JOIN push.tracking_firsts r ON r.delivery_id = b.delivery_id AND r.message_id = b.broad_log_id::text AND r.kind = 'received'
+            LEFT JOIN push.tracking_firsts o ON o.delivery_id = b.delivery_id AND o.message_id = b.broad_log_id::text AND o.kind = 'opened'
+            WHERE b.delivery_id = \(deliveryId)
+            GROUP BY 1 ORDER BY 2 DESC, 1
+            """,
+            logger: logger
+        )
+        var result: [LanguageFigures] = []
+        for try await (language, messages, sent, failed, received, opened) in rows.decode((String, Int, Int, Int, Int, Int).self) {
+            result.append(LanguageFigures(language: language, messages: messages, sent: sent, failed: failed, received: received, opened: opened))
+        }
+        return result.contains { !$0.language.isEmpty } ? result : []
+    }
+
     // MARK: catalog
 
     package struct CatalogApp: Sendable {

@@ -110,6 +110,16 @@ extension ConsoleTemplates {
         {{/apps}}
         {{^apps}}<tr><td colspan="11">No message planned yet.</td></tr>{{/apps}}
         </tbody></table>
+        {{#hasLanguages}}
+        <h3>Per language</h3>
+        <table id="languages"><caption>Messages of this delivery by the language texts they carried; the open rate is over sent</caption>
+        <thead><tr><th scope="col">Texts</th><th scope="col">Messages</th><th scope="col">Sent</th><th scope="col">Failed</th><th scope="col">Received</th><th scope="col">Opened</th><th scope="col">Open rate</th></tr></thead>
+        <tbody>
+        {{#languages}}
+        <tr data-language="{{code}}"><th scope="row">{{language}}</th><td class="n">{{messages}}</td><td class="n">{{sent}}</td><td class="n">{{failed}}</td><td class="n">{{received}}</td><td class="n">{{opened}}</td><td class="n">{{openRate}}</td></tr>
+        {{/languages}}
+        </tbody></table>
+        {{/hasLanguages}}
         {{#hasVariants}}
         <h3>Per A/B variant</h3>
         <table id="variants"><caption>Messages of this delivery per A/B variant; the open rate is over sent</caption>

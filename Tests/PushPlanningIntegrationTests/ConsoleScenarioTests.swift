@@ -48,7 +48,8 @@ struct ConsoleScenarioTests {
                 environment["PUSH_TOPIC_\(id)_PARTITIONS"] = "1"
             }
             for (variable, name) in [
-                ("REGISTRATION_CATALOG_GROUP", "catalog"), ("REGISTRATION_SUBSCRIPTIONS_GROUP", "subscriptions"), ("APNS_SENDER_GROUP", "apns-sender"),
+                ("REGISTRATION_CATALOG_GROUP", "catalog"), ("REGISTRATION_SUBSCRIPTIONS_GROUP", "subscriptions"), ("REGISTRATION_AUDIT_GROUP", "audit"),
+                ("APNS_SENDER_GROUP", "apns-sender"),
                 ("FCM_SENDER_GROUP", "fcm-sender"), ("TRACKING_LOG_GROUP", "tracking-log"),
             ] {
                 environment[variable] = "test.\(name).\(suffix)"
